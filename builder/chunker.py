@@ -1,0 +1,211 @@
+"""Heading-aware chunks: the only retrieval unit of the index.
+
+The policy (reference plan, "Chunking"):
+- sections by H1–H3; H4–H6 stay inside their section;
+- every chunk carries a breadcrumb ``title > section > subsection``, stored and
+  prepended to the text that is embedded;
+- small sibling sections (< ~200 tokens) under the same parent are merged until
+  the group reaches that size;
+- big sections (> ~800 tokens) are split at block boundaries (paragraphs, list
+  items of checklists) with ~64 tokens of overlap; a code fence or a table is
+  never split unless it alone exceeds the hard limit that keeps every chunk
+  embeddable without silent truncation;
+- ~4 characters per token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from builder.parse import Heading, Note
+from builder.slug import fold
+
+CHUNKER_VERSION = "1"
+CHARS_PER_TOKEN = 4
+MIN_TOKENS = 200
+MAX_TOKENS = 800
+OVERLAP_TOKENS = 64
+HARD_MAX_TOKENS = 1600  # no chunk is longer: bigger fences/tables are cut at line boundaries
+
+
+@dataclass(frozen=True)
+class Chunk:
+    idx: int
+    breadcrumb: str
+    anchor: str  # heading slug of the section ("" = top of the note)
+    line_start: int  # 1-based, inclusive
+    line_end: int  # 1-based, inclusive
+    text: str
+
+    @property
+    def embed_text(self) -> str:
+        """Exactly what is embedded: the breadcrumb gives the vector its context."""
+        return f"{self.breadcrumb}\n\n{self.text}"
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """A run of source lines that is kept together unless it is too big: [start, end), 0-based."""
+
+    start: int
+    end: int
+    kind: str  # paragraph | list | fence | table | heading | other
+    splits: tuple[int, ...] = ()  # inner boundaries where a too-big unit may be cut
+
+
+@dataclass
+class _Section:
+    heading: Heading | None
+    crumbs: tuple[str, ...]
+    parent: tuple[int, ...]  # lines of the enclosing headings: identifies siblings
+    units: list[_Unit]
+
+
+def tokens_of(text: str) -> int:
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+_KINDS = {"paragraph_open": "paragraph", "bullet_list_open": "list", "ordered_list_open": "list",
+          "fence": "fence", "code_block": "fence", "table_open": "table", "html_block": "other",
+          "blockquote_open": "other", "hr": "other", "heading_open": "heading"}
+
+
+def _units(note: Note) -> list[tuple[_Unit, Heading | None]]:
+    """Top-level blocks in order; H1–H3 headings come with their Heading, the rest with None."""
+    headings = {h.line: h for h in note.headings}
+    tokens = note.tokens
+    out: list[tuple[_Unit, Heading | None]] = []
+    for i, token in enumerate(tokens):
+        if token.level != 0 or token.map is None or token.type not in _KINDS:
+            continue
+        start, end = token.map
+        kind = _KINDS[token.type]
+        splits: tuple[int, ...] = ()
+        if kind == "list":
+            splits = tuple(t.map[0] for t in tokens[i + 1:] if t.type == "list_item_open"
+                           and t.level == 1 and t.map and start < t.map[0] < end)
+        elif kind == "paragraph":
+            splits = tuple(range(start + 1, end))
+        heading = headings.get(start) if kind == "heading" else None
+        if heading is not None and heading.level > 3:
+            heading, kind = None, "paragraph"
+        out.append((_Unit(start, end, kind, splits), heading))
+    return out
+
+
+def _sections(note: Note) -> list[_Section]:
+    title_key = fold(note.title).strip()
+    root = _Section(None, (note.title,), (), [])
+    sections = [root]
+    stack: list[Heading] = []
+    for unit, heading in _units(note):
+        if heading is None:
+            sections[-1].units.append(unit)
+            continue
+        while stack and stack[-1].level >= heading.level:
+            stack.pop()
+        parent = tuple(h.line for h in stack)
+        stack.append(heading)
+        crumbs = [note.title] + [h.text for h in stack
+                                 if not (h.level == 1 and fold(h.text).strip() == title_key) and h.text]
+        sections.append(_Section(heading, tuple(crumbs), parent, []))
+    return [s for s in sections if s.units]
+
+
+def _text(lines: tuple[str, ...], start: int, end: int) -> str:
+    return "\n".join(lines[start:end]).strip()
+
+
+def _size(lines: tuple[str, ...], units: list[_Unit]) -> int:
+    return sum(tokens_of(_text(lines, u.start, u.end)) + 1 for u in units)
+
+
+def _merge_siblings(note: Note, sections: list[_Section]) -> list[tuple[_Section, list[_Unit]]]:
+    """Groups of consecutive small sibling sections; a merged follower keeps its heading line."""
+    lines = note.source_lines
+    groups: list[tuple[_Section, list[_Unit]]] = []
+    for section in sections:
+        size = _size(lines, section.units)
+        if groups:
+            first, units = groups[-1]
+            if (first.heading is not None and section.heading is not None
+                    and first.parent == section.parent and _size(lines, units) < MIN_TOKENS
+                    and size < MIN_TOKENS):
+                heading_line = section.heading.line
+                units.append(_Unit(heading_line, heading_line + 1, "heading"))
+                units.extend(section.units)
+                continue
+        groups.append((section, list(section.units)))
+    return groups
+
+
+def _explode(lines: tuple[str, ...], unit: _Unit) -> list[_Unit]:
+    """Cut a unit that alone exceeds the budget at its inner boundaries (or any line if it must)."""
+    limit = MAX_TOKENS if unit.kind in ("paragraph", "list", "other") else HARD_MAX_TOKENS
+    if tokens_of(_text(lines, unit.start, unit.end)) <= limit:
+        return [unit]
+    cuts = unit.splits or tuple(range(unit.start + 1, unit.end))
+    bounds = [unit.start, *cuts, unit.end]
+    pieces = [_Unit(a, b, unit.kind) for a, b in zip(bounds, bounds[1:]) if b > a]
+    return pieces
+
+
+def _split(lines: tuple[str, ...], units: list[_Unit]) -> list[tuple[int, int, str]]:
+    """Pack units into pieces of at most MAX_TOKENS with overlap; returns (start, end, text)."""
+    flat = [piece for unit in units for piece in _explode(lines, unit)]
+    if _size(lines, flat) <= MAX_TOKENS:
+        text = _join(lines, flat)
+        return [(flat[0].start, flat[-1].end, text)] if text else []
+    pieces: list[tuple[int, int, str]] = []
+    current: list[_Unit] = []
+    for unit in flat:
+        if current and _size(lines, current + [unit]) > MAX_TOKENS:
+            pieces.append((current[0].start, current[-1].end, _join(lines, current)))
+            current = _overlap(lines, current[-1])
+        current.append(unit)
+    if current:
+        pieces.append((current[0].start, current[-1].end, _join(lines, current)))
+    return [p for p in pieces if p[2]]
+
+
+def _bounded(pieces: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Cut any piece still over the hard limit (a single giant line) at whitespace; nothing is dropped."""
+    hard = HARD_MAX_TOKENS * CHARS_PER_TOKEN
+    out = []
+    for start, end, text in pieces:
+        while len(text) > hard:
+            cut = text.rfind(" ", hard // 2, hard)
+            cut = cut if cut > 0 else hard
+            out.append((start, end, text[:cut].strip()))
+            text = text[cut:].strip()
+        if text:
+            out.append((start, end, text))
+    return out
+
+
+def _overlap(lines: tuple[str, ...], last: _Unit) -> list[_Unit]:
+    """Trailing lines of the previous piece (never from a fence or table) to repeat at the next start."""
+    if last.kind in ("fence", "table", "heading"):
+        return []
+    budget = OVERLAP_TOKENS * CHARS_PER_TOKEN
+    start = last.end
+    while start > last.start and len(_text(lines, start - 1, last.end)) <= budget:
+        start -= 1
+    return [_Unit(start, last.end, "overlap")] if start < last.end else []
+
+
+def _join(lines: tuple[str, ...], units: list[_Unit]) -> str:
+    parts = [_text(lines, u.start, u.end) for u in units]
+    return "\n\n".join(p for p in parts if p)
+
+
+def chunk_note(note: Note) -> list[Chunk]:
+    """The chunks of one parsed note, in document order, numbered from 0."""
+    chunks: list[Chunk] = []
+    for section, units in _merge_siblings(note, _sections(note)):
+        anchor = section.heading.anchor if section.heading else ""
+        breadcrumb = " > ".join(section.crumbs)
+        for start, end, text in _bounded(_split(note.source_lines, units)):
+            chunks.append(Chunk(idx=len(chunks), breadcrumb=breadcrumb, anchor=anchor,
+                                line_start=start + 1, line_end=end, text=text))
+    return chunks

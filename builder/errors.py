@@ -1,0 +1,19 @@
+"""Exceptions that end in one clear line for the user, never a traceback."""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """An error the user can fix; the CLI prints ``str(error)`` and exits with ``exit_code``."""
+
+    exit_code = 2
+
+
+class ConfigError(UserError):
+    """The configuration file is missing, malformed or names something that does not exist."""
+
+
+class ReindexNeeded(UserError):
+    """The index was built with another embedding space or chunker than the config asks for."""
+
+    exit_code = 1

@@ -1,0 +1,50 @@
+"""Index generations: ``index.sqlite`` is a symlink to the current generation file.
+
+A ``--full`` build writes a complete new generation beside the old one and
+swaps the symlink atomically (``rename``), so readers keep using the old file
+until the new one is whole. Each generation has its own WAL files, so no WAL
+is ever shared between two databases.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+
+def resolve(index: Path) -> Path | None:
+    """The real file behind the configured index path, or None when there is no index yet."""
+    if not index.exists():
+        return None
+    return Path(os.path.realpath(index))
+
+
+def new_generation(index: Path) -> Path:
+    """A fresh, unused file name for a new generation next to ``index``."""
+    index.parent.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    path = index.with_name(f"{index.stem}-{stamp}-{os.getpid()}{index.suffix}")
+    discard(path)
+    return path
+
+
+def discard(path: Path) -> None:
+    """Remove a generation file and its WAL companions."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def swap_in(index: Path, generation: Path) -> None:
+    """Point ``index`` at ``generation`` in one rename; then remove the previous generation."""
+    previous = resolve(index)
+    was_plain_file = previous is not None and not index.is_symlink()
+    temp = index.with_name(f".{index.name}.swap")
+    temp.unlink(missing_ok=True)
+    os.symlink(generation.name, temp)
+    os.replace(temp, index)
+    if was_plain_file:  # the renamed-over file lives on for its readers; its WAL files carry our name
+        for suffix in ("-wal", "-shm"):
+            Path(f"{index}{suffix}").unlink(missing_ok=True)
+    elif previous is not None and previous != generation.resolve():
+        discard(previous)

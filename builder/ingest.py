@@ -1,0 +1,83 @@
+"""One file on disk → what the index stores about it (record + chunks), never an exception.
+
+Bad input becomes a status and a warning: binary data, invalid UTF-8, a note
+over the size limit, broken front matter, ``published: false``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from builder.index import FileRecord
+
+
+@dataclass(frozen=True)
+class Ingested:
+    record: FileRecord
+    chunks: tuple[dict[str, Any], ...]
+    warnings: tuple[str, ...]
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def iso_from_ns(mtime_ns: int) -> str:
+    return datetime.fromtimestamp(mtime_ns / 1e9, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def _record(path: str, data: bytes, size: int, mtime_ns: int | None, changed_at: str | None,
+            status: str = "ok", note: str | None = None, **fields: Any) -> FileRecord:
+    return FileRecord(path=path, title=fields.get("title", Path(path).stem), tags=fields.get("tags", ()),
+                      headings=fields.get("headings", ()), links=fields.get("links", ()),
+                      front_matter=fields.get("front_matter", {}), status=status, status_note=note,
+                      sha256=sha256_bytes(data), size=size, mtime_ns=mtime_ns, changed_at=changed_at)
+
+
+def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | None,
+           max_bytes: int) -> Ingested:
+    """Parse and chunk one note given its bytes; problems become a status and warnings."""
+    size = len(data)
+    if size > max_bytes:
+        note = f"{size / 1e6:.1f} MB is over limits.max_note_bytes ({max_bytes:,} bytes); not indexed"
+        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", note), (), (f"{path}: {note}",))
+    if b"\x00" in data[:65536]:
+        note = "binary data, not a text note; not indexed"
+        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", note), (), (f"{path}: {note}",))
+    warnings: list[str] = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = data.decode("utf-8", errors="replace")
+        warnings.append(f"{path}: invalid UTF-8 at byte {exc.start}, bad bytes replaced with U+FFFD")
+    text = text.removeprefix("\ufeff")
+
+    from builder.chunker import chunk_note
+    from builder.parse import parse_note
+
+    try:
+        note = parse_note(path, text)
+        chunks = chunk_note(note) if note.published else []
+    except RecursionError:
+        reason = "nested too deeply for the markdown parser; not indexed"
+        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (),
+                        (*warnings, f"{path}: {reason}"))
+    warnings.extend(note.warnings)
+    fields = dict(title=note.title, tags=note.tags, links=note.links, front_matter=note.front_matter,
+                  headings=tuple({"level": h.level, "text": h.text, "anchor": h.anchor, "line": h.line + 1}
+                                 for h in note.headings))
+    if not note.published:
+        return Ingested(_record(path, data, size, mtime_ns, changed_at, "unpublished", "published: false"),
+                        (), tuple(warnings))
+    rows = tuple({"chunk_idx": c.idx, "breadcrumb": c.breadcrumb, "anchor": c.anchor,
+                  "line_start": c.line_start, "line_end": c.line_end, "text": c.text,
+                  "embed_sha": sha256_text(c.embed_text)} for c in chunks)
+    return Ingested(_record(path, data, size, mtime_ns, changed_at, **fields), rows, tuple(warnings))

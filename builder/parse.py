@@ -1,0 +1,165 @@
+"""Markdown → :class:`Note`: title, tags, headings with anchors, links, published flag.
+
+markdown-it-py does the parsing (CommonMark with setext headings, nested lists,
+HTML blocks); this module only reads its token stream.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from mdit_py_plugins.front_matter import front_matter_plugin
+
+from builder.slug import Slugger
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str  # plain text, inline markup reduced to its words
+    anchor: str
+    line: int  # 0-based line of the heading in the source
+
+
+@dataclass(frozen=True)
+class Note:
+    path: str
+    title: str
+    tags: tuple[str, ...]
+    headings: tuple[Heading, ...]
+    published: bool
+    source_lines: tuple[str, ...]
+    tokens: tuple[Token, ...] = field(repr=False)
+    front_matter: dict[str, Any] = field(default_factory=dict, repr=False)
+    links: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+def make_markdown() -> MarkdownIt:
+    """The parser shared by the chunker and the renderer (so headings and lines agree)."""
+    return MarkdownIt("commonmark", {"html": True}).use(front_matter_plugin).enable(["table", "strikethrough"])
+
+
+_MD: MarkdownIt | None = None
+
+
+def _parser() -> MarkdownIt:
+    global _MD
+    if _MD is None:
+        _MD = make_markdown()
+    return _MD
+
+
+def inline_text(token: Token) -> str:
+    """Visible text of an inline token: text and code spans, without markup."""
+    if not token.children:
+        return token.content.strip()
+    parts = [child.content for child in token.children
+             if child.type in ("text", "code_inline", "softbreak", "html_inline", "image")]
+    text = "".join(" " if p == "" else p for p in parts)
+    text = re.sub(r"<[^>]*>", "", text)  # inline HTML tags are markup, not words
+    return " ".join(text.split())
+
+
+def _collect_links(tokens: list[Token]) -> list[str]:
+    links: list[str] = []
+    for token in tokens:
+        for child in token.children or ():
+            if child.type == "link_open":
+                links.append(str(child.attrs.get("href", "")))
+            elif child.type == "image":
+                links.append(str(child.attrs.get("src", "")))
+        if token.type == "inline":
+            links.extend(f"[[{m}]]" for m in re.findall(r"\[\[([^\[\]\n]+)\]\]", token.content))
+    return links
+
+
+def headings_of(tokens: list[Token] | tuple[Token, ...]) -> list[Heading]:
+    """Every heading of the token stream with its unique anchor, in document order."""
+    slugger = Slugger()
+    headings = []
+    for i, token in enumerate(tokens):
+        if token.type == "heading_open" and token.level == 0 and token.map:
+            text = inline_text(tokens[i + 1])
+            headings.append(Heading(level=int(token.tag[1]), text=text, anchor=slugger.slug(text),
+                                    line=token.map[0]))
+    return headings
+
+
+def _tags(front: dict[str, Any]) -> tuple[str, ...]:
+    raw = front.get("tags", front.get("tag"))
+    taxonomy = front.get("taxonomy")
+    if raw is None and isinstance(taxonomy, dict):  # Grav pages: taxonomy: {tag: [...]}
+        raw = taxonomy.get("tag")
+    if isinstance(raw, str):
+        raw = raw.split(",")
+    if not isinstance(raw, list):
+        return ()
+    tags: list[str] = []
+    for item in raw:
+        tag = " ".join(str(item).strip().lstrip("#").split())
+        if tag and tag not in tags and not isinstance(item, (dict, list)):
+            tags.append(tag)
+    return tuple(tags)
+
+
+def _front_matter(tokens: list[Token], path: str) -> tuple[dict[str, Any], list[str]]:
+    if not tokens or tokens[0].type != "front_matter":
+        return {}, []
+    try:
+        data = yaml.safe_load(tokens[0].content)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark else ""
+        return {}, [f"{path}: broken front matter{where}, indexed from the body"]
+    if data is None:
+        return {}, []
+    if not isinstance(data, dict):
+        return {}, [f"{path}: front matter is not a mapping, ignored"]
+    return data, []
+
+
+def _is_false(value: Any) -> bool:
+    return value is False or (isinstance(value, str) and value.strip().lower() in ("false", "no", "off"))
+
+
+def parse_note(path: str, text: str) -> Note:
+    """Parse one note; never raises for bad markdown or bad front matter (those become warnings)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # the line numbering markdown-it uses
+    tokens = _parser().parse(text)
+    front, warnings = _front_matter(tokens, path)
+    headings = headings_of(tokens)
+    title = front.get("title")
+    if not isinstance(title, (str, int, float)) or not str(title).strip():
+        first_h1 = next((h.text for h in headings if h.level == 1 and h.text), None)
+        title = first_h1 or PurePosixPath(path).stem.replace("-", " ").replace("_", " ")
+    return Note(
+        path=path,
+        title=" ".join(str(title).split()),
+        tags=_tags(front),
+        headings=tuple(headings),
+        published=not _is_false(front.get("published", True)),
+        source_lines=tuple(text.split("\n")),
+        tokens=tuple(tokens),
+        front_matter={k: _plain(v) for k, v in front.items()},
+        links=tuple(_collect_links(tokens)),
+        warnings=tuple(warnings),
+    )
+
+
+def _plain(value: Any) -> Any:
+    """Front matter values made JSON-friendly (YAML dates become ISO strings)."""
+    if isinstance(value, (date, datetime)):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,167 @@
+"""Scope rules and the folder walk.
+
+Precedence: ``paths`` (whitelist; a file outside every entry does not exist for
+the index) → ``include`` (default ``*.md``) → ``exclude`` (wins over both).
+Patterns are globs over POSIX paths relative to the source root: ``*`` stays in
+one directory, ``**`` crosses directories, a pattern without ``/`` in include
+or exclude matches the file name anywhere, and a pattern also covers
+everything below it (``notes`` = ``notes/**``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from builder.config import SourceConfig
+
+
+@lru_cache(maxsize=512)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("^" + "".join(out) + "(?:/.*)?$")
+
+
+def matches(pattern: str, path: str) -> bool:
+    """Does the glob ``pattern`` cover the relative POSIX ``path``?"""
+    if "/" not in pattern and not pattern.startswith("**"):
+        return bool(_glob_regex(pattern).match(path.rsplit("/", 1)[-1])) or bool(_glob_regex(pattern).match(path))
+    return bool(_glob_regex(pattern).match(path))
+
+
+@dataclass(frozen=True)
+class Scope:
+    paths: tuple[str, ...]
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+
+    @classmethod
+    def of(cls, source: SourceConfig) -> Scope:
+        return cls(source.paths, source.include, source.exclude)
+
+    def covers(self, path: str) -> bool:
+        """Is the path inside a ``paths`` entry (before include/exclude)?"""
+        return any(_glob_regex(p).match(path) for p in self.paths)
+
+    def wants(self, path: str) -> bool:
+        """Is the file part of the index?"""
+        return (self.covers(path)
+                and any(matches(p, path) for p in self.include)
+                and not any(matches(p, path) for p in self.exclude))
+
+    def may_contain(self, directory: str) -> bool:
+        """Could any wanted file live below ``directory``? (prunes the walk)"""
+        if any(matches(p, directory) and "*" not in p.rsplit("/", 1)[-1] for p in self.exclude if "/" in p):
+            return False
+        for pattern in self.paths:
+            literal = []
+            for part in pattern.split("/"):
+                if any(ch in part for ch in "*?["):
+                    break
+                literal.append(part)
+            prefix = "/".join(literal)
+            if not prefix or prefix == directory or prefix.startswith(directory + "/") \
+                    or directory.startswith(prefix + "/"):
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class FileStat:
+    path: str  # relative POSIX path
+    size: int
+    mtime_ns: int
+
+
+_NEVER_NOTES = {"node_modules", "__pycache__"}
+
+
+def _is_hidden(name: str) -> bool:
+    """Dot-entries (.git, .obsidian, the portal's own .portal) and dependency caches are never notes."""
+    return name.startswith(".") or name in _NEVER_NOTES
+
+
+def walk(root: Path, scope: Scope) -> dict[str, FileStat]:
+    """Every wanted file under ``root`` with size and mtime. Hidden entries are skipped; symlinks are
+    followed only when they resolve inside the root (and each real directory is visited once)."""
+    real_root = os.path.realpath(root)
+    found: dict[str, FileStat] = {}
+    seen_dirs = {real_root}
+    stack = [(str(root), "")]
+    while stack:
+        directory, rel_dir = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            if _is_hidden(entry.name):
+                continue
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                if entry.is_symlink():
+                    target = os.path.realpath(entry.path)
+                    if os.path.commonpath([target, real_root]) != real_root:
+                        continue
+                    if os.path.isdir(target):
+                        if target in seen_dirs:
+                            continue
+                        seen_dirs.add(target)
+                if entry.is_dir():
+                    if scope.may_contain(rel):
+                        seen_dirs.add(os.path.realpath(entry.path))
+                        stack.append((entry.path, rel))
+                elif entry.is_file() and scope.wants(rel):
+                    st = entry.stat()
+                    found[rel] = FileStat(rel, st.st_size, st.st_mtime_ns)
+            except OSError:
+                continue
+    return found
+
+
+def uncovered_dirs(root: Path, scope: Scope) -> list[str]:
+    """Top-level directories holding files that ``include`` would take but no ``paths`` entry covers."""
+    if "**" in scope.paths:
+        return []
+    out = []
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return []
+    for entry in entries:
+        if _is_hidden(entry.name) or not entry.is_dir(follow_symlinks=False):
+            continue
+        if not scope.covers(entry.name) and _has_uncovered_note(Path(entry.path), entry.name, scope):
+            out.append(entry.name)
+    return out
+
+
+def _has_uncovered_note(directory: Path, rel_dir: str, scope: Scope) -> bool:
+    for dirpath, dirnames, filenames in os.walk(directory):
+        dirnames[:] = [d for d in dirnames if not _is_hidden(d)]
+        rel_base = rel_dir + dirpath[len(str(directory)):].replace(os.sep, "/")
+        for name in filenames:
+            rel = f"{rel_base}/{name}"
+            if any(matches(p, rel) for p in scope.include) and not scope.covers(rel) \
+                    and not any(matches(p, rel) for p in scope.exclude):
+                return True
+    return False

@@ -1,0 +1,57 @@
+"""``notes-portal status``: per source notes, chunks, pending vectors, last sync, indexed rev."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builder import index as db
+from builder import indexfile
+from builder.config import Config
+
+
+def collect_status(config: Config) -> dict[str, Any]:
+    """The status as plain data (the ``--json`` output)."""
+    path = indexfile.resolve(config.index)
+    status: dict[str, Any] = {"index": str(config.index), "exists": path is not None,
+                              "embedding": {"provider": config.embedding.provider, "model": config.embedding.model,
+                                            "dims": config.embedding.dims},
+                              "sources": []}
+    rows: dict[str, db.SourceRow] = {}
+    stats: dict[str, dict[str, int]] = {}
+    if path is not None:
+        conn = db.connect(path, readonly=True, vec=False)
+        try:
+            rows, stats = db.get_sources(conn), db.source_stats(conn)
+            status["meta"] = db.get_meta(conn)
+        finally:
+            conn.close()
+    for source in config.sources:
+        row = rows.get(source.id)
+        numbers = stats.get(source.id, {"files": 0, "chunks": 0, "pending": 0})
+        status["sources"].append({
+            "id": source.id, "kind": source.kind,
+            "location": str(source.root) if source.root else source.url,
+            "branch": source.branch,
+            "files": numbers["files"], "chunks": numbers["chunks"],
+            "pending_vectors": numbers["pending"] if config.embedding.enabled else 0,
+            "last_sync_at": row.last_sync_at if row else None,
+            "indexed_rev": row.indexed_rev if row else None,
+            "last_error": row.last_error if row else None,
+            "uncovered": list(row.uncovered) if row else [],
+        })
+    return status
+
+
+def format_status(status: dict[str, Any]) -> str:
+    emb = status["embedding"]
+    lines = [f"index: {status['index']}" + ("" if status["exists"] else " (not built yet)"),
+             f"embedding: {emb['provider']} {emb['model']} ({emb['dims']} dims)"]
+    for s in status["sources"]:
+        lines.append(f"{s['id']} ({s['kind']}: {s['location']}): {s['files']} notes, {s['chunks']} chunks, "
+                     f"{s['pending_vectors']} pending vectors, last sync {s['last_sync_at'] or 'never'}, "
+                     f"rev {s['indexed_rev'] or '-'}")
+        if s["last_error"]:
+            lines.append(f"  last error: {s['last_error']}")
+        if s["uncovered"]:
+            lines.append(f"  not covered by paths: {', '.join(d + '/' for d in s['uncovered'])}")
+    return "\n".join(lines)

@@ -1,0 +1,215 @@
+"""The build step: lock → scan each source → index what changed → embed → (swap).
+
+Runs from cron every minute. When nothing changed it prints nothing, writes
+nothing (not the index, not the log) and imports neither the markdown parser,
+numpy, Jinja2 nor the embedding model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from builder import index as db
+from builder import indexfile
+from builder.chunker import CHUNKER_VERSION
+from builder.config import Config, SourceConfig
+from builder.errors import ReindexNeeded
+from builder.lock import BuildLock
+from builder.sources import Scope, uncovered_dirs, walk
+from builder.synclog import SyncLog
+
+EXIT_OK, EXIT_REINDEX, EXIT_PARTIAL = 0, 1, 3
+
+
+@dataclass(frozen=True)
+class SourceChanges:
+    """What one source's scan found; empty lists and equal coverage mean a no-op."""
+
+    source: SourceConfig
+    changed: tuple[Any, ...]  # FileStat of new or modified-looking files
+    deleted: tuple[str, ...]
+    uncovered: tuple[str, ...]
+    coverage_changed: bool
+
+    @property
+    def empty(self) -> bool:
+        return not self.changed and not self.deleted and not self.coverage_changed
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def expected_meta(config: Config) -> dict[str, str]:
+    """What ``meta`` must say for this config's queries to be answerable."""
+    return {**config.embedding.identity(), "chunker_version": CHUNKER_VERSION}
+
+
+def meta_mismatch(meta: dict[str, str], config: Config) -> str | None:
+    """A one-line description of how the index differs from the config, or None."""
+    diffs = [f"{key} is {meta.get(key)!r} in the index but {value!r} in the config"
+             for key, value in expected_meta(config).items() if meta.get(key) != value]
+    return "; ".join(diffs) or None
+
+
+def build(config: Config, *, full: bool = False, source_id: str | None = None,
+          embedder_factory: Callable[[Any], Any] | None = None, log: SyncLog | None = None) -> int:
+    """Run one build; returns the process exit code (0 ok, 1 reindex needed, 3 partial)."""
+    log = log or SyncLog(config.log_path)
+    selected = [config.source(source_id)] if source_id else list(config.sources)
+    with BuildLock(config.lock_path, log.warn) as lock:
+        if not lock.acquired:
+            return EXIT_OK
+        current = indexfile.resolve(config.index)
+        if full or current is None:
+            return _full_build(config, embedder_factory, log)
+        conn = db.connect(current, vec=False)
+        try:
+            mismatch = meta_mismatch(db.get_meta(conn), config)
+            if mismatch:
+                raise ReindexNeeded(f"reindex needed: {mismatch}; run `notes-portal build --full`")
+            return _incremental(conn, config, selected, source_id is None, embedder_factory, log)
+        finally:
+            conn.close()
+
+
+def _full_build(config: Config, embedder_factory: Any, log: SyncLog) -> int:
+    """Build a complete new index file beside the old one, then swap it in atomically."""
+    new_path = indexfile.new_generation(config.index)
+    conn = db.connect(new_path)
+    try:
+        db.migrate(conn)
+        with db.transaction(conn):
+            db.set_meta(conn, {**expected_meta(config), "sqlite_vec_version": _vec_version(conn),
+                               "created_at": now_iso()})
+        if config.embedding.enabled:
+            db.ensure_vec_table(conn, config.embedding.dims)
+        code = _incremental(conn, config, list(config.sources), True, embedder_factory, log, force=True)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except BaseException:
+        conn.close()
+        indexfile.discard(new_path)
+        raise
+    conn.close()
+    indexfile.swap_in(config.index, new_path)
+    log.info(f"full build swapped in {new_path.name}")
+    return code
+
+
+def _vec_version(conn: Any) -> str:
+    return conn.execute("SELECT vec_version()").fetchone()[0]
+
+
+def _incremental(conn: Any, config: Config, selected: list[SourceConfig], all_sources: bool,
+                 embedder_factory: Any, log: SyncLog, force: bool = False) -> int:
+    code = EXIT_OK
+    known = db.get_sources(conn)
+    scans: list[SourceChanges] = []
+    for source in selected:
+        try:
+            scans.append(_scan(conn, source, known.get(source.id), force))
+        except OSError as exc:
+            log.warn(f"{source.id}: cannot read the source ({exc})")
+            code = EXIT_PARTIAL
+    stale = [sid for sid in known if all_sources and sid not in {s.id for s in config.sources}]
+    pending = db.count_pending(conn) if config.embedding.enabled else 0
+    if all(s.empty for s in scans) and not stale and not pending:
+        return code  # the every-minute case: nothing to say, nothing written
+    _load_vec(conn, config)
+    for sid in stale:
+        db.delete_source(conn, sid)
+        log.info(f"{sid}: source removed from the config, its notes left the index")
+    for scan in scans:
+        if not scan.empty:
+            try:
+                _apply(conn, config, scan, log)
+            except Exception as exc:  # one source's failure must not stop the others
+                log.warn(f"{scan.source.id}: indexing failed ({type(exc).__name__}: {exc})")
+                code = EXIT_PARTIAL
+    if config.embedding.enabled and db.count_pending(conn):
+        from builder.embed_run import embed_pending
+
+        embed_pending(conn, config, embedder_factory, log)
+    return code
+
+
+def _load_vec(conn: Any, config: Config) -> None:
+    import sqlite_vec
+
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    conn.enable_load_extension(False)
+    if config.embedding.enabled:
+        db.ensure_vec_table(conn, config.embedding.dims)
+
+
+def _scan(conn: Any, source: SourceConfig, row: db.SourceRow | None, force: bool) -> SourceChanges:
+    assert source.root is not None
+    scope = Scope.of(source)
+    if not source.root.is_dir():
+        raise OSError(f"directory {source.root} is gone")
+    found = walk(source.root, scope)
+    states = {} if force else db.file_states(conn, source.id)
+    changed = tuple(stat for path, stat in sorted(found.items())
+                    if path not in states or states[path].size != stat.size
+                    or states[path].mtime_ns != stat.mtime_ns)
+    deleted = tuple(sorted(set(states) - set(found)))
+    uncovered = tuple(uncovered_dirs(source.root, scope))
+    previous = row.uncovered if row else ()
+    return SourceChanges(source, changed, deleted, uncovered,
+                         coverage_changed=row is None or uncovered != previous)
+
+
+def _apply(conn: Any, config: Config, scan: SourceChanges, log: SyncLog) -> None:
+    from builder.ingest import ingest, iso_from_ns, sha256_bytes
+
+    source = scan.source
+    assert source.root is not None
+    db.upsert_source(conn, source.id, source.kind, source.url, source.branch)
+    states = db.file_states(conn, source.id)
+    notes = chunks = touched = 0
+    for stat in scan.changed:
+        try:
+            data = (source.root / stat.path).read_bytes()
+        except OSError as exc:
+            log.warn(f"{source.id}: {stat.path}: cannot read ({exc.strerror or exc})")
+            continue
+        old = states.get(stat.path)
+        if old is not None and old.sha256 == sha256_bytes(data):
+            db.touch_file(conn, source.id, stat.path, stat.size, stat.mtime_ns)
+            touched += 1
+            continue
+        result = ingest(stat.path, data, mtime_ns=stat.mtime_ns, changed_at=iso_from_ns(stat.mtime_ns),
+                        max_bytes=config.max_note_bytes)
+        for warning in result.warnings:
+            log.warn(f"{source.id}: {warning}")
+        db.replace_file(conn, source.id, result.record, result.chunks, now_iso())
+        notes += 1
+        chunks += len(result.chunks)
+    for path in scan.deleted:
+        db.delete_file(conn, source.id, path)
+    if notes or scan.deleted:
+        log.info(f"{source.id}: indexed {notes} files / {chunks} chunks, removed {len(scan.deleted)} files")
+    if notes or scan.deleted or scan.coverage_changed:
+        if scan.uncovered:
+            log.info(f"{source.id}: coverage: markdown outside every paths entry in: "
+                     + ", ".join(f"{d}/" for d in scan.uncovered))
+        elif scan.coverage_changed and "**" not in source.paths:
+            log.info(f"{source.id}: coverage: every directory with markdown is covered")
+    with db.transaction(conn):
+        values: dict[str, Any] = {"uncovered": scan.uncovered}
+        if notes or scan.deleted or touched:
+            values.update(indexed_rev=_folder_rev(conn, source.id), last_sync_at=now_iso())
+        db.update_source(conn, source.id, **values)
+
+
+def _folder_rev(conn: Any, source_id: str) -> str:
+    """A folder's revision: a digest of its indexed (path, sha256) pairs."""
+    digest = hashlib.sha256()
+    for path, state in sorted(db.file_states(conn, source_id).items()):
+        digest.update(f"{path}\0{state.sha256}\n".encode())
+    return digest.hexdigest()[:12]

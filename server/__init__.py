@@ -1,0 +1,1 @@
+"""notes-portal read path: hybrid search and (later) the web app."""

@@ -1,0 +1,182 @@
+"""Hybrid search over chunks: BM25 (FTS5) and KNN (sqlite-vec), merged by Reciprocal Rank Fusion.
+
+User text never becomes FTS5 syntax: it is cut into words, each word is quoted,
+and words of 3+ characters get a prefix ``*`` (Czech and Slovak inflect word
+endings). Chunks that match every word rank before chunks that match some.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from builder import index as db
+from builder.config import Config
+from builder.embedding import Embedder, EmbeddingError
+from builder.errors import ReindexNeeded, UserError
+from builder.slug import fold
+
+RRF_K = 60
+MODES = ("hybrid", "bm25", "vector")
+MAX_TERMS = 24
+MAX_QUERY_CHARS = 2000
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Hit:
+    source: str
+    path: str
+    title: str
+    breadcrumb: str
+    anchor: str
+    line_start: int
+    snippet: str  # HTML-escaped text with <mark> around matched words
+    score: float
+    ranks: dict[str, int | None]
+    url: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    query: str
+    mode: str
+    hits: tuple[Hit, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"query": self.query, "mode": self.mode, "notes": list(self.notes),
+                "hits": [asdict(h) for h in self.hits]}
+
+
+def query_terms(text: str) -> list[str]:
+    """The words of the user's text, in order, without duplicates (at most MAX_TERMS)."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text[:MAX_QUERY_CHARS]):
+        word = word.replace("_", " ").strip()
+        for part in word.split():
+            seen.setdefault(part.lower(), None)
+    return list(seen)[:MAX_TERMS]
+
+
+def fts_expression(terms: list[str], operator: str) -> str:
+    """An FTS5 expression where every term is a quoted string: user text is never syntax."""
+    quoted = [f'"{t}"*' if len(t) >= 3 else f'"{t}"' for t in terms]
+    return f" {operator} ".join(quoted)
+
+
+def _bm25_ids(conn: Any, terms: list[str], k: int, source: str | None, tag: str | None) -> list[int]:
+    if not terms:
+        return []
+    ids = db.fts_search(conn, fts_expression(terms, "AND"), k, source, tag)
+    if len(ids) < k and len(terms) > 1:
+        seen = set(ids)
+        ids += [i for i in db.fts_search(conn, fts_expression(terms, "OR"), k, source, tag) if i not in seen]
+    return ids[:k]
+
+
+def snippet(text: str, terms: list[str], width: int = 36) -> str:
+    """A window of ``width`` words around the densest matches, HTML-escaped, matches in <mark>."""
+    folded_terms = [fold(t) for t in terms]
+    words = list(_WORD.finditer(text))
+
+    def is_match(word: str) -> bool:
+        w = fold(word)
+        return any(w.startswith(t) if len(t) >= 3 else w == t for t in folded_terms)
+
+    flags = [is_match(m.group()) for m in words]
+    best, best_score = 0, -1
+    for start in range(0, max(1, len(words) - width + 1), 4):
+        score = sum(flags[start:start + width])
+        if score > best_score:
+            best, best_score = start, score
+    window = words[best:best + width]
+    if not window:
+        return html.escape(text[:240])
+    begin, end = window[0].start(), window[-1].end()
+    out, pos = [], begin
+    for m, flag in zip(window, flags[best:best + width]):
+        out.append(html.escape(text[pos:m.start()]))
+        out.append(f"<mark>{html.escape(m.group())}</mark>" if flag else html.escape(m.group()))
+        pos = m.end()
+    body = " ".join("".join(out).split())
+    return ("…" if begin > 0 else "") + body + ("…" if end < len(text) else "")
+
+
+def search(conn: Any, config: Config, query: str, *, limit: int = 10, source: str | None = None,
+           tag: str | None = None, mode: str = "hybrid", embedder: Embedder | None = None,
+           embedder_error: str | None = None) -> SearchResult:
+    """Answer one query. Raises :class:`ReindexNeeded` when the index speaks another embedding space."""
+    from builder.sync import meta_mismatch
+
+    if mode not in MODES:
+        raise UserError(f"unknown mode {mode!r} (expected one of: {', '.join(MODES)})")
+    if not 1 <= limit <= 100:
+        raise UserError(f"limit must be between 1 and 100, got {limit}")
+    mismatch = meta_mismatch(db.get_meta(conn), config)
+    if mismatch:
+        raise ReindexNeeded(f"reindex needed: {mismatch}; run `notes-portal build --full`")
+    notes: list[str] = []
+    terms = query_terms(query)
+    if not terms:
+        return SearchResult(query, mode, (), ("the query has no words to search for",))
+    k = max(limit * 3, 30)
+    bm25 = _bm25_ids(conn, terms, k, source, tag) if mode in ("hybrid", "bm25") else []
+    vector: list[int] = []
+    if mode in ("hybrid", "vector"):
+        vector, note = _vector_ids(conn, config, query, k, source, tag, embedder, embedder_error)
+        if note:
+            notes.append(note)
+    pending = db.count_pending(conn) if config.embedding.enabled else 0
+    if pending and mode != "bm25":
+        notes.append(f"{pending} chunks still awaiting vectors: they are found by words only")
+    hits = _fuse(conn, terms, bm25, vector, limit)
+    if not hits and not db.counts(conn)["chunks"]:
+        notes.append("the index is empty: run `notes-portal build`")
+    return SearchResult(query, mode, tuple(hits), tuple(notes))
+
+
+def _vector_ids(conn: Any, config: Config, query: str, k: int, source: str | None, tag: str | None,
+                embedder: Embedder | None, embedder_error: str | None) -> tuple[list[int], str | None]:
+    if not config.embedding.enabled:
+        return [], "embeddings disabled (provider: none): FTS-only results"
+    if embedder is None:
+        return [], f"embeddings unavailable ({embedder_error or 'no embedder'}): FTS-only results"
+    try:
+        vector = embedder.embed_query(query[:MAX_QUERY_CHARS])
+    except EmbeddingError as exc:
+        return [], f"embeddings unavailable ({exc}): FTS-only results"
+    return db.knn_search(conn, vector, k, source, tag), None
+
+
+def _fuse(conn: Any, terms: list[str], bm25: list[int], vector: list[int], limit: int) -> list[Hit]:
+    scores: dict[int, float] = {}
+    for ranking in (bm25, vector):
+        for rank, chunk_id in enumerate(ranking, start=1):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (RRF_K + rank)
+    ordered = sorted(scores, key=lambda i: (-scores[i], i))[:limit]
+    bm25_rank = {cid: r for r, cid in enumerate(bm25, start=1)}
+    vec_rank = {cid: r for r, cid in enumerate(vector, start=1)}
+    rows = db.chunk_details(conn, ordered)
+    hits = []
+    for chunk_id in ordered:
+        row = rows.get(chunk_id)
+        if row is None:
+            continue
+        hits.append(Hit(source=row["source_id"], path=row["path"], title=row["title"],
+                        breadcrumb=row["breadcrumb"], anchor=row["anchor"], line_start=row["line_start"],
+                        snippet=snippet(row["text"], terms), score=round(scores[chunk_id], 6),
+                        ranks={"bm25": bm25_rank.get(chunk_id), "vector": vec_rank.get(chunk_id)}))
+    return hits
+
+
+def provenance(hit: Hit) -> str:
+    """``bm25 #2, vec #1`` — which half found the hit, at which rank."""
+    parts = []
+    if hit.ranks.get("bm25"):
+        parts.append(f"bm25 #{hit.ranks['bm25']}")
+    if hit.ranks.get("vector"):
+        parts.append(f"vec #{hit.ranks['vector']}")
+    return ", ".join(parts)

@@ -111,6 +111,10 @@ class Config:
     def cache_path(self) -> Path:
         return self.data_dir / "embed-cache.sqlite"
 
+    def source_root(self, source: SourceConfig) -> Path:
+        """The directory a source's files are read from: the folder, or our clone of a git source."""
+        return source.root if source.root is not None else self.data_dir / "remote" / source.id
+
     def source(self, source_id: str) -> SourceConfig:
         for source in self.sources:
             if source.id == source_id:

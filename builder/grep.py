@@ -17,13 +17,6 @@ from builder.errors import UserError
 from builder.sources import Scope, walk
 
 
-def source_root(config: Config, source: SourceConfig) -> Path:
-    """The directory grep reads: the folder itself, or our clone of a git source."""
-    if source.root is not None:
-        return source.root
-    return config.data_dir / "remote" / source.id
-
-
 def _grep_scope(source: SourceConfig) -> Scope:
     return Scope(paths=source.paths, include=("**",), exclude=source.exclude)
 
@@ -37,7 +30,7 @@ def grep(config: Config, sources: list[SourceConfig], pattern: str, *, ignore_ca
     rg = shutil.which("rg")
     found = False
     for source in sources:
-        root = source_root(config, source)
+        root = config.source_root(source)
         if not root.is_dir():
             print(f"notes-portal: {source.id}: {root} does not exist yet (run `notes-portal build`)", file=sys.stderr)
             continue

@@ -205,7 +205,9 @@ def chunk_note(note: Note) -> list[Chunk]:
     for section, units in _merge_siblings(note, _sections(note)):
         anchor = section.heading.anchor if section.heading else ""
         breadcrumb = " > ".join(section.crumbs)
-        for start, end, text in _bounded(_split(note.source_lines, units)):
+        for n, (start, end, text) in enumerate(_bounded(_split(note.source_lines, units))):
+            if n == 0 and section.heading is not None:
+                start = section.heading.line  # the section's first chunk begins at its heading
             chunks.append(Chunk(idx=len(chunks), breadcrumb=breadcrumb, anchor=anchor,
                                 line_start=start + 1, line_end=end, text=text))
     return chunks

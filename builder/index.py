@@ -38,6 +38,8 @@ def connect(path: Path, *, readonly: bool = False, vec: bool = True, timeout: fl
     else:
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=timeout)
     conn.row_factory = sqlite3.Row
+    # SQLite's lower() folds ASCII only; tags are Czech and Slovak.
+    conn.create_function("casefold", 1, lambda v: v.casefold() if isinstance(v, str) else v, deterministic=True)
     if vec:
         import sqlite_vec
 
@@ -371,7 +373,7 @@ def notes_for_toc(conn: Any, source_id: str | None, tag: str | None) -> list[Any
         SELECT source_id, path, title, tags, headings FROM files
         WHERE status = 'ok'
           AND (:source_id IS NULL OR source_id = :source_id)
-          AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(files.tags) WHERE lower(value) = lower(:tag)))
+          AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(files.tags) WHERE casefold(value) = casefold(:tag)))
         ORDER BY source_id, path
     """), {"source_id": source_id, "tag": tag}).fetchall()
 
@@ -387,7 +389,7 @@ def fts_search(conn: Any, match: str, limit: int, source_id: str | None, tag: st
         JOIN files AS f ON f.source_id = c.source_id AND f.path = c.path
         WHERE chunks_fts MATCH :match
           AND (:source_id IS NULL OR c.source_id = :source_id)
-          AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(f.tags) WHERE lower(value) = lower(:tag)))
+          AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(f.tags) WHERE casefold(value) = casefold(:tag)))
         ORDER BY bm25(chunks_fts, 2.0, 1.0)
         LIMIT :limit
     """), {"match": match, "limit": limit, "source_id": source_id, "tag": tag}).fetchall()
@@ -407,7 +409,7 @@ def knn_search(conn: Any, vector: bytes, k: int, source_id: str | None, tag: str
         JOIN chunks AS c ON c.id = knn.rowid
         JOIN files AS f ON f.source_id = c.source_id AND f.path = c.path
         WHERE (:source_id IS NULL OR c.source_id = :source_id)
-          AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(f.tags) WHERE lower(value) = lower(:tag)))
+          AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(f.tags) WHERE casefold(value) = casefold(:tag)))
         ORDER BY knn.distance
     """), {"vector": vector, "k": min(4096, k * 20) if filtered else k, "source_id": source_id,
            "tag": tag}).fetchall()

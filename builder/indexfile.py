@@ -24,9 +24,12 @@ def new_generation(index: Path) -> Path:
     """A fresh, unused file name for a new generation next to ``index``."""
     index.parent.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    path = index.with_name(f"{index.stem}-{stamp}-{os.getpid()}{index.suffix}")
-    discard(path)
-    return path
+    n = 0
+    while True:  # two generations in one second from one process must not collide
+        path = index.with_name(f"{index.stem}-{stamp}-{os.getpid()}-{n}{index.suffix}")
+        if not any(Path(f"{path}{suffix}").exists() for suffix in ("", "-wal", "-shm", "-journal")):
+            return path
+        n += 1
 
 
 def discard(path: Path) -> None:

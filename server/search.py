@@ -95,12 +95,15 @@ def snippet(text: str, terms: list[str], width: int = 36) -> str:
     window = words[best:best + width]
     if not window:
         return html.escape(text[:240])
-    begin, end = window[0].start(), window[-1].end()
+    at_start, at_end = best == 0, best + width >= len(words)
+    begin = 0 if at_start else window[0].start()
+    end = len(text) if at_end else window[-1].end()
     out, pos = [], begin
     for m, flag in zip(window, flags[best:best + width]):
         out.append(html.escape(text[pos:m.start()]))
         out.append(f"<mark>{html.escape(m.group())}</mark>" if flag else html.escape(m.group()))
         pos = m.end()
+    out.append(html.escape(text[pos:end]))
     body = " ".join("".join(out).split())
     return ("…" if begin > 0 else "") + body + ("…" if end < len(text) else "")
 

@@ -1,0 +1,186 @@
+"""Shared fixtures: a deterministic test embedder, config writers, a stand-in Ollama server.
+
+The stand-in Ollama server exists because no Ollama can run here: it speaks
+Ollama's documented ``POST /api/embed`` protocol (``model``, ``input`` list,
+``truncate``, ``keep_alive`` → ``{"model", "embeddings": [[...]]}``) on
+127.0.0.1 so the real HTTP provider code is exercised end to end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import textwrap
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from builder.config import Config, load_config
+from builder.slug import fold
+from builder.synclog import SyncLog
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+DIMS = 32
+
+
+def hashed_vector(text: str, dims: int = DIMS) -> np.ndarray:
+    """Bag of folded words hashed into ``dims`` buckets, L2-normalized: similar words, similar vectors."""
+    vector = np.zeros(dims, dtype=np.float32)
+    for word in re.findall(r"\w+", fold(text)):
+        bucket = int(hashlib.md5(word[:5].encode()).hexdigest(), 16) % dims
+        vector[bucket] += 1.0
+    vector[0] += 0.01  # never the zero vector
+    return vector / np.linalg.norm(vector)
+
+
+class HashEmbedder:
+    """A small deterministic embedder for unit tests (the real model costs ~0.15 s a chunk)."""
+
+    def __init__(self, config: object = None, dims: int = DIMS) -> None:
+        self.dims = dims
+        self.fingerprint = f"hash|{dims}"
+        self.passage_calls = 0
+        self.passages_embedded = 0
+
+    def embed_passages(self, texts: list[str]) -> list[bytes]:
+        self.passage_calls += 1
+        self.passages_embedded += len(texts)
+        return [hashed_vector(t, self.dims).tobytes() for t in texts]
+
+    def embed_query(self, text: str) -> bytes:
+        return hashed_vector(text, self.dims).tobytes()
+
+
+class FakeOllama:
+    """Stand-in Ollama server on 127.0.0.1 (see module docstring); ``up`` toggles availability."""
+
+    def __init__(self, dims: int = DIMS, port: int = 0) -> None:
+        self.dims = dims
+        self.up = True
+        self.requests: list[dict] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server API)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append(body)
+                if self.path != "/api/embed" or not outer.up:
+                    self.send_response(503 if outer.up is False else 404)
+                    self.end_headers()
+                    self.wfile.write(b'{"error":"model unavailable"}')
+                    return
+                inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                payload = {"model": body["model"],
+                           "embeddings": [hashed_vector(t, outer.dims).tolist() for t in inputs]}
+                data = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeOllama:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake_ollama() -> Iterator[FakeOllama]:
+    with FakeOllama() as server:
+        yield server
+
+
+def write_note(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def write_config(tmp_path: Path, body: str, name: str = "portal.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def ollama_yaml(url: str, dims: int = DIMS, model: str = "test-embed:1") -> str:
+    return (f"embedding:\n  provider: ollama\n  endpoint: {url}\n  model: {model}\n"
+            f"  dims: {dims}\n  batch: 8\n  timeout: 2\n")
+
+
+@pytest.fixture
+def notes_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    write_note(root, "recepty/teh-tarik.md", """
+        ---
+        title: Teh Tarik
+        tags: [recepty, čaj]
+        ---
+        # Teh Tarik
+
+        Malajsijský čaj s mlékem.
+
+        ## Suroviny
+
+        - 700–800 ml vody
+        - dvě polévkové lžíce černého čaje
+        - kondenzované mléko
+
+        ## Postup
+
+        Čaj se přelévá mezi dvěma konvicemi, dokud nezpění.
+        """)
+    write_note(root, "projekty/sauter-bus.md", """
+        # Sauter Bus
+
+        RS485 proxy, která odposlouchává a upravuje provoz sběrnice. Běží na micro:bitu.
+
+        ## Zapojení
+
+        Převodník MAX485 na pinech P0 a P1.
+        """)
+    write_note(root, "cestovani/snezka.md", """
+        ---
+        title: Balicí seznam – Sněžka
+        tags: cestovani, hory
+        ---
+        - [ ] rozbočovač do zásuvky
+        - [ ] powerbanka
+        - [ ] sluchátka Sony s ANC
+        """)
+    return root
+
+
+@pytest.fixture
+def config_for(tmp_path: Path, notes_dir: Path):
+    """Write a config over ``notes_dir`` with the given embedding YAML and load it."""
+
+    def make(embedding_yaml: str = "embedding:\n  provider: none\n", extra: str = "") -> Config:
+        body = f"index: data/index.sqlite\n{embedding_yaml}sources:\n  notes:\n    folder: notes\n{extra}"
+        return load_config(write_config(tmp_path, body))
+
+    return make
+
+
+@pytest.fixture
+def quiet_log():
+    def make(config: Config) -> SyncLog:
+        return SyncLog(config.log_path, echo_info=False)
+
+    return make

@@ -1,0 +1,186 @@
+"""Degraded mode and the embedding-space guard, through the real HTTP providers.
+
+The Ollama and OpenAI servers here are local stand-ins speaking their
+documented protocols on 127.0.0.1 (no such server can run in this sandbox).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from builder import index as db
+from builder import indexfile
+from builder.config import load_config
+from builder.embedding import EmbeddingError, OllamaEmbedder, OpenAIEmbedder
+from builder.errors import ReindexNeeded
+from builder.sync import build
+from server.search import search
+from tests.conftest import DIMS, FakeOllama, hashed_vector, ollama_yaml, write_config
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_endpoint_then_backfill(config_for, quiet_log):
+    port = free_port()
+    config = config_for(ollama_yaml(f"http://127.0.0.1:{port}"))
+    assert build(config, log=quiet_log(config)) == 0  # nothing listens on the port
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    total = db.counts(conn)["chunks"]
+    assert total > 0 and db.count_pending(conn) == total and db.counts(conn)["vec_chunks"] == 0
+    log = config.log_path.read_text(encoding="utf-8")
+    assert f"WARN embeddings unavailable (ollama at http://127.0.0.1:{port}: connection refused" in log
+    assert f"{total} chunks wait for vectors; the next build retries" in log
+
+    from builder.embedding import make_embedder
+    result = search(conn, config, "powerbanka", embedder=make_embedder(config.embedding))
+    assert [h.path for h in result.hits][:1] == ["cestovani/snezka.md"]
+    assert all(h.ranks["vector"] is None for h in result.hits)
+    assert any(n.startswith("embeddings unavailable (ollama at") and n.endswith("FTS-only results")
+               for n in result.notes)
+    assert f"{total} chunks still awaiting vectors: they are found by words only" in result.notes
+    conn.close()
+
+    with FakeOllama(port=port) as server:  # the endpoint is back; no note changed
+        assert build(config, log=quiet_log(config)) == 0
+        conn = db.connect(indexfile.resolve(config.index), readonly=True)
+        assert db.count_pending(conn) == 0 and db.counts(conn)["vec_chunks"] == total
+        embed_requests = [r for r in server.requests if isinstance(r.get("input"), list)]
+        assert embed_requests and all(r["truncate"] is False and r["keep_alive"] == -1 for r in embed_requests)
+        assert max(len(r["input"]) for r in embed_requests) <= 8  # the configured batch
+        result = search(conn, config, "powerbanka", embedder=make_embedder(config.embedding))
+        assert result.notes == () and result.hits[0].ranks["vector"] is not None
+
+
+def test_failure_mid_run_keeps_what_was_embedded(config_for, quiet_log, fake_ollama):
+    config = config_for(ollama_yaml(fake_ollama.url).replace("batch: 8", "batch: 1"))
+    calls = {"n": 0}
+    real = OllamaEmbedder.embed_passages
+
+    def flaky(self, texts):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise EmbeddingError("ollama: HTTP 500 model crashed")
+        return real(self, texts)
+
+    OllamaEmbedder.embed_passages = flaky
+    try:
+        build(config, log=quiet_log(config))
+    finally:
+        OllamaEmbedder.embed_passages = real
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    assert db.counts(conn)["vec_chunks"] == 2
+    assert db.count_pending(conn) == db.counts(conn)["chunks"] - 2
+    build(config, log=quiet_log(config))
+    assert db.count_pending(conn) == 0
+
+
+def test_model_change_refuses_search_until_full_rebuild(tmp_path, config_for, quiet_log, fake_ollama):
+    old = config_for(ollama_yaml(fake_ollama.url))
+    build(old, log=quiet_log(old))
+    new = config_for(ollama_yaml(fake_ollama.url, dims=16, model="other-embed:2"))
+    conn = db.connect(indexfile.resolve(new.index), readonly=True)
+    with pytest.raises(ReindexNeeded, match=r"^reindex needed: embedding_model is 'test-embed:1' in the index "
+                                            r"but 'other-embed:2' in the config; embedding_dims is '32'"):
+        search(conn, new, "powerbanka")
+    # an ordinary build refuses too instead of mixing two embedding spaces
+    with pytest.raises(ReindexNeeded):
+        build(new, log=quiet_log(new))
+
+    # --full builds a new file while the old one keeps answering, then swaps
+    old_file = indexfile.resolve(new.index)
+    fake_ollama.dims = 16
+    seen_during_build = []
+    from builder import sync
+
+    real_swap = sync.indexfile.swap_in
+
+    def checking_swap(index, generation):
+        assert indexfile.resolve(index) == old_file
+        reader = db.connect(indexfile.resolve(index), readonly=True)
+        seen_during_build.append(search(reader, old, "powerbanka").hits[0].path)
+        reader.close()
+        real_swap(index, generation)
+
+    sync.indexfile.swap_in = checking_swap
+    try:
+        assert build(new, full=True, log=quiet_log(new)) == 0
+    finally:
+        sync.indexfile.swap_in = real_swap
+    assert seen_during_build == ["cestovani/snezka.md"]
+    assert indexfile.resolve(new.index) != old_file and not old_file.exists()
+    # the old reader still answers from the file it opened
+    assert search(conn, old, "powerbanka").hits[0].path == "cestovani/snezka.md"
+    fresh = db.connect(indexfile.resolve(new.index), readonly=True)
+    from builder.embedding import make_embedder
+    result = search(fresh, new, "powerbanka", embedder=make_embedder(new.embedding))
+    assert result.hits[0].path == "cestovani/snezka.md" and result.hits[0].ranks["vector"] is not None
+    assert db.get_meta(fresh)["embedding_dims"] == "16"
+
+
+def test_config_written_with_wrong_dims_is_caught_before_storing(config_for, quiet_log, fake_ollama):
+    config = config_for(ollama_yaml(fake_ollama.url, dims=64))  # the server answers 32 dims
+    assert build(config, log=quiet_log(config)) == 0
+    log = config.log_path.read_text(encoding="utf-8")
+    assert "ollama returned vectors of 32 dimensions, the config says dims: 64" in log
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    assert db.counts(conn)["vec_chunks"] == 0
+
+
+class _OpenAIStandIn(BaseHTTPRequestHandler):
+    """Stand-in for an OpenAI-compatible server: POST /v1/embeddings → {"data": [{"index", "embedding"}]}."""
+
+    seen: list = []
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _OpenAIStandIn.seen.append((self.path, self.headers.get("Authorization"), body))
+        items = [{"object": "embedding", "index": i, "embedding": hashed_vector(t).tolist()}
+                 for i, t in enumerate(body["input"])]
+        data = json.dumps({"object": "list", "data": list(reversed(items)), "model": body["model"]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_openai_compatible_provider_orders_by_index_and_sends_the_key(tmp_path, monkeypatch):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _OpenAIStandIn)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("TEST_EMBED_KEY", "sekret")
+        (tmp_path / "n").mkdir()
+        config = load_config(write_config(tmp_path, f"""
+            embedding:
+              provider: openai
+              endpoint: http://127.0.0.1:{server.server_address[1]}/v1
+              model: e5-test
+              dims: {DIMS}
+              api_key_env: TEST_EMBED_KEY
+              passage_prefix: "passage: "
+            sources:
+              n:
+                folder: n
+            """))
+        embedder = OpenAIEmbedder(config.embedding)
+        vectors = embedder.embed_passages(["alpha beta", "gamma"])
+        got = [np.frombuffer(v, dtype=np.float32) for v in vectors]
+        assert np.allclose(got[0], hashed_vector("passage: alpha beta"), atol=1e-6)
+        assert np.allclose(got[1], hashed_vector("passage: gamma"), atol=1e-6)
+        path, auth, body = _OpenAIStandIn.seen[-1]
+        assert (path, auth, body["input"]) == ("/v1/embeddings", "Bearer sekret", ["passage: alpha beta", "passage: gamma"])
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,126 @@
+"""The query path: safe FTS5 expressions, RRF, hit shape, notes, hostile input."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from builder import index as db
+from builder import indexfile
+from builder.errors import UserError
+from builder.sync import build
+from server.search import RRF_K, fts_expression, query_terms, search, snippet
+from tests.conftest import HashEmbedder, ollama_yaml
+
+EMBED = ollama_yaml("http://127.0.0.1:9")
+
+
+@pytest.fixture
+def indexed(config_for, quiet_log):
+    config = config_for(EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    yield config, conn
+    conn.close()
+
+
+def test_terms_are_quoted_and_prefixed():
+    terms = query_terms('zálohy "NEAR(a b)" -x* col:umn OR (AND)')
+    assert terms == ["zálohy", "near", "a", "b", "x", "col", "umn", "or", "and"]
+    assert fts_expression(terms[:3], "AND") == '"zálohy"* AND "near"* AND "a"'
+
+
+def test_hit_shape_and_provenance(indexed):
+    config, conn = indexed
+    result = search(conn, config, "dvě lžíce čaje", embedder=HashEmbedder())
+    top = result.hits[0]
+    assert (top.source, top.path, top.title, top.breadcrumb, top.anchor) == (
+        "notes", "recepty/teh-tarik.md", "Teh Tarik", "Teh Tarik > Suroviny", "suroviny")
+    assert top.line_start == 9
+    assert top.ranks["bm25"] == 1 and top.ranks["vector"] is not None
+    assert top.score == pytest.approx(1 / (RRF_K + 1) + 1 / (RRF_K + top.ranks["vector"]), abs=1e-6)
+    assert "<mark>dvě</mark>" in top.snippet and "<mark>čaje</mark>" in top.snippet
+    assert set(result.to_json()) == {"query", "mode", "notes", "hits"}
+    assert set(result.to_json()["hits"][0]) == {"source", "path", "title", "breadcrumb", "anchor", "line_start",
+                                               "snippet", "score", "ranks", "url"}
+
+
+def test_diacritics_and_inflection_match(indexed):
+    config, conn = indexed
+    hits = search(conn, config, "rozbocovac zasuvky", mode="bm25").hits
+    assert hits[0].path == "cestovani/snezka.md"
+    hits = search(conn, config, "převodníkem", mode="bm25").hits  # prefix "převodník*" after AND→OR fallback
+    assert hits == () or hits[0].path == "projekty/sauter-bus.md"
+    hits = search(conn, config, "převodník", mode="bm25").hits
+    assert [h.path for h in hits] == ["projekty/sauter-bus.md"]
+
+
+def test_all_words_rank_before_some_words(config_for, notes_dir, quiet_log):
+    from tests.conftest import write_note
+
+    write_note(notes_dir, "one-word.md", "# Konvice\n\n" + "konvice konvice konvice\n" * 5)
+    write_note(notes_dir, "both-words.md", "# Jiná\n\nStará konvice a kozí mléko, dlouhý text bez opakování.\n")
+    config = config_for(EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    assert search(conn, config, "konvice", mode="bm25").hits[0].path == "one-word.md"
+    paths = [h.path for h in search(conn, config, "konvice mléko", mode="bm25").hits]
+    assert paths[0] == "both-words.md" and "one-word.md" in paths  # OR results follow the AND results
+
+
+def test_modes_filters_and_limits(indexed):
+    config, conn = indexed
+    embedder = HashEmbedder()
+    vector = search(conn, config, "RS485 micro:bit", mode="vector", embedder=embedder)
+    assert vector.hits and all(h.ranks["bm25"] is None for h in vector.hits)
+    bm25 = search(conn, config, "RS485", mode="bm25")
+    assert bm25.hits and all(h.ranks["vector"] is None for h in bm25.hits)
+    tagged = search(conn, config, "čaj", tag="ČAJ", embedder=embedder)
+    assert {h.path for h in tagged.hits} == {"recepty/teh-tarik.md"}
+    other = search(conn, config, "čaj", source="elsewhere", embedder=embedder)
+    assert other.hits == ()
+    assert len(search(conn, config, "a", limit=1, embedder=embedder).hits) <= 1
+    with pytest.raises(UserError, match="limit must be between 1 and 100, got 0"):
+        search(conn, config, "x", limit=0)
+    with pytest.raises(UserError, match="unknown mode 'fuzzy'"):
+        search(conn, config, "x", mode="fuzzy")
+
+
+@pytest.mark.parametrize("query", [
+    '"', '""', "'", "NEAR(", "NEAR(a b, 3)", "a OR", "AND", "-", "*", "^x", "col:", "notes:tea",
+    "(((", ")", "a\"b", "\\", "{x}", "[x]", "'; DROP TABLE chunks; --", "\x00\x01\x1f", "\u202e\ufeff",
+    "..........", "  ", "", "x" * 10_000, "čaj " * 3000, "🍵🍵", "ǅ", "ＡＢＣ", "é",
+])
+def test_hostile_queries_answer_cleanly(indexed, query):
+    config, conn = indexed
+    for mode in ("hybrid", "bm25", "vector"):
+        result = search(conn, config, query, mode=mode, embedder=HashEmbedder())
+        assert isinstance(result.hits, tuple)
+        if not query_terms(query):
+            assert result.hits == () and result.notes == ("the query has no words to search for",)
+    assert db.counts(conn)["chunks"] > 0  # nothing was dropped
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(min_size=0, max_size=300))
+def test_any_text_is_a_clean_answer(indexed, query):
+    config, conn = indexed
+    result = search(conn, config, query, mode="bm25")
+    assert all(hit.snippet is not None for hit in result.hits)
+
+
+def test_empty_index_says_so(config_for, notes_dir, quiet_log):
+    for path in notes_dir.rglob("*.md"):
+        path.unlink()
+    config = config_for(EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    result = search(conn, config, "cokoliv", embedder=HashEmbedder())
+    assert result.hits == () and "the index is empty: run `notes-portal build`" in result.notes
+
+
+def test_snippet_escapes_html_and_marks_folded_prefixes():
+    text = "Záloha <b>databáze</b> & zálohování každý den."
+    assert snippet(text, ["zaloh"]) == ("<mark>Záloha</mark> &lt;b&gt;databáze&lt;/b&gt; &amp; "
+                                        "<mark>zálohování</mark> každý den.")

@@ -1,0 +1,285 @@
+"""Build behaviour on real SQLite files: orphan vectors, idempotence, lock, coverage, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from builder import index as db
+from builder import indexfile
+from builder.sync import build
+from tests.conftest import DIMS, HashEmbedder, ollama_yaml, write_note
+
+EMBED = ollama_yaml("http://127.0.0.1:9", DIMS)  # never contacted: the tests pass an embedder
+
+
+def run(config, log_factory, **kwargs) -> int:
+    return build(config, embedder_factory=kwargs.pop("embedder", HashEmbedder), log=log_factory(config), **kwargs)
+
+
+def open_index(config):
+    return db.connect(indexfile.resolve(config.index))
+
+
+def vec_rowids(conn) -> set[int]:
+    return {r[0] for r in conn.execute("SELECT rowid FROM vec_chunks")}
+
+
+def test_first_build_indexes_every_note_with_vectors(config_for, quiet_log):
+    config = config_for(EMBED)
+    assert run(config, quiet_log) == 0
+    conn = open_index(config)
+    paths = {r["path"] for r in conn.execute("SELECT path FROM files")}
+    assert paths == {"recepty/teh-tarik.md", "projekty/sauter-bus.md", "cestovani/snezka.md"}
+    counts = db.counts(conn)
+    assert counts["chunks"] == counts["chunks_fts"] == counts["vec_chunks"] > 0
+    assert db.count_pending(conn) == 0
+    meta = db.get_meta(conn)
+    assert meta["embedding_model"] == "test-embed:1" and meta["embedding_dims"] == str(DIMS)
+    assert meta["chunker_version"] and meta["sqlite_vec_version"].startswith("v")
+
+
+def test_deleting_a_note_leaves_no_orphan_vectors(config_for, notes_dir, quiet_log):
+    config = config_for(EMBED)
+    run(config, quiet_log)
+    conn = open_index(config)
+    doomed = {r[0] for r in conn.execute("SELECT id FROM chunks WHERE path = 'recepty/teh-tarik.md'")}
+    assert doomed and doomed <= vec_rowids(conn)
+    (notes_dir / "recepty/teh-tarik.md").unlink()
+    assert run(config, quiet_log) == 0
+    conn = open_index(config)
+    assert not doomed & vec_rowids(conn)
+    chunk_ids = {r[0] for r in conn.execute("SELECT id FROM chunks")}
+    assert vec_rowids(conn) == chunk_ids  # no orphans at all, none missing
+    assert db.counts(conn)["chunks_fts"] == len(chunk_ids)
+
+
+def test_renamed_note_moves_without_a_model_call(config_for, notes_dir, quiet_log):
+    config = config_for(EMBED)
+    run(config, quiet_log)
+    (notes_dir / "recepty/teh-tarik.md").rename(notes_dir / "recepty/teh-tarik-2.md")
+    embedder = HashEmbedder()
+    run(config, quiet_log, embedder=lambda _cfg: embedder)
+    conn = open_index(config)
+    paths = {r["path"] for r in conn.execute("SELECT DISTINCT path FROM chunks")}
+    assert "recepty/teh-tarik-2.md" in paths and "recepty/teh-tarik.md" not in paths
+    assert embedder.passages_embedded == 0  # every vector came from the cache
+    assert db.count_pending(conn) == 0
+
+
+def test_second_build_over_unchanged_sources_changes_nothing(config_for, quiet_log):
+    config = config_for(EMBED)
+    run(config, quiet_log)
+    conn = open_index(config)
+    before = (db.counts(conn), db.get_sources(conn), db.get_meta(conn))
+    conn.close()
+    index_file = indexfile.resolve(config.index)
+    stamp = (index_file.stat().st_mtime_ns, config.log_path.stat().st_mtime_ns, config.log_path.read_bytes())
+    time.sleep(0.05)
+    assert run(config, quiet_log) == 0
+    assert (index_file.stat().st_mtime_ns, config.log_path.stat().st_mtime_ns,
+            config.log_path.read_bytes()) == stamp
+    conn = open_index(config)
+    assert (db.counts(conn), db.get_sources(conn), db.get_meta(conn)) == before
+
+
+def test_noop_cli_build_prints_nothing(config_for, quiet_log):
+    config = config_for(EMBED.replace("provider: ollama", "provider: ollama"))
+    run(config, quiet_log)
+    proc = subprocess.run([sys.executable, "-m", "builder.cli", "build", "--config", str(config.path)],
+                          capture_output=True, text=True)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+def test_touched_but_unchanged_note_is_not_rechunked(config_for, notes_dir, quiet_log):
+    config = config_for(EMBED)
+    run(config, quiet_log)
+    conn = open_index(config)
+    ids = [r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY id")]
+    os.utime(notes_dir / "projekty/sauter-bus.md", ns=(1, 1_000_000_000))
+    run(config, quiet_log)
+    conn = open_index(config)
+    assert [r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY id")] == ids
+    assert conn.execute("SELECT mtime_ns FROM files WHERE path = 'projekty/sauter-bus.md'").fetchone()[0] == 1_000_000_000
+
+
+def test_concurrent_builds_exactly_one_indexes(config_for, notes_dir, tmp_path):
+    """Two processes start together; a slow embedder keeps the first inside the lock."""
+    config = config_for(EMBED)
+    for i in range(30):
+        write_note(notes_dir, f"bulk/n{i}.md", f"# Note {i}\n\nText number {i} about tea and trains.\n")
+    script = tmp_path / "slow_build.py"
+    script.write_text(
+        "import sys, time\n"
+        "from builder.config import load_config\n"
+        "from builder.sync import build\n"
+        "from tests.conftest import HashEmbedder\n"
+        "class Slow(HashEmbedder):\n"
+        "    def embed_passages(self, texts):\n"
+        "        time.sleep(0.05)\n"
+        "        return super().embed_passages(texts)\n"
+        "code = build(load_config(sys.argv[1]), embedder_factory=Slow)\n"
+        "print('done', code)\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    procs = [subprocess.Popen([sys.executable, str(script), str(config.path)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    results = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    assert all(out == "done 0\n" for out, _ in results)
+    log_lines = config.log_path.read_text(encoding="utf-8").splitlines()
+    indexed = [line for line in log_lines if "notes: indexed" in line]
+    assert len(indexed) == 1, log_lines  # exactly one of the two indexed
+    assert not config.lock_path.exists()
+    conn = open_index(config)
+    assert db.counts(conn)["files"] == 33
+
+
+def test_stale_lock_of_a_dead_process_is_reclaimed_with_a_warning(config_for, quiet_log):
+    config = config_for(EMBED)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    config.lock_path.parent.mkdir(parents=True, exist_ok=True)
+    config.lock_path.write_text(json.dumps({"pid": int(dead.stdout), "started_at": "2026-01-01T00:00:00"}))
+    assert run(config, quiet_log) == 0
+    log = config.log_path.read_text(encoding="utf-8")
+    assert f"WARN reclaimed stale lock sync.lock (pid {int(dead.stdout)} is not running)" in log
+    assert db.counts(open_index(config))["files"] == 3
+    assert not config.lock_path.exists()
+
+
+def test_live_lock_makes_the_build_exit_silently(config_for, quiet_log):
+    config = config_for(EMBED)
+    config.lock_path.parent.mkdir(parents=True, exist_ok=True)
+    config.lock_path.write_text(json.dumps({"pid": os.getpid(), "started_at": "now"}))
+    assert run(config, quiet_log) == 0
+    assert indexfile.resolve(config.index) is None and not config.log_path.exists()
+    assert config.lock_path.exists()  # someone else's lock is left alone
+
+
+def test_coverage_line_names_markdown_outside_paths(tmp_path, notes_dir, quiet_log):
+    from builder.config import load_config
+    from tests.conftest import write_config
+
+    config = load_config(write_config(tmp_path, f"""
+        index: data/index.sqlite
+        {EMBED.replace(chr(10), chr(10) + '        ')}
+        sources:
+          notes:
+            folder: notes
+            paths: ["recepty/**", "projekty/**"]
+        """))
+    run(config, quiet_log)
+    log = config.log_path.read_text(encoding="utf-8")
+    assert "notes: coverage: markdown outside every paths entry in: cestovani/" in log
+    write_note(notes_dir, "inbox/new-idea.md", "# Idea\n\nSomething new.\n")
+    run(config, quiet_log)  # no indexed file changed, but the coverage did
+    last = config.log_path.read_text(encoding="utf-8").splitlines()[-1]
+    assert last.endswith("notes: coverage: markdown outside every paths entry in: cestovani/, inbox/")
+    conn = open_index(config)
+    assert {r[0] for r in conn.execute("SELECT path FROM files")} == {"recepty/teh-tarik.md",
+                                                                      "projekty/sauter-bus.md"}
+
+
+@pytest.mark.parametrize("name, content, warning", [
+    ("empty.md", b"", None),
+    ("latin2.md", "# Čaj\n\nŽluťoučký kůň\n".encode("iso-8859-2"), "invalid UTF-8 at byte"),
+    ("binary.md", bytes(range(256)) * 8, "binary data, not a text note"),
+    ("huge.md", b"# Huge\n\n" + b"word " * 1_100_000, "over limits.max_note_bytes"),
+    ("broken-front.md", b"---\ntitle: [unclosed\n---\n# Body title\n\nbody text\n", "broken front matter"),
+    ("nested.md", "".join("  " * i + "- level\n" for i in range(400)).encode(), None),
+    ("deep-quote.md", b"> " * 300 + b"deep\n", None),
+])
+def test_malformed_input_warns_and_the_build_completes(config_for, notes_dir, quiet_log, name, content, warning):
+    config = config_for(EMBED)
+    (notes_dir / "bad").mkdir()
+    (notes_dir / "bad" / name).write_bytes(content)
+    assert run(config, quiet_log) == 0
+    log = config.log_path.read_text(encoding="utf-8")
+    if warning:
+        assert f"WARN notes: bad/{name}: " in log and warning in log
+    else:
+        assert "WARN" not in log
+    conn = open_index(config)
+    good = {r[0] for r in conn.execute("SELECT path FROM files WHERE status = 'ok'")}
+    assert {"recepty/teh-tarik.md", "projekty/sauter-bus.md", "cestovani/snezka.md"} <= good
+    assert db.count_pending(conn) == 0
+    # the bad note is remembered, so the next build neither re-reads it nor warns again
+    size = config.log_path.stat().st_size
+    assert run(config, quiet_log) == 0
+    assert config.log_path.stat().st_size == size
+
+
+def test_broken_front_matter_is_indexed_from_the_body(config_for, notes_dir, quiet_log):
+    config = config_for(EMBED)
+    write_note(notes_dir, "broken.md", "---\ntitle: [unclosed\n---\n# Tělo poznámky\n\nzrzavý jednorožec\n")
+    run(config, quiet_log)
+    conn = open_index(config)
+    row = conn.execute("SELECT title, status FROM files WHERE path = 'broken.md'").fetchone()
+    assert (row["title"], row["status"]) == ("Tělo poznámky", "ok")
+    assert conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'jednorozec'").fetchone()[0] == 1
+
+
+def test_unpublished_note_leaves_no_trace_in_chunks(config_for, notes_dir, quiet_log):
+    config = config_for(EMBED)
+    write_note(notes_dir, "osobni/koncept.md", "---\npublished: false\n---\n# Tajné\n\nDatamax smlouva\n")
+    run(config, quiet_log)
+    conn = open_index(config)
+    assert conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'datamax'").fetchone()[0] == 0
+    row = conn.execute("SELECT status, title, headings FROM files WHERE path = 'osobni/koncept.md'").fetchone()
+    assert (row["status"], row["title"], row["headings"]) == ("unpublished", "koncept", "[]")
+
+
+def test_symlink_outside_the_root_is_not_followed(config_for, notes_dir, tmp_path, quiet_log):
+    outside = tmp_path / "private"
+    write_note(outside, "secret.md", "# Secret\n\nheslo\n")
+    (notes_dir / "linked").symlink_to(outside, target_is_directory=True)
+    (notes_dir / "inside-link.md").symlink_to(notes_dir / "projekty/sauter-bus.md")
+    config = config_for(EMBED)
+    run(config, quiet_log)
+    paths = {r[0] for r in open_index(config).execute("SELECT path FROM files")}
+    assert "linked/secret.md" not in paths and "inside-link.md" in paths
+
+
+def test_scope_precedence_paths_include_exclude(tmp_path, notes_dir, quiet_log):
+    from builder.config import load_config
+    from tests.conftest import write_config
+
+    write_note(notes_dir, "projekty/inbox/draft.md", "# Draft\n")
+    write_note(notes_dir, "projekty/readme.txt", "plain text\n")
+    write_note(notes_dir, "projekty/plan.markdown", "# Plan\n")
+    config = load_config(write_config(tmp_path, f"""
+        index: data/index.sqlite
+        embedding:
+          provider: none
+        sources:
+          notes:
+            folder: notes
+            paths: ["projekty/**"]
+            include: ["*.md", "*.markdown"]
+            exclude: ["**/inbox/**"]
+        """))
+    run(config, quiet_log)
+    paths = {r[0] for r in open_index(config).execute("SELECT path FROM files")}
+    assert paths == {"projekty/sauter-bus.md", "projekty/plan.markdown"}
+
+
+def test_source_removed_from_config_leaves_the_index(tmp_path, notes_dir, quiet_log):
+    from builder.config import load_config
+    from tests.conftest import write_config
+
+    other = tmp_path / "other"
+    write_note(other, "a.md", "# A\n\nalpha\n")
+    two = f"index: data/index.sqlite\n{EMBED}sources:\n  notes:\n    folder: notes\n  other:\n    folder: other\n"
+    run(load_config(write_config(tmp_path, two)), quiet_log)
+    one = f"index: data/index.sqlite\n{EMBED}sources:\n  notes:\n    folder: notes\n"
+    config = load_config(write_config(tmp_path, one))
+    run(config, quiet_log)
+    conn = open_index(config)
+    assert {r[0] for r in conn.execute("SELECT DISTINCT source_id FROM chunks")} == {"notes"}
+    assert vec_rowids(conn) == {r[0] for r in conn.execute("SELECT id FROM chunks")}
+    assert "other: source removed from the config" in config.log_path.read_text(encoding="utf-8")

@@ -16,9 +16,12 @@ The policy (reference plan, "Chunking"):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from builder.parse import Heading, Note
 from builder.slug import fold
+
+if TYPE_CHECKING:  # the every-minute no-op build reads CHUNKER_VERSION without loading the parser
+    from builder.parse import Heading, Note
 
 CHUNKER_VERSION = "1"
 CHARS_PER_TOKEN = 4
@@ -158,14 +161,39 @@ def _split(lines: tuple[str, ...], units: list[_Unit]) -> list[tuple[int, int, s
         return [(flat[0].start, flat[-1].end, text)] if text else []
     pieces: list[tuple[int, int, str]] = []
     current: list[_Unit] = []
+    overlap = ""
     for unit in flat:
-        if current and _size(lines, current + [unit]) > MAX_TOKENS:
-            pieces.append((current[0].start, current[-1].end, _join(lines, current)))
-            current = _overlap(lines, current[-1])
+        if current and _size(lines, current + [unit]) + tokens_of(overlap) > MAX_TOKENS:
+            pieces.append((current[0].start, current[-1].end, _with_overlap(overlap, _join(lines, current))))
+            overlap = _overlap(lines, current[-1])
+            current = []
         current.append(unit)
     if current:
-        pieces.append((current[0].start, current[-1].end, _join(lines, current)))
+        pieces.append((current[0].start, current[-1].end, _with_overlap(overlap, _join(lines, current))))
     return [p for p in pieces if p[2]]
+
+
+def _with_overlap(overlap: str, text: str) -> str:
+    return f"{overlap}\n\n{text}" if overlap and text else text
+
+
+def _overlap(lines: tuple[str, ...], last: _Unit) -> str:
+    """The tail of the previous piece (~OVERLAP_TOKENS, cut at a sentence or word) to repeat next.
+
+    Never taken from a fence or a table: half a code block or half a table misleads more than it helps.
+    """
+    if last.kind in ("fence", "table", "heading"):
+        return ""
+    text = _text(lines, last.start, last.end)
+    budget = OVERLAP_TOKENS * CHARS_PER_TOKEN
+    if len(text) <= budget:
+        return text
+    tail = text[-budget:]
+    for mark in (". ", "\n", " "):
+        cut = tail.find(mark)
+        if 0 <= cut < len(tail) - 1:
+            return tail[cut + len(mark):].strip()
+    return tail.strip()
 
 
 def _bounded(pieces: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
@@ -181,17 +209,6 @@ def _bounded(pieces: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
         if text:
             out.append((start, end, text))
     return out
-
-
-def _overlap(lines: tuple[str, ...], last: _Unit) -> list[_Unit]:
-    """Trailing lines of the previous piece (never from a fence or table) to repeat at the next start."""
-    if last.kind in ("fence", "table", "heading"):
-        return []
-    budget = OVERLAP_TOKENS * CHARS_PER_TOKEN
-    start = last.end
-    while start > last.start and len(_text(lines, start - 1, last.end)) <= budget:
-        start -= 1
-    return [_Unit(start, last.end, "overlap")] if start < last.end else []
 
 
 def _join(lines: tuple[str, ...], units: list[_Unit]) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.config import Config, load_config
-from builder.errors import UserError
+from builder.errors import IndexMissing, UserError
 
 DEFAULT_CONFIG = "portal.yaml"
 
@@ -40,7 +40,7 @@ def _open_index(config: Config) -> Any:
 
     path = indexfile.resolve(config.index)
     if path is None:
-        raise UserError(f"no index at {config.index}: run `notes-portal build` first")
+        raise IndexMissing(f"no index at {config.index}: run `notes-portal build` first")
     return db.connect(path, readonly=True)
 
 

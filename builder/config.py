@@ -128,14 +128,19 @@ class _Lines:
 
     def __init__(self, node: yaml.Node | None) -> None:
         self.lines: dict[tuple[str, ...], int] = {}
+        self.duplicates: list[tuple[tuple[str, ...], int]] = []  # YAML silently keeps the last one
         if node is not None:
             self._walk(node, ())
 
     def _walk(self, node: yaml.Node, prefix: tuple[str, ...]) -> None:
         self.lines.setdefault(prefix, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
             for key_node, value_node in node.value:
                 key = (*prefix, str(key_node.value))
+                if key[-1] in seen:
+                    self.duplicates.append((key, key_node.start_mark.line + 1))
+                seen.add(key[-1])
                 self.lines[key] = key_node.start_mark.line + 1
                 self._walk(value_node, key)
 
@@ -230,8 +235,12 @@ def load_config(path: str | Path) -> Config:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{where}: invalid YAML ({problem})") from None
     path = path.resolve()
-    reader = _Reader(path, _Lines(node))
-    return _build(reader, raw, path.parent)
+    lines = _Lines(node)
+    if lines.duplicates:
+        key, line = lines.duplicates[0]
+        what = "source id" if len(key) == 2 and key[0] == "sources" else "key"
+        raise ConfigError(f"{path}:{line}: {'.'.join(key)}: duplicate {what} (defined twice in this file)")
+    return _build(_Reader(path, lines), raw, path.parent)
 
 
 def _build(r: _Reader, raw: Any, base: Path) -> Config:

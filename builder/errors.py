@@ -17,3 +17,9 @@ class ReindexNeeded(UserError):
     """The index was built with another embedding space or chunker than the config asks for."""
 
     exit_code = 1
+
+
+class IndexMissing(UserError):
+    """No index has been built yet at the configured path."""
+
+    exit_code = 1

@@ -459,3 +459,15 @@ def cache_put(conn: Any, model: str, vectors: dict[str, bytes]) -> None:
             "INSERT OR REPLACE INTO embeddings (model, sha256, vector) VALUES (:model, :sha256, :vector)",
             [{"model": model, "sha256": sha, "vector": blob} for sha, blob in vectors.items()],
         )
+
+
+# ---- render (read)
+
+
+def notes_for_render(conn: Any) -> list[Any]:
+    """Every published note with what its page, the tables of contents and tag pages show."""
+    return conn.execute(dedent("""
+        SELECT source_id, path, title, tags, headings, changed_at, sha256 FROM files
+        WHERE status = :status
+        ORDER BY source_id, path
+    """), {"status": "ok"}).fetchall()

@@ -1,0 +1,208 @@
+"""Where a link in a note points: another note's page, an attachment, the outside world, or nowhere.
+
+Resolution is a pure function of the published notes (and, for attachments, of
+the files next to them), so it can run before any page is rendered: the
+renderer uses it to write hrefs, the incremental build to notice that a link
+of an unchanged note now lands elsewhere (a note appeared, moved or vanished).
+
+Rules, in order, for ``[text](target)`` and ``![alt](target)``:
+- ``#frag`` and empty targets stay on the page; ``scheme:`` and ``//host`` are external;
+- a path is relative to the note's folder, or to the source root when it starts with ``/``;
+  a path that leaves the source root is broken;
+- a published note (``x.md``, or ``x`` meaning ``x.md``) → its page, ``#Fragment`` mapped onto
+  the heading anchors; a folder → its page (``index.md``/``README.md``, or its only note;
+  ordering prefixes such as Grav's ``01.`` may be left out);
+- any other regular file inside the source's scope → copied next to the pages (except
+  active content: HTML, JS, SVG with scripts — those would run inside the portal);
+- else broken.
+``[[name#frag|label]]`` looks ``name`` up as a path, then by file name (same folder first),
+then by title, all within the note's own source.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote
+
+from builder import urls
+from builder.slug import slugify
+from builder.sources import Scope, matches
+
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+_ORDER_PREFIX = re.compile(r"^\d+\.")
+_DIR_PAGES = ("index.md", "readme.md", "_index.md")
+_ACTIVE_SUFFIXES = frozenset({".html", ".htm", ".xhtml", ".xht", ".shtml", ".js", ".mjs", ".svgz", ".php"})
+_SVG_ACTIVE = re.compile(rb"<script|<foreignobject|\bon[a-z]+\s*=|javascript:|<iframe|<embed|<object",
+                         re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Link:
+    """The outcome of resolving one link; ``url`` is site-relative (notes, attachments) or verbatim."""
+
+    kind: str  # note | attachment | external | anchor | broken
+    url: str = ""
+    target: str = ""  # note: the target's path; attachment: the file's path (both in this source)
+    reason: str = ""  # broken: why, for the page tooltip and the log
+
+    def as_list(self) -> list[str]:
+        return [self.kind, self.url, self.target, self.reason]
+
+
+@dataclass(frozen=True)
+class SourceNotes:
+    """What link resolution needs to know about one source's published notes."""
+
+    source_id: str
+    root: Path
+    scope: Scope
+    anchors: dict[str, frozenset[str]]  # path → heading anchors
+    by_stem: dict[str, tuple[str, ...]]  # slug of file stem → paths
+    by_title: dict[str, tuple[str, ...]]  # slug of title → paths
+    dir_pages: dict[str, str]  # folder (as written or without order prefixes) → its page's path
+    lower_paths: dict[str, str] = field(default_factory=dict)  # case-folded path → path
+
+
+def source_notes(source_id: str, root: Path, scope: Scope,
+                 notes: list[tuple[str, str, frozenset[str]]]) -> SourceNotes:
+    """Index one source's published notes given as (path, title, anchors)."""
+    by_stem: dict[str, list[str]] = {}
+    by_title: dict[str, list[str]] = {}
+    folders: dict[str, list[str]] = {}
+    for path, title, _ in notes:
+        stem = posixpath.splitext(posixpath.basename(path))[0]
+        by_stem.setdefault(slugify(stem, fallback=""), []).append(path)
+        by_title.setdefault(slugify(title, fallback=""), []).append(path)
+        folders.setdefault(posixpath.dirname(path), []).append(path)
+    dir_pages: dict[str, str] = {}
+    for folder, paths in sorted(folders.items()):
+        page = _folder_page(paths)
+        if page is not None:
+            dir_pages.setdefault(folder, page)
+            dir_pages.setdefault(_without_order(folder), page)
+    return SourceNotes(source_id, root, scope, anchors={p: a for p, _, a in notes},
+                       by_stem={k: tuple(v) for k, v in by_stem.items() if k},
+                       by_title={k: tuple(v) for k, v in by_title.items() if k},
+                       dir_pages=dir_pages, lower_paths={p.lower(): p for p, _, _ in notes})
+
+
+def _folder_page(paths: list[str]) -> str | None:
+    names = {posixpath.basename(p).lower(): p for p in paths}
+    for name in _DIR_PAGES:
+        if name in names:
+            return names[name]
+    return paths[0] if len(paths) == 1 else None
+
+
+def _without_order(folder: str) -> str:
+    return "/".join(_ORDER_PREFIX.sub("", part) for part in folder.split("/")) if folder else folder
+
+
+class Resolver:
+    """Resolves links for every note of the site; remembers answers within one build."""
+
+    def __init__(self, sources: dict[str, SourceNotes]) -> None:
+        self.sources = sources
+        self._memo: dict[tuple[str, str, str, str], Link] = {}
+
+    def resolve(self, source_id: str, from_path: str, kind: str, raw: str) -> Link:
+        """``kind`` is ``link`` (markdown link), ``image`` or ``wiki`` (``name#frag`` of a wikilink)."""
+        key = (source_id, posixpath.dirname(from_path), kind, raw)
+        if key not in self._memo:
+            src = self.sources[source_id]
+            self._memo[key] = (_wiki(src, from_path, raw) if kind == "wiki"
+                               else _href(src, from_path, raw, image=kind == "image"))
+        return self._memo[key]
+
+
+def _href(src: SourceNotes, from_path: str, raw: str, *, image: bool) -> Link:
+    raw = raw.strip()
+    if not raw or raw.startswith("#"):
+        return Link("anchor", raw)
+    if _SCHEME.match(raw) or raw.startswith("//"):
+        return Link("external", raw)
+    path_part, _, fragment = raw.partition("#")
+    path_part = unquote(path_part.partition("?")[0])
+    base = "" if path_part.startswith("/") else posixpath.dirname(from_path)
+    joined = posixpath.normpath(posixpath.join(base, path_part.lstrip("/")))
+    if joined == ".." or joined.startswith("../"):
+        return Link("broken", reason=f"{raw} points outside the source")
+    joined = "" if joined == "." else joined
+    note = _note_at(src, joined)
+    if note is not None and not image:
+        return _note_link(src, note, unquote(fragment))
+    return _attachment(src, joined, raw)
+
+
+def _note_at(src: SourceNotes, path: str) -> str | None:
+    for candidate in (path, f"{path}.md"):
+        if candidate in src.anchors:
+            return candidate
+    found = src.lower_paths.get(path.lower()) or src.lower_paths.get(f"{path.lower()}.md")
+    if found:
+        return found
+    folder = path.rstrip("/")
+    return src.dir_pages.get(folder) or src.dir_pages.get(_without_order(folder))
+
+
+def _note_link(src: SourceNotes, path: str, fragment: str) -> Link:
+    anchors = src.anchors[path]
+    if fragment and fragment not in anchors and slugify(fragment) in anchors:
+        fragment = slugify(fragment)
+    url = urls.note_url(src.source_id, path) + (f"#{fragment}" if fragment else "")
+    return Link("note", url, target=path)
+
+
+def _attachment(src: SourceNotes, path: str, raw: str) -> Link:
+    """A non-note file: only a regular file inside the scope, never hidden, never active content."""
+    missing = Link("broken", reason=f"{raw}: no such note or file")
+    if not path or any(part.startswith(".") for part in path.split("/")):
+        return missing
+    if not src.scope.covers(path) or any(matches(p, path) for p in src.scope.exclude):
+        return missing
+    try:
+        real = os.path.realpath(src.root / path)
+        if os.path.commonpath([real, os.path.realpath(src.root)]) != os.path.realpath(src.root):
+            return missing
+        if not os.path.isfile(real):
+            return missing
+        if any(matches(p, path) for p in src.scope.include) or path.lower().endswith(".md"):
+            return Link("broken", reason=f"{raw}: not a published note")
+        suffix = posixpath.splitext(path)[1].lower()
+        if suffix in _ACTIVE_SUFFIXES or (suffix == ".svg" and _SVG_ACTIVE.search(Path(real).read_bytes())):
+            return Link("broken", reason=f"{raw}: active content (scripts) is not published")
+    except OSError:
+        return missing
+    return Link("attachment", urls.attachment_url(src.source_id, path), target=path)
+
+
+def _wiki(src: SourceNotes, from_path: str, raw: str) -> Link:
+    name, _, fragment = raw.strip().partition("#")
+    name = name.strip()
+    if not name:
+        return Link("anchor", f"#{slugify(fragment)}" if fragment else "")
+    path = _wiki_target(src, from_path, name)
+    if path is None:
+        return Link("broken", reason=f"[[{raw.strip()}]]: no note with that name or title")
+    return _note_link(src, path, fragment.strip())
+
+
+def _wiki_target(src: SourceNotes, from_path: str, name: str) -> str | None:
+    if "/" in name:
+        for base in (posixpath.dirname(from_path), ""):
+            joined = posixpath.normpath(posixpath.join(base, name.lstrip("/")))
+            found = _note_at(src, joined)
+            if found:
+                return found
+    key = slugify(posixpath.basename(name).removesuffix(".md"), fallback="")
+    here = posixpath.dirname(from_path)
+    for table in (src.by_stem, src.by_title):
+        candidates = table.get(key, ())
+        if candidates:
+            same_dir = [p for p in candidates if posixpath.dirname(p) == here]
+            return (same_dir or sorted(candidates, key=lambda p: (p.count("/"), p)))[0]
+    return None

@@ -1,0 +1,248 @@
+"""Markdown → safe HTML for one note page: markdown-it-py plus our plugins.
+
+- The block grammar is the indexer's (:func:`builder.parse.make_markdown`: CommonMark, HTML,
+  front matter, tables, strikethrough) plus footnotes, task lists and definition lists.
+- Heading ids: a top-level heading gets the anchor the index stored for its line (computed by
+  :func:`builder.parse.headings_of`, the chunker's function), so a search hit's ``#anchor``
+  lands on its section; nested headings get fresh ids that cannot collide with those.
+- Links, images and ``[[wikilinks]]`` go through a resolver; broken ones become
+  ``<span class="broken-link">`` and are recorded for the log.
+- Code fences are highlighted by Pygments; raw HTML is sanitized by nh3 unless trusted.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import nh3
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from mdit_py_plugins.deflist import deflist_plugin
+from mdit_py_plugins.footnote import footnote_plugin
+from mdit_py_plugins.front_matter import front_matter_plugin
+from mdit_py_plugins.tasklists import tasklists_plugin
+
+from builder import urls
+from builder.parse import inline_text
+from builder.render_links import Link
+from builder.slug import Slugger
+
+_WIKILINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")  # the pattern builder.parse collects links with
+
+WikiResolve = Callable[[str, Any], "tuple[str | None, str]"]
+
+
+def wikilink_plugin(md: MarkdownIt, *, resolve: WikiResolve) -> None:
+    """``[[name]]``, ``[[name#section]]`` and ``[[name|label]]`` as links.
+
+    ``resolve(target, env)`` returns ``(href, title)``; ``href`` None renders the label as a
+    ``<span class="broken-link">`` whose tooltip is ``title``.
+    """
+
+    def tokenize(state: Any, silent: bool) -> bool:
+        if not state.src.startswith("[[", state.pos):
+            return False
+        match = _WIKILINK.match(state.src, state.pos)
+        if match is None:
+            return False
+        if not silent:
+            target, _, label = match.group(1).partition("|")
+            token = state.push("wikilink", "", 0)
+            token.meta = {"target": target.strip(), "label": label.strip()}
+            token.content = match.group(0)
+        state.pos = match.end()
+        return True
+
+    def render(self: Any, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
+        meta = tokens[idx].meta
+        if meta["target"].upper() == "TOC" and not meta["label"]:
+            return ""  # a "table of contents here" marker: every page already has one
+        label = html.escape(meta["label"] or meta["target"].removesuffix(".md"))
+        href, title = resolve(meta["target"], env)
+        if href is None:
+            return f'<span class="broken-link" title="{html.escape(title)}">{label}</span>'
+        return f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'
+
+    md.inline.ruler.before("link", "wikilink", tokenize)
+    md.add_render_rule("wikilink", render)
+
+
+# ---------------------------------------------------------------- code highlighting
+
+_LEXERS: dict[str, Any] = {}
+
+
+def _lexer(lang: str) -> Any:
+    lang = lang.lower()
+    if lang not in _LEXERS:
+        from pygments.lexers import get_lexer_by_name
+        from pygments.util import ClassNotFound
+
+        try:
+            _LEXERS[lang] = get_lexer_by_name(lang) if lang else None
+        except ClassNotFound:
+            _LEXERS[lang] = None
+    return _LEXERS[lang]
+
+
+_FORMATTER: Any = None
+
+
+def highlight_code(code: str, lang: str, attrs: str) -> str:
+    """A Pygments-highlighted ``<pre>``; ``""`` (plain, escaped by markdown-it) for unknown languages."""
+    global _FORMATTER
+    lexer = _lexer(lang)
+    if lexer is None:
+        return ""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+
+    _FORMATTER = _FORMATTER or HtmlFormatter(nowrap=True)
+    body = highlight(code, lexer, _FORMATTER)
+    return f'<pre class="highlight"><code class="language-{html.escape(lang)}">{body}</code></pre>'
+
+
+# ---------------------------------------------------------------- sanitizing
+
+_ATTRIBUTES = {**{tag: set(attrs) for tag, attrs in nh3.ALLOWED_ATTRIBUTES.items()},
+               "*": {"id", "class", "title", "lang", "dir"},
+               "a": {"href", "hreflang"},
+               "img": {"src", "alt", "width", "height", "title", "loading"},
+               "input": {"checked"},
+               "li": {"value"}}
+for _cell in ("td", "th"):
+    _ATTRIBUTES[_cell] = _ATTRIBUTES[_cell] | {"style"}
+
+_CLEANER = nh3.Cleaner(
+    tags=set(nh3.ALLOWED_TAGS) | {"section", "input"},
+    attributes=_ATTRIBUTES,
+    tag_attribute_values={"input": {"type": {"checkbox"}}},
+    set_tag_attribute_values={"input": {"disabled": "disabled"}},  # task lists are read-only
+    filter_style_properties={"text-align"},  # table column alignment, nothing else
+)
+
+
+def sanitize(body: str) -> str:
+    """Untrusted HTML → HTML without scripts, event handlers, styles or dangerous URLs."""
+    return _CLEANER.clean(body)
+
+
+# ---------------------------------------------------------------- the per-note renderer
+
+
+@dataclass(frozen=True)
+class Body:
+    """One rendered note body and the links it contains (in document order, unique)."""
+
+    html: str
+    links: tuple[tuple[str, str], ...]  # (kind, raw): kind is link | image | wiki
+    results: tuple[Link, ...]  # the resolution of each entry of ``links``
+
+
+def make_renderer() -> MarkdownIt:
+    """The markdown-it instance for note pages (per-note state travels in ``env``)."""
+    md = (MarkdownIt("commonmark", {"html": True, "highlight": highlight_code})
+          .use(front_matter_plugin).enable(["table", "strikethrough"])
+          .use(footnote_plugin).use(tasklists_plugin).use(deflist_plugin))
+    wikilink_plugin(md, resolve=_wiki_href)
+    md.core.ruler.push("heading_ids", _heading_ids)
+    md.core.ruler.push("note_links", _rewrite_links)
+    md.add_render_rule("broken_image", _render_broken_image)
+    return md
+
+
+def note_text(data: bytes) -> str:
+    """The text exactly as the indexer saw it (same decoding, BOM and newline handling)."""
+    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def render_body(md: MarkdownIt, text: str, *, page_url: str, anchors: dict[int, str],
+                resolve: Callable[[str, str], Link], trusted: bool) -> Body:
+    """Render one note. ``anchors`` maps the 0-based line of each top-level heading to its anchor;
+    ``resolve(kind, raw)`` answers links of this note."""
+    env: dict[str, Any] = {"page_url": page_url, "anchors": anchors, "links": {}, "emitted": set(),
+                           "resolve": resolve}
+    out = md.render(text, env)
+    missing = [a for a in anchors.values() if a not in env["emitted"]]
+    if missing:  # a heading the indexer saw that this grammar nests differently: keep its target alive
+        out = "".join(f'<span id="{html.escape(a)}"></span>' for a in missing) + out
+    if not trusted:
+        out = sanitize(out)
+    links = tuple(env["links"])
+    return Body(out, links, tuple(env["links"][key] for key in links))
+
+
+def _resolve(env: Any, kind: str, raw: str) -> Link:
+    key = (kind, raw)
+    if key not in env["links"]:
+        env["links"][key] = env["resolve"](kind, raw)
+    return env["links"][key]
+
+
+def _href(link: Link, page_url: str) -> str:
+    if link.kind in ("note", "attachment"):
+        return urls.relative(page_url, link.url) or "#"
+    return link.url
+
+
+def _wiki_href(target: str, env: Any) -> tuple[str | None, str]:
+    link = _resolve(env, "wiki", target)
+    if link.kind == "broken":
+        return None, f"Broken link: {link.reason}"
+    return _href(link, env["page_url"]) or "#", ""
+
+
+def _heading_ids(state: Any) -> None:
+    anchors: dict[int, str] = state.env.get("anchors", {})
+    slugger = Slugger()
+    for anchor in anchors.values():  # nested headings must not take a section's anchor
+        slugger.slug(anchor)
+    tokens = state.tokens
+    for i, token in enumerate(tokens):
+        if token.type != "heading_open":
+            continue
+        anchor = anchors.get(token.map[0]) if token.level == 0 and token.map else None
+        if anchor is None:
+            anchor = slugger.slug(inline_text(tokens[i + 1]))
+        else:
+            state.env["emitted"].add(anchor)
+        token.attrSet("id", anchor)
+
+
+def _rewrite_links(state: Any) -> None:
+    env = state.env
+    for token in state.tokens:
+        if token.type != "inline" or not token.children:
+            continue
+        broken_open = False
+        for child in token.children:
+            if child.type == "link_open":
+                link = _resolve(env, "link", str(child.attrs.get("href", "")))
+                broken_open = link.kind == "broken"
+                if broken_open:
+                    child.tag, child.attrs = "span", {"class": "broken-link",
+                                                      "title": f"Broken link: {link.reason}"}
+                else:
+                    child.attrSet("href", _href(link, env["page_url"]))
+            elif child.type == "link_close" and broken_open:
+                child.tag, broken_open = "span", False
+            elif child.type == "image":
+                link = _resolve(env, "image", str(child.attrs.get("src", "")))
+                if link.kind == "broken":
+                    child.type = "broken_image"
+                    child.meta = {**(child.meta or {}), "reason": link.reason}
+                else:
+                    child.attrSet("src", _href(link, env["page_url"]))
+                    child.attrSet("loading", "lazy")
+
+
+def _render_broken_image(self: Any, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
+    token = tokens[idx]
+    alt = self.renderInlineAsText(token.children or [], options, env) or token.attrGet("src") or "image"
+    title = html.escape(f"Broken image: {token.meta['reason']}")
+    return f'<span class="broken-link broken-image" title="{title}">[{html.escape(alt)}]</span>'

@@ -1,0 +1,244 @@
+"""The data behind every page of the site and its Jinja2 rendering.
+
+A :class:`Page` carries everything its template shows as plain JSON-able data, so its
+fingerprint (a hash of that data) tells the incremental build whether the file on disk is
+still right without rendering it. Note pages are the exception: their body is markdown, so
+:mod:`builder.render` fingerprints their inputs instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from builder import urls
+from builder.slug import fold, slugify
+
+RECENT_NOTES = 15
+HOME_TAGS = 40
+
+
+@dataclass(frozen=True)
+class HeadingInfo:
+    level: int
+    text: str
+    anchor: str
+    line: int  # 1-based, as the index stores it
+
+
+@dataclass(frozen=True)
+class NoteInfo:
+    """One published note as the index describes it."""
+
+    source_id: str
+    path: str
+    title: str
+    tags: tuple[str, ...]
+    headings: tuple[HeadingInfo, ...]
+    changed_at: str | None
+    sha256: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.source_id}:{self.path}"
+
+    @property
+    def url(self) -> str:
+        return urls.note_url(self.source_id, self.path)
+
+    @property
+    def changed(self) -> str:
+        return (self.changed_at or "")[:10]
+
+
+@dataclass(frozen=True)
+class Page:
+    url: str  # site-relative
+    template: str
+    kind: str  # note | toc | tag | tags | home | search | 404
+    title: str
+    context: dict[str, Any] = field(default_factory=dict)
+    breadcrumbs: tuple[tuple[str, str | None], ...] = ()
+
+    def data(self) -> str:
+        """Everything the page shows, canonically serialized (the fingerprint input)."""
+        return json.dumps([self.template, self.title, self.context, self.breadcrumbs],
+                          sort_keys=True, ensure_ascii=False, default=str)
+
+
+def note_from_row(row: Any) -> NoteInfo:
+    """A ``files`` row (see :func:`builder.index.notes_for_render`) as a :class:`NoteInfo`."""
+    headings = tuple(HeadingInfo(int(h["level"]), str(h["text"]), str(h["anchor"]), int(h["line"]))
+                     for h in json.loads(row["headings"] or "[]"))
+    return NoteInfo(row["source_id"], row["path"], row["title"], tuple(json.loads(row["tags"] or "[]")),
+                    headings, row["changed_at"], row["sha256"])
+
+
+def dir_anchor(folder: str) -> str:
+    return "dir-" + slugify(folder, fallback="root") if folder else "dir-root"
+
+
+def _title_key(note: NoteInfo) -> tuple[str, str]:
+    return fold(note.title), note.path
+
+
+def _tag_links(tags: tuple[str, ...]) -> list[tuple[str, str]]:
+    return [(tag, urls.tag_url(tag)) for tag in tags]
+
+
+# ---------------------------------------------------------------- note pages
+
+
+def note_breadcrumbs(note: NoteInfo) -> tuple[tuple[str, str | None], ...]:
+    crumbs: list[tuple[str, str | None]] = [("Home", urls.HOME_URL), (note.source_id, urls.toc_url(note.source_id))]
+    parts = note.path.split("/")[:-1]
+    for i, part in enumerate(parts):
+        crumbs.append((part, f"{urls.toc_url(note.source_id)}#{dir_anchor('/'.join(parts[:i + 1]))}"))
+    return (*crumbs, (note.title, None))
+
+
+def title_in_body(note: NoteInfo, body_html: str) -> bool:
+    """Does the body open with an H1 saying the title? Then it is the page's title."""
+    first = note.headings[0] if note.headings else None
+    return (first is not None and first.level == 1 and fold(first.text) == fold(note.title)
+            and body_html.lstrip().startswith("<h1"))
+
+
+def note_page(note: NoteInfo, body_html: str, backlinks: list[NoteInfo]) -> Page:
+    """The page of one note around its rendered body."""
+    in_body = title_in_body(note, body_html)
+    head, rest = "", body_html
+    if in_body:
+        cut = body_html.find("</h1>") + len("</h1>")
+        head, rest = body_html[:cut], body_html[cut:]
+    toc = [h for h in note.headings if h.level <= 3]
+    if in_body:
+        toc = toc[1:]
+    context = {
+        "title": note.title, "source_id": note.source_id, "path": note.path, "changed": note.changed,
+        "tags": _tag_links(note.tags), "toc_url": urls.toc_url(note.source_id), "title_in_body": in_body,
+        "toc": [{"level": h.level, "text": h.text, "anchor": h.anchor} for h in toc] if len(toc) > 1 else [],
+        "body_head": head, "body_rest": rest,
+        "backlinks": [{"title": b.title, "url": b.url, "path": f"{b.source_id}: {b.path}"}
+                      for b in sorted(backlinks, key=_title_key)],
+    }
+    return Page(note.url, "note.html", "note", note.title, context, note_breadcrumbs(note))
+
+
+# ---------------------------------------------------------------- tables of contents
+
+
+def toc_page(source_id: str, kind: str, notes: list[NoteInfo]) -> Page:
+    """``/<source>/``: folders → notes → title, tags and headings (H1–H3)."""
+    folders: dict[str, list[dict[str, Any]]] = {}
+    for note in sorted(notes, key=lambda n: n.path):
+        folder, _, name = note.path.rpartition("/")
+        folders.setdefault(folder, []).append({
+            "url": note.url, "title": note.title, "file": name, "tags": _tag_links(note.tags),
+            "headings": [(h.level, h.text, h.anchor) for h in note.headings if h.level <= 3
+                         and not (h.level == 1 and fold(h.text) == fold(note.title))],
+        })
+    dirs = [{"path": folder, "name": folder or source_id, "depth": folder.count("/") + 1 if folder else 0,
+             "anchor": dir_anchor(folder), "notes": entries}
+            for folder, entries in sorted(folders.items())]
+    context = {"source_id": source_id, "kind": kind, "note_count": len(notes), "dirs": dirs}
+    crumbs = (("Home", urls.HOME_URL), (source_id, None))
+    return Page(urls.toc_url(source_id), "toc.html", "toc", source_id, context, crumbs)
+
+
+# ---------------------------------------------------------------- tags
+
+
+def tag_groups(notes: list[NoteInfo]) -> dict[str, tuple[str, list[NoteInfo]]]:
+    """Tags that share a slug are one tag ("Čaj", "čaj", "caj"); shown in their most used spelling."""
+    spellings: dict[str, Counter[str]] = {}
+    members: dict[str, list[NoteInfo]] = {}
+    for note in notes:
+        for tag in note.tags:
+            slug = urls.tag_slug(tag)
+            spellings.setdefault(slug, Counter())[tag] += 1
+            if not members.setdefault(slug, []) or members[slug][-1] is not note:
+                members[slug].append(note)
+    return {slug: (min(spellings[slug].items(), key=lambda kv: (-kv[1], kv[0]))[0], members[slug])
+            for slug in sorted(members)}
+
+
+def tag_pages(groups: dict[str, tuple[str, list[NoteInfo]]]) -> list[Page]:
+    """``/tags/`` and one ``/tags/<slug>/`` per tag."""
+    pages = []
+    for slug, (name, notes) in groups.items():
+        entries = [{"url": n.url, "title": n.title, "source_id": n.source_id, "path": n.path,
+                    "tags": _tag_links(n.tags)} for n in sorted(notes, key=_title_key)]
+        crumbs = (("Home", urls.HOME_URL), ("Tags", urls.tags_url()), (f"#{name}", None))
+        pages.append(Page(f"tags/{slug}/index.html", "tag.html", "tag", f"#{name}",
+                          {"tag": name, "notes": entries}, crumbs))
+    index = [{"name": name, "url": f"tags/{slug}/index.html", "count": len(notes)}
+             for slug, (name, notes) in sorted(groups.items(), key=lambda kv: fold(kv[1][0]))]
+    pages.append(Page(urls.tags_url(), "tags.html", "tags", "Tags", {"tags": index},
+                      (("Home", urls.HOME_URL), ("Tags", None))))
+    return pages
+
+
+# ---------------------------------------------------------------- home and fixed pages
+
+
+def home_page(sources: list[tuple[str, str]], notes: list[NoteInfo],
+              groups: dict[str, tuple[str, list[NoteInfo]]]) -> Page:
+    """Sources, recently changed notes and the most used tags."""
+    counts = Counter(n.source_id for n in notes)
+    recent = sorted(notes, key=lambda n: (n.changed_at or "", n.key), reverse=True)[:RECENT_NOTES]
+    top = sorted(groups.items(), key=lambda kv: (-len(kv[1][1]), fold(kv[1][0])))[:HOME_TAGS]
+    context = {
+        "sources": [{"id": sid, "kind": kind, "url": urls.toc_url(sid), "count": counts[sid]}
+                    for sid, kind in sources],
+        "recent": [{"url": n.url, "title": n.title, "source_id": n.source_id, "changed": n.changed}
+                   for n in recent],
+        "tags": [{"name": name, "url": f"tags/{slug}/index.html", "count": len(members)}
+                 for slug, (name, members) in sorted(top, key=lambda kv: fold(kv[1][0]))],
+        "more_tags": len(groups) > HOME_TAGS, "tag_count": len(groups),
+    }
+    return Page(urls.HOME_URL, "home.html", "home", "Home", context)
+
+
+def fixed_pages() -> list[Page]:
+    return [Page(urls.SEARCH_URL, "search.html", "search", "Search", {},
+                 (("Home", urls.HOME_URL), ("Search", None))),
+            Page(urls.NOT_FOUND_URL, "404.html", "404", "Not found", {})]
+
+
+# ---------------------------------------------------------------- Jinja2
+
+
+class Templates:
+    """The Jinja2 environment (autoescaping) and the site-wide template variables."""
+
+    def __init__(self, template_dir: Path, site_title: str, asset_version: str) -> None:
+        import jinja2
+
+        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir)),
+                                      autoescape=True, trim_blocks=True, lstrip_blocks=True,
+                                      undefined=jinja2.StrictUndefined)
+        self.site_title = site_title
+        self.asset_version = asset_version
+
+    def render(self, page: Page, built_at: str) -> str:
+        # The 404 page is served by the server at any depth: only absolute URLs work there.
+        root = "/" if page.kind == "404" else urls.root_of(page.url)
+        template = self.env.get_template(page.template)
+        return template.render(**page.context, root=root, site_title=self.site_title, built_at=built_at,
+                               asset_v=self.asset_version, breadcrumbs=page.breadcrumbs,
+                               page_kind=page.kind, page_title=page.title)
+
+
+def sitemap(page_urls: list[str]) -> str:
+    """``sitemap.xml`` with root-relative locations (the config has no public base URL)."""
+    from xml.sax.saxutils import escape
+
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+             '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">']
+    lines += [f"  <url><loc>/{escape(url)}</loc></url>" for url in sorted(page_urls)]
+    lines.append("</urlset>")
+    return "\n".join(lines) + "\n"

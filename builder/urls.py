@@ -1,0 +1,83 @@
+"""Where things live in the rendered site: one place, no heavy imports.
+
+Every URL here is relative to the site root, has no leading slash and is
+percent-encoded (it is a URL, not a file name): a page at depth ``d`` prefixes
+it with ``"../" * d``, so the site also opens from ``file://``. Directory pages
+are always addressed as ``…/index.html`` for the same reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from urllib.parse import quote, unquote
+
+from builder.slug import slugify
+
+HOME_URL = "index.html"
+SEARCH_URL = "search.html"
+NOT_FOUND_URL = "404.html"
+SITEMAP_URL = "sitemap.xml"
+STATIC_DIR = "static"
+# Top-level names the site itself uses; a source with one of these ids would collide.
+RESERVED_SOURCE_IDS = frozenset({"tags", "static", "api", "search"})
+
+
+def _q(path: str) -> str:
+    return quote(path, safe="/")
+
+
+def note_url(source_id: str, path: str) -> str:
+    """The page of a note: ``recepty/teh-tarik.md`` in source ``notes`` → ``notes/recepty/teh-tarik.html``."""
+    if path.lower() == "index.md":  # ``<source>/index.html`` is the source's table of contents
+        return _q(f"{source_id}/index.md.html")
+    stem = path[:-3] if path.lower().endswith(".md") else path
+    return _q(f"{source_id}/{stem}.html")
+
+
+def hit_url(source_id: str, path: str, anchor: str) -> str:
+    """Where a search hit lands: the note page plus the chunk's section anchor (if any)."""
+    return note_url(source_id, path) + (f"#{anchor}" if anchor else "")
+
+
+def attachment_url(source_id: str, path: str) -> str:
+    """A file next to the notes (image, PDF, …) keeps its place relative to the note pages."""
+    return _q(f"{source_id}/{path}")
+
+
+def toc_url(source_id: str) -> str:
+    return _q(f"{source_id}/index.html")
+
+
+def tag_slug(tag: str) -> str:
+    """Readable and stable: ``Čaj`` → ``caj``; a tag with no letters of the Latin script → ``tag-<hash>``."""
+    return slugify(tag, fallback="") or "tag-" + hashlib.sha1(tag.encode("utf-8")).hexdigest()[:8]
+
+
+def tag_url(tag: str) -> str:
+    return f"tags/{tag_slug(tag)}/index.html"
+
+
+def tags_url() -> str:
+    return "tags/index.html"
+
+
+def static_url(name: str) -> str:
+    return f"{STATIC_DIR}/{name}"
+
+
+def root_of(url: str) -> str:
+    """The prefix that leads from the page at ``url`` back to the site root (``""``, ``"../"``, …)."""
+    return "../" * url.count("/")
+
+
+def relative(from_url: str, to_url: str) -> str:
+    """``to_url`` (with an optional ``#fragment``) as seen from the page at ``from_url``."""
+    target, _, fragment = to_url.partition("#")
+    rel = posixpath.relpath(target, posixpath.dirname(from_url) or ".") if target else ""
+    return rel + (f"#{fragment}" if fragment else "")
+
+
+def site_file(url: str) -> str:
+    """The file (relative to the site folder) that serves ``url``."""
+    return unquote(url.partition("#")[0])

@@ -1,0 +1,118 @@
+"""The CLI as a person or a script uses it: search, toc, grep, status, exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from builder.cli import main
+from builder.sync import build
+from tests.conftest import HashEmbedder, write_config, write_note
+
+
+@pytest.fixture
+def built(config_for, quiet_log):
+    config = config_for("embedding:\n  provider: none\n")
+    assert build(config, embedder_factory=HashEmbedder, log=quiet_log(config)) == 0
+    return config
+
+
+def test_search_json_has_the_api_shape(built, capsys):
+    assert main(["search", "powerbanka", "--config", str(built.path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["query"] == "powerbanka" and data["mode"] == "hybrid"
+    assert data["notes"] == ["embeddings disabled (provider: none): FTS-only results"]
+    hit = data["hits"][0]
+    assert {k: hit[k] for k in ("source", "path", "title", "anchor", "line_start")} == {
+        "source": "notes", "path": "cestovani/snezka.md", "title": "Balicí seznam – Sněžka",
+        "anchor": "", "line_start": 5}
+    assert hit["ranks"] == {"bm25": 1, "vector": None}
+    assert "<mark>powerbanka</mark>" in hit["snippet"]
+
+
+def test_search_text_output(built, capsys):
+    assert main(["search", "převodník MAX485", "--config", str(built.path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "note: embeddings disabled (provider: none): FTS-only results"
+    assert out[1] == " 1. Sauter Bus > Zapojení  [bm25 #1]"
+    assert out[2] == "    notes:projekty/sauter-bus.md:5#zapojeni"
+    assert out[3] == "    [Převodník] [MAX485] na pinech P0 a P1."
+
+
+def test_search_with_no_words_and_no_hits(built, capsys):
+    assert main(["search", "?!", "--config", str(built.path)]) == 0
+    assert capsys.readouterr().out == "note: the query has no words to search for\n(no matches)\n"
+
+
+def test_search_before_any_build_exits_1(tmp_path, capsys):
+    (tmp_path / "notes").mkdir()
+    path = write_config(tmp_path, "embedding:\n  provider: none\nsources:\n  notes:\n    folder: notes\n")
+    assert main(["search", "x", "--config", str(path)]) == 1
+    assert capsys.readouterr().err == (f"notes-portal: no index at {tmp_path}/.portal/index.sqlite: "
+                                       "run `notes-portal build` first\n")
+
+
+def test_search_refuses_with_reindex_needed(built, capsys, tmp_path):
+    text = built.path.read_text().replace("provider: none", "provider: ollama\n  model: m:1\n  dims: 8\n"
+                                                             "  endpoint: http://127.0.0.1:9")
+    built.path.write_text(text)
+    assert main(["search", "powerbanka", "--config", str(built.path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("notes-portal: reindex needed: embedding_provider is 'none' in the index but "
+                                   "'ollama' in the config;")
+
+
+def test_unknown_source_is_a_clear_error(built, capsys):
+    assert main(["search", "x", "--source", "nope", "--config", str(built.path)]) == 2
+    assert capsys.readouterr().err == "notes-portal: unknown source 'nope' (configured: notes)\n"
+
+
+def test_toc_lists_directory_note_title_tags_headings(built, capsys):
+    assert main(["toc", "--config", str(built.path)]) == 0
+    assert capsys.readouterr().out == (
+        "== notes ==\n"
+        "cestovani/\n"
+        "  snezka.md — Balicí seznam – Sněžka  [cestovani, hory]\n"
+        "projekty/\n"
+        "  sauter-bus.md — Sauter Bus\n"
+        "    # Sauter Bus\n"
+        "      ## Zapojení\n"
+        "recepty/\n"
+        "  teh-tarik.md — Teh Tarik  [recepty, čaj]\n"
+        "    # Teh Tarik\n"
+        "      ## Suroviny\n"
+        "      ## Postup\n")
+    assert main(["toc", "--tag", "Čaj", "--config", str(built.path)]) == 0
+    assert "teh-tarik.md" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("use_rg", [True, False])
+def test_grep_reads_every_file_of_the_tree(built, notes_dir, capsys, monkeypatch, use_rg):
+    if use_rg and not shutil.which("rg"):
+        pytest.skip("ripgrep (Debian package ripgrep) is not installed")
+    if not use_rg:
+        monkeypatch.setattr("builder.grep.shutil.which", lambda name: None)
+    write_note(notes_dir, "projekty/capture.txt", "0x7e 0xA1 RS485 frame\n")
+    write_note(notes_dir, ".git/config", "RS485 hidden\n")
+    assert main(["grep", "RS48[0-9]", "--config", str(built.path)]) == 0
+    lines = sorted(capsys.readouterr().out.splitlines())
+    assert lines == ["notes:projekty/capture.txt:1:0x7e 0xA1 RS485 frame",
+                     "notes:projekty/sauter-bus.md:3:RS485 proxy, která odposlouchává a upravuje provoz "
+                     "sběrnice. Běží na micro:bitu."]
+    assert main(["grep", "nothing-matches-this", "--config", str(built.path)]) == 1
+
+
+def test_grep_invalid_pattern(built, capsys):
+    assert main(["grep", "(unclosed", "--config", str(built.path)]) == 2
+    assert capsys.readouterr().err.startswith("notes-portal: invalid regular expression '(unclosed'")
+
+
+def test_status_json(built, capsys):
+    assert main(["status", "--json", "--config", str(built.path)]) == 0
+    status = json.loads(capsys.readouterr().out)
+    source = status["sources"][0]
+    assert (status["exists"], source["id"], source["files"], source["pending_vectors"]) == (True, "notes", 3, 0)
+    assert source["chunks"] > 3 and len(source["indexed_rev"]) == 12 and source["last_sync_at"]

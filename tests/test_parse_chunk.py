@@ -1,0 +1,143 @@
+"""Parsing (title, tags, anchors) and the chunking policy, on real markdown."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from builder.chunker import CHARS_PER_TOKEN, HARD_MAX_TOKENS, MAX_TOKENS, chunk_note
+from builder.parse import parse_note
+from builder.slug import Slugger, slugify
+from tests.conftest import SHARED
+
+
+def note(text: str, path: str = "dir/my-note.md"):
+    return parse_note(path, textwrap.dedent(text).lstrip("\n"))
+
+
+@pytest.mark.parametrize("text, title", [
+    ("---\ntitle: Z hlavičky\n---\n# Nadpis\n", "Z hlavičky"),
+    ("# První H1\n\n# Druhý H1\n", "První H1"),
+    ("## Jen H2\n\ntext\n", "my note"),
+    ("---\ntitle: ''\n---\nSetext titulek\n==============\n", "Setext titulek"),
+])
+def test_title_precedence(text, title):
+    assert note(text).title == title
+
+
+@pytest.mark.parametrize("front, tags", [
+    ("tags: [čaj, Recepty]", ("čaj", "Recepty")),
+    ("tags: čaj, recepty , ", ("čaj", "recepty")),
+    ("tags: '#hory'", ("hory",)),
+    ("taxonomy:\n  tag: [docker, k8s]\n  category: [zkt]", ("docker", "k8s")),
+    ("tags: 42", ()),
+])
+def test_tags_from_list_or_comma_string(front, tags):
+    assert note(f"---\n{front}\n---\nbody\n").tags == tags
+
+
+def test_slugs_are_ascii_stable_and_unique_within_a_note():
+    assert slugify("Čaj a mléko – příprava!") == "caj-a-mleko-priprava"
+    assert slugify("Ľadový čaj, ôsmy deň") == "ladovy-caj-osmy-den"
+    assert slugify("🍵") == "section"
+    s = Slugger()
+    assert [s.slug(t) for t in ("Poznámky", "Poznámky", "poznamky", "Poznámky-1")] == [
+        "poznamky", "poznamky-1", "poznamky-2", "poznamky-1-1"]
+    n = note("# A\n## Poznámky\n## Poznámky\n### Metoda `__init__`\n")
+    assert [(h.level, h.text, h.anchor) for h in n.headings] == [
+        (1, "A", "a"), (2, "Poznámky", "poznamky"), (2, "Poznámky", "poznamky-1"),
+        (3, "Metoda __init__", "metoda-init")]
+
+
+def test_broken_front_matter_warns_and_keeps_the_body():
+    n = note("---\ntitle: [oops\n---\n# Tělo\n\ntext\n")
+    assert n.title == "Tělo" and n.warnings == ("dir/my-note.md: broken front matter at line 2, indexed from the body",)
+
+
+def test_published_false_and_links():
+    n = note("---\npublished: false\n---\n[a](../x.md) [[Wiki|label]] ![i](img.png)\n```\n[[not a link]]\n```\n")
+    assert n.published is False
+    assert n.links == ("../x.md", "img.png", "[[Wiki|label]]")
+
+
+def test_sections_breadcrumbs_anchors_and_line_ranges():
+    n = note("""
+        ---
+        title: Teh Tarik
+        ---
+        Úvodní odstavec před nadpisem.
+
+        # Teh Tarik
+
+        ## Suroviny
+
+        - voda
+        ### Čaj a mléko
+
+        Silný čaj.
+        """)
+    chunks = chunk_note(n)
+    assert [(c.breadcrumb, c.anchor, c.line_start, c.line_end) for c in chunks] == [
+        ("Teh Tarik", "", 4, 4),
+        ("Teh Tarik > Suroviny", "suroviny", 8, 10),
+        ("Teh Tarik > Suroviny > Čaj a mléko", "caj-a-mleko", 11, 13),
+    ]
+    assert chunks[2].embed_text == "Teh Tarik > Suroviny > Čaj a mléko\n\nSilný čaj."
+
+
+def test_small_sibling_sections_merge_under_their_parent():
+    n = note("# T\n\n## A\n\nkrátké a\n\n## B\n\nkrátké b\n\n## C\n\n" + "dlouhé c. " * 100 + "\n")
+    chunks = chunk_note(n)
+    assert [c.anchor for c in chunks] == ["a", "c"]
+    assert chunks[0].text == "krátké a\n\n## B\n\nkrátké b"
+
+
+def test_big_section_splits_at_paragraphs_with_overlap():
+    paragraphs = [f"Odstavec {i}. " + "slovo " * 120 for i in range(12)]
+    n = note("# Velká\n\n## Sekce\n\n" + "\n\n".join(paragraphs) + "\n")
+    chunks = chunk_note(n)
+    assert len(chunks) >= 3
+    assert all(len(c.text) <= (MAX_TOKENS + 80) * CHARS_PER_TOKEN for c in chunks)
+    assert {c.anchor for c in chunks} == {"sekce"}
+    for before, after in zip(chunks, chunks[1:]):
+        overlap = after.text.split("\n\n")[0]  # the next chunk repeats the previous tail
+        assert before.text.endswith(overlap) and 150 <= len(overlap) <= 256
+    body = "\n\n".join(c.text for c in chunks)
+    assert all(p.strip() in body for p in paragraphs)  # nothing is lost
+
+
+def test_code_fence_and_table_are_never_split():
+    fence = "```python\n" + "".join(f"x{i} = {i}  # komentář\n" for i in range(150)) + "```"
+    table = "| a | b |\n|---|---|\n" + "".join(f"| {i} | hodnota {i} |\n" for i in range(120))
+    n = note(f"# Kód\n\n## Ukázka\n\n{'úvod ' * 100}\n\n{fence}\n\n{'mezi ' * 100}\n\n{table}\n")
+    chunks = chunk_note(n)
+    assert sum(fence in c.text for c in chunks) == 1
+    assert sum(table.strip() in c.text for c in chunks) == 1
+
+
+def test_checklist_splits_by_bullet_items():
+    items = "".join(f"- [ ] položka číslo {i} " + "detail " * 20 + "\n" for i in range(60))
+    chunks = chunk_note(note(f"# Seznam\n\n{items}"))
+    assert len(chunks) > 1
+    for c in chunks:
+        assert c.text.startswith("- [ ] položka")  # every chunk starts at a bullet
+
+
+def test_a_giant_line_is_bounded_and_nothing_is_dropped():
+    line = " ".join(f"w{i}" for i in range(40_000))
+    chunks = chunk_note(note(f"# Obr\n\n{line}\n"))
+    assert all(len(c.text) <= HARD_MAX_TOKENS * CHARS_PER_TOKEN for c in chunks)
+    assert " ".join(c.text for c in chunks).split() == line.split()
+
+
+def test_real_corpus_setext_headings_and_inline_code():
+    path = SHARED / "corpora/naucse/lessons/beginners/class/index.md"
+    if not path.exists():
+        pytest.skip(f"{path} is missing (../shared/corpora is needed)")
+    n = parse_note("lessons/beginners/class/index.md", path.read_text(encoding="utf-8"))
+    texts = [h.text for h in n.headings]
+    assert "Metoda __init__" in texts or any("__init__" in t for t in texts)
+    chunks = chunk_note(n)
+    assert chunks and all(c.text for c in chunks)
+    assert len({c.idx for c in chunks}) == len(chunks)

@@ -133,6 +133,18 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from server.app import create_app
+
+    config = _config(args)
+    print(f"notes-portal: serving {config.site.output} and search on http://{args.host}:{args.port}/",
+          file=sys.stderr)
+    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="notes-portal", description=__doc__.splitlines()[0])
     common = argparse.ArgumentParser(add_help=False)
@@ -164,6 +176,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--source", metavar="ID")
     p.add_argument("-i", "--ignore-case", action="store_true")
     p.set_defaults(func=cmd_grep)
+
+    p = sub.add_parser("serve", parents=[common], help="serve the site and the search API (uvicorn)")
+    p.add_argument("--host", default="127.0.0.1", help="127.0.0.1 (default) or 0.0.0.0 for the LAN")
+    p.add_argument("--port", type=int, default=8080)
+    p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("status", parents=[common], help="per source: notes, chunks, pending vectors, last sync")
     p.add_argument("--json", action="store_true")

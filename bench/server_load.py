@@ -1,0 +1,176 @@
+"""Load on /api/search: p50/p95 latency and requests/s at 1, 8 and 32 concurrent clients.
+
+Bounded and loopback only: the server (`notes-portal serve`, a real uvicorn
+process) listens on 127.0.0.1 and each client sends a fixed number of requests.
+
+    python bench/server_load.py --corpus examples            # the bundled example notes
+    python bench/server_load.py --corpus synthetic --chunks 100000
+
+The synthetic index holds real FTS5 rows and random unit vectors for the
+`local` provider, so the query path is the real one: BM25 over 100,000
+chunks, the query embedded by the bundled model, KNN over 100,000 vectors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS = ("čaj voda mléko vlak hory záloha server docker síť projekt sběrnice poznámka kniha recept trasa "
+         "výlet git větev commit python funkce seznam tabulka kontajner obraz sieť zálohovanie cvičenie "
+         "príkaz súbor adresár databáza tabuľka index dotaz odpoveď model vektor").split()
+QUERIES = ["záloha serveru", "docker sieť kontajner", "git větev commit", "recept čaj mléko", "python funkce",
+           "vlak na hory", "databáza index dotaz", "jak zálohovat databázi", "kontajnery a obrazy",
+           "poznámka k projektu sběrnice"]
+
+
+def synthetic_index(work: Path, chunks: int) -> Path:
+    """A config plus an index with ``chunks`` chunks (10 per note) and random unit vectors."""
+    import numpy as np
+
+    from builder import index as db
+    from builder.config import load_config
+    from builder.index import FileRecord
+    from builder.ingest import sha256_text
+    from builder.sync import expected_meta
+
+    (work / "notes").mkdir(parents=True)
+    config_path = work / "portal.yaml"
+    config_path.write_text("index: data/index.sqlite\nembedding:\n  provider: local\n"
+                           "sources:\n  notes:\n    folder: notes\n", encoding="utf-8")
+    config = load_config(config_path)
+    config.index.parent.mkdir(parents=True)
+    conn = db.connect(config.index)
+    db.migrate(conn)
+    with db.transaction(conn):
+        db.set_meta(conn, expected_meta(config))
+        db.upsert_source(conn, "notes", "folder", None, None)
+    db.ensure_vec_table(conn, config.embedding.dims)
+    rng = random.Random(1)
+    nrng = np.random.default_rng(1)
+    for n in range(chunks // 10):
+        path = f"topic{n % 50}/note{n}.md"
+        rows = []
+        for i in range(10):
+            text = " ".join(rng.choice(WORDS) for _ in range(120))
+            rows.append({"chunk_idx": i, "breadcrumb": f"Poznámka {n} > Sekce {i}", "anchor": f"sekce-{i}",
+                         "line_start": i * 10 + 1, "line_end": i * 10 + 9, "text": text,
+                         "embed_sha": sha256_text(text)})
+        record = FileRecord(path, f"Poznámka {n}", ("t",), (), (), {}, "ok", None, f"{n:064x}", 1, 1, None)
+        db.replace_file(conn, "notes", record, rows, "2026-01-01T00:00:00+00:00")
+    ids = [r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY id")]
+    for start in range(0, len(ids), 5000):
+        part = ids[start:start + 5000]
+        vectors = nrng.standard_normal((len(part), config.embedding.dims)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        db.store_vectors(conn, [(i, v.tobytes()) for i, v in zip(part, vectors)], "2026-01-01T00:00:00+00:00")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return config_path
+
+
+def examples_index(work: Path) -> Path:
+    shutil.copytree(ROOT / "examples" / "notes", work / "notes")
+    config = work / "portal.yaml"
+    config.write_text("index: data/index.sqlite\nembedding:\n  provider: local\n"
+                      "sources:\n  notes:\n    folder: notes\n", encoding="utf-8")
+    subprocess.run(["notes-portal", "build", "--config", str(config)], check=True)
+    return config
+
+
+def client_run(port: int, mode: str, count: int, latencies: list[float], errors: list[str], seed: int) -> None:
+    rng = random.Random(seed)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    for _ in range(count):
+        query = urlencode({"q": rng.choice(QUERIES), "mode": mode, "limit": 10})
+        start = time.perf_counter()
+        try:
+            conn.request("GET", f"/api/search?{query}")
+            response = conn.getresponse()
+            body = response.read()
+            if response.status != 200 or "hits" not in json.loads(body):
+                errors.append(f"HTTP {response.status}")
+        except (OSError, http.client.HTTPException) as exc:
+            errors.append(type(exc).__name__)
+            conn.close()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        latencies.append(time.perf_counter() - start)
+    conn.close()
+
+
+def load(port: int, mode: str, clients: int, requests: int) -> dict[str, float]:
+    latencies: list[float] = []
+    errors: list[str] = []
+    per_client = max(1, requests // clients)
+    threads = [threading.Thread(target=client_run, args=(port, mode, per_client, latencies, errors, i))
+               for i in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    latencies.sort()
+    return {"requests": len(latencies), "p50_ms": statistics.median(latencies) * 1000,
+            "p95_ms": latencies[int(len(latencies) * 0.95) - 1] * 1000, "rps": len(latencies) / wall,
+            "errors": len(errors)}
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", choices=("examples", "synthetic"), default="examples")
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--requests", type=int, default=320, help="per concurrency level and mode")
+    parser.add_argument("--port", type=int, default=8765)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="np-load-"))
+    server = None
+    try:
+        started = time.perf_counter()
+        config = synthetic_index(work, args.chunks) if args.corpus == "synthetic" else examples_index(work)
+        print(f"index ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        server = subprocess.Popen(["notes-portal", "serve", "--config", str(config), "--port", str(args.port)],
+                                  stderr=subprocess.DEVNULL)
+        for _ in range(200):
+            try:
+                http.client.HTTPConnection("127.0.0.1", args.port, timeout=1).request("GET", "/api/health")
+                break
+            except OSError:
+                time.sleep(0.1)
+        load(args.port, "hybrid", 1, 10)  # warm-up: model load, page cache
+        print(f"corpus: {args.corpus}" + (f" ({args.chunks:,} chunks)" if args.corpus == "synthetic" else ""))
+        print(f"{'mode':7} {'clients':>7} {'requests':>8} {'p50 ms':>8} {'p95 ms':>8} {'req/s':>8} {'errors':>6}")
+        for mode in ("bm25", "hybrid"):
+            for clients in (1, 8, 32):
+                r = load(args.port, mode, clients, args.requests)
+                print(f"{mode:7} {clients:>7} {r['requests']:>8} {r['p50_ms']:>8.1f} {r['p95_ms']:>8.1f} "
+                      f"{r['rps']:>8.1f} {r['errors']:>6}")
+        print(f"server RSS after the run: {rss_mb(server.pid):.0f} MB")
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=10)
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""The web app through Starlette's TestClient: parameters, errors, auth, headers, result shape."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
+
+from builder import index as db
+from builder import indexfile
+from builder.config import load_config
+from builder.render import render_site
+from builder.sync import build
+from server.app import SECURITY_HEADERS, create_app
+from tests.conftest import HashEmbedder, ollama_yaml
+
+
+def _build_and_render(config, log):
+    assert build(config, embedder_factory=HashEmbedder, log=log) == 0
+    conn = db.connect(indexfile.resolve(config.index))
+    render_site(config, conn, full=True, log=log)
+    conn.close()
+
+
+@pytest.fixture
+def portal(config_for, quiet_log):
+    config = config_for(ollama_yaml("http://127.0.0.1:9"))
+    _build_and_render(config, quiet_log(config))
+    return config
+
+
+@pytest.fixture
+def client(portal):
+    return TestClient(create_app(portal, embedder_factory=HashEmbedder))
+
+
+def ids_in(page: str) -> set[str]:
+    return set(re.findall(r'\bid="([^"]+)"', page))
+
+
+def test_search_result_shape_and_url_lands_on_the_section(client):
+    response = client.get("/api/search", params={"q": "Zapojení převodník"})
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == {"query", "mode", "notes", "hits", "took_ms"}
+    assert (body["query"], body["mode"], body["notes"]) == ("Zapojení převodník", "hybrid", [])
+    top = body["hits"][0]
+    assert set(top) == {"source", "path", "title", "breadcrumb", "anchor", "line_start", "snippet", "score",
+                        "ranks", "url"}
+    assert top["url"] == "notes/projekty/sauter-bus.html#zapojeni"
+    assert top["ranks"]["bm25"] == 1 and isinstance(top["ranks"]["vector"], int)
+    assert "<mark>Převodník</mark>" in top["snippet"]
+    page = client.get("/" + top["url"].split("#")[0])
+    assert page.status_code == 200 and "zapojeni" in ids_in(page.text)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({}, "parameter q is required"),
+    ({"q": "   "}, "parameter q is required"),
+    ({"q": "x" * 501}, "parameter q is longer than 500 characters"),
+    ({"q": "čaj", "limit": "0"}, "parameter limit must be a whole number from 1 to 100, got '0'"),
+    ({"q": "čaj", "limit": "101"}, "parameter limit must be a whole number from 1 to 100, got '101'"),
+    ({"q": "čaj", "limit": "ten"}, "parameter limit must be a whole number from 1 to 100, got 'ten'"),
+    ({"q": "čaj", "limit": "-1"}, "parameter limit must be a whole number from 1 to 100, got '-1'"),
+    ({"q": "čaj", "mode": "fuzzy"}, "parameter mode must be one of hybrid, bm25, vector, got 'fuzzy'"),
+    ({"q": "čaj", "source": "secret"}, "unknown source 'secret'"),
+])
+def test_bad_parameters_are_400_with_a_message(client, params, message):
+    response = client.get("/api/search", params=params)
+    assert (response.status_code, response.json()) == (400, {"error": message})
+
+
+def test_limit_source_tag_and_modes(client):
+    body = client.get("/api/search", params={"q": "čaj", "limit": "1", "mode": "bm25", "tag": "Čaj"}).json()
+    assert [h["path"] for h in body["hits"]] == ["recepty/teh-tarik.md"]
+    assert body["hits"][0]["ranks"]["vector"] is None
+    body = client.get("/api/search", params={"q": "čaj", "mode": "vector", "source": "notes"}).json()
+    assert body["hits"] and all(h["ranks"]["bm25"] is None for h in body["hits"])
+
+
+def test_reindex_needed_is_409(portal, tmp_path):
+    text = portal.path.read_text().replace("model: test-embed:1", "model: other:2")
+    portal.path.write_text(text)  # same files, another embedding space in the config
+    changed = load_config(portal.path)
+    response = TestClient(create_app(changed, embedder_factory=HashEmbedder)).get("/api/search", params={"q": "čaj"})
+    assert response.status_code == 409
+    assert response.json()["error"].startswith("reindex needed: embedding_model is 'test-embed:1' in the index")
+
+
+def test_missing_index_is_503(config_for):
+    config = config_for()
+    client = TestClient(create_app(config))
+    response = client.get("/api/search", params={"q": "čaj"})
+    assert response.status_code == 503
+    assert response.json() == {"error": f"no index at {config.index}: run `notes-portal build` first"}
+    assert client.get("/api/health").json()["index"] is False
+
+
+def test_provider_down_answers_fts_only_and_says_so(portal):
+    def broken(_config):
+        raise ConnectionError("connection refused")
+
+    client = TestClient(create_app(portal, embedder_factory=broken))
+    body = client.get("/api/search", params={"q": "powerbanka"}).json()
+    assert body["hits"][0]["path"] == "cestovani/snezka.md"
+    assert body["notes"] == ["embeddings unavailable (ConnectionError: connection refused): FTS-only results"]
+    health = client.get("/api/health").json()
+    assert health["embedding"]["reachable"] is False and health["status"] == "degraded"
+
+
+def test_health_reports_counts_and_sources(client):
+    health = client.get("/api/health").json()
+    assert health["index"] is True and health["status"] == "ok"
+    assert health["counts"]["chunks"] == health["counts"]["vec_chunks"] > 0
+    assert health["pending_vectors"] == 0 and health["embedding"] == {"provider": "ollama", "reachable": True,
+                                                                       "error": None}
+    assert set(health["sources"]) == {"notes"} and health["sources"]["notes"]["last_sync_at"]
+
+
+def test_new_index_is_served_without_restart(portal, client, notes_dir, quiet_log):
+    assert client.get("/api/search", params={"q": "meteostanice", "mode": "bm25"}).json()["hits"] == []
+    (notes_dir / "meteostanice.md").write_text("# Meteostanice\n\nESP32 a čidlo BME280.\n", encoding="utf-8")
+    build(portal, embedder_factory=HashEmbedder, log=quiet_log(portal))  # in place (WAL)
+    assert client.get("/api/search", params={"q": "meteostanice"}).json()["hits"][0]["path"] == "meteostanice.md"
+    (notes_dir / "zahrada.md").write_text("# Zahrada\n\nRajčata a okurky.\n", encoding="utf-8")
+    build(portal, full=True, embedder_factory=HashEmbedder, log=quiet_log(portal))  # a swapped generation
+    assert client.get("/api/search", params={"q": "rajčata"}).json()["hits"][0]["path"] == "zahrada.md"
+
+
+@pytest.mark.parametrize("api_key_yaml", ["server:\n  api_key: s3cret-key\n"])
+def test_api_key_guards_the_api_only(config_for, quiet_log, api_key_yaml):
+    base = config_for(ollama_yaml("http://127.0.0.1:9"))
+    base.path.write_text(base.path.read_text() + api_key_yaml)
+    config = load_config(base.path)
+    _build_and_render(config, quiet_log(config))
+    client = TestClient(create_app(config, embedder_factory=HashEmbedder))
+    denied = client.get("/api/search", params={"q": "čaj"})
+    assert denied.status_code == 401 and denied.json()["error"].startswith("missing or wrong API key")
+    assert client.get("/api/search", params={"q": "čaj"}, headers={"X-API-Key": "wrong"}).status_code == 401
+    assert client.get("/api/search", params={"q": "čaj"}, headers={"X-API-Key": "s3cret-key"}).status_code == 200
+    assert client.get("/api/health", headers={"Authorization": "Bearer s3cret-key"}).status_code == 200
+    assert client.get("/api/health", headers={"Authorization": "Bearer s3cret"}).status_code == 401
+    assert client.get("/index.html").status_code == 200  # the static site stays open
+
+
+def test_auth_off_by_default(client):
+    assert client.get("/api/health").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/", "/index.html", "/api/search?q=x", "/api/health", "/nope", "/search?q=x"])
+def test_security_headers_everywhere(client, path):
+    response = client.get(path)
+    for name, value in SECURITY_HEADERS.items():
+        assert response.headers[name] == value
+    assert "'unsafe-inline'" not in response.headers["Content-Security-Policy"]
+
+
+@pytest.mark.parametrize("path", ["/../portal.yaml", "/%2e%2e/portal.yaml", "/..%2fportal.yaml",
+                                  "/notes/../../portal.yaml", "/static/%2e%2e/%2e%2e/portal.yaml",
+                                  "//etc/passwd", "/%00", "/notes/%2e%2e%2f%2e%2e%2fportal.yaml"])
+def test_no_path_traversal_out_of_the_site(client, path):
+    response = client.get(path)
+    assert response.status_code in (400, 404)
+    assert "index: data/index.sqlite" not in response.text and "root:" not in response.text
+
+
+def test_unknown_page_gets_the_portal_404(client):
+    response = client.get("/notes/does-not-exist.html")
+    assert response.status_code == 404 and "Not found" in response.text
+
+
+def test_search_page_without_javascript(client):
+    response = client.get("/search", params={"q": "powerbanka"})
+    assert response.status_code == 200
+    assert 'href="notes/cestovani/snezka.html"' in response.text
+    assert "<mark>powerbanka</mark>" in response.text and 'value="powerbanka"' in response.text
+    assert "<script>" not in response.text.replace('<script src=', '')
+    empty = client.get("/search")
+    assert empty.status_code == 200 and "<ol class=\"hits\">" not in empty.text
+    bad = client.get("/search", params={"q": "x" * 600})
+    assert bad.status_code == 400 and "parameter q is longer than 500 characters" in bad.text
+
+
+def test_search_page_escapes_the_query(client):
+    response = client.get("/search", params={"q": '"><script>alert(1)</script>'})
+    assert response.status_code == 200
+    assert "<script>alert(1)</script>" not in response.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in response.text
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(q=st.one_of(
+    st.text(max_size=600),
+    st.sampled_from(['"', "NEAR(a b)", "a OR b", "-x", "x*", "col:x", "((", "'; DROP TABLE chunks; --",
+                     "\x00\x07\x1b", "x" * 10_000, "%ff%fe", "%C3%28", "%", "%%", "%E2%82"]),
+), mode=st.sampled_from(["hybrid", "bm25", "vector"]), raw=st.booleans())
+def test_hostile_queries_never_500(client, q, mode, raw):
+    if raw:  # invalid UTF-8 percent-escapes straight into the query string
+        response = client.get(f"/api/search?mode={mode}&q={quote(q[:200], safe='%')}")
+    else:
+        response = client.get("/api/search", params={"q": q, "mode": mode})
+    assert response.status_code in (200, 400), response.text
+    page = client.get("/search", params={"q": q[:600]})
+    assert page.status_code in (200, 400)

@@ -6,9 +6,11 @@ process) listens on 127.0.0.1 and each client sends a fixed number of requests.
     python bench/server_load.py --corpus examples            # the bundled example notes
     python bench/server_load.py --corpus synthetic --chunks 100000
 
-The synthetic index holds real FTS5 rows and random unit vectors for the
-`local` provider, so the query path is the real one: BM25 over 100,000
-chunks, the query embedded by the bundled model, KNN over 100,000 vectors.
+The synthetic index holds real text (runs of lines sampled from the shared
+kemt-wiki and naucse corpora, so word frequencies are those of real notes) and
+random unit vectors for the `local` provider; the query path is the real one:
+BM25 over 100,000 chunks, the query embedded by the bundled model, KNN over
+100,000 vectors. Queries are the dev-set queries of ../shared/eval/dev.jsonl.
 """
 
 from __future__ import annotations
@@ -28,12 +30,19 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parents[1]
-WORDS = ("čaj voda mléko vlak hory záloha server docker síť projekt sběrnice poznámka kniha recept trasa "
-         "výlet git větev commit python funkce seznam tabulka kontajner obraz sieť zálohovanie cvičenie "
-         "príkaz súbor adresár databáza tabuľka index dotaz odpoveď model vektor").split()
-QUERIES = ["záloha serveru", "docker sieť kontajner", "git větev commit", "recept čaj mléko", "python funkce",
-           "vlak na hory", "databáza index dotaz", "jak zálohovat databázi", "kontajnery a obrazy",
-           "poznámka k projektu sběrnice"]
+SHARED = ROOT.parent / "shared"
+QUERIES = [json.loads(line)["query"] for line in (SHARED / "eval" / "dev.jsonl").read_text("utf-8").splitlines()]
+
+
+def _corpus_lines() -> list[list[str]]:
+    """Non-empty lines of every markdown file in the shared corpora, file by file."""
+    files = sorted((SHARED / "corpora").rglob("*.md"))
+    out = []
+    for path in files:
+        lines = [line for line in path.read_text("utf-8", errors="replace").splitlines() if line.strip()]
+        if len(lines) >= 10:
+            out.append(lines)
+    return out
 
 
 def synthetic_index(work: Path, chunks: int) -> Path:
@@ -60,11 +69,14 @@ def synthetic_index(work: Path, chunks: int) -> Path:
     db.ensure_vec_table(conn, config.embedding.dims)
     rng = random.Random(1)
     nrng = np.random.default_rng(1)
+    sources = _corpus_lines()
     for n in range(chunks // 10):
         path = f"topic{n % 50}/note{n}.md"
         rows = []
+        lines = rng.choice(sources)
         for i in range(10):
-            text = " ".join(rng.choice(WORDS) for _ in range(120))
+            start = rng.randrange(0, len(lines) - 8)
+            text = "\n".join(lines[start:start + 8])
             rows.append({"chunk_idx": i, "breadcrumb": f"Poznámka {n} > Sekce {i}", "anchor": f"sekce-{i}",
                          "line_start": i * 10 + 1, "line_end": i * 10 + 9, "text": text,
                          "embed_sha": sha256_text(text)})

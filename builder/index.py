@@ -132,6 +132,12 @@ SCHEMA_STEPS: tuple[str, ...] = (
       INSERT INTO chunks_fts(rowid, breadcrumb, text) VALUES (new.id, new.breadcrumb, new.text);
     END;
     """,
+    # 2: who last changed a note (git sources; the renderer shows it) and the scope a git source was
+    # indexed with (a changed paths/include/exclude re-scans it)
+    """
+    ALTER TABLE files ADD COLUMN changed_by TEXT;
+    ALTER TABLE sources ADD COLUMN scope TEXT;
+    """,
 )
 
 
@@ -197,13 +203,16 @@ class SourceRow:
     last_error: str | None
     last_error_at: str | None
     uncovered: tuple[str, ...]
+    scope: str | None = None  # git sources: the paths/include/exclude indexed_rev was indexed with
 
 
 def get_sources(conn: Any) -> dict[str, SourceRow]:
     rows = conn.execute("SELECT * FROM sources ORDER BY source_id").fetchall()
     return {r["source_id"]: SourceRow(r["source_id"], r["kind"], r["url"], r["branch"], r["indexed_rev"],
                                       r["last_sync_at"], r["last_error"], r["last_error_at"],
-                                      tuple(json.loads(r["uncovered"]))) for r in rows}
+                                      tuple(json.loads(r["uncovered"])),
+                                      r["scope"] if "scope" in r.keys() else None)  # read-only pre-step-2 file
+            for r in rows}
 
 
 def upsert_source(conn: Any, source_id: str, kind: str, url: str | None, branch: str | None) -> None:
@@ -215,8 +224,8 @@ def upsert_source(conn: Any, source_id: str, kind: str, url: str | None, branch:
 
 
 def update_source(conn: Any, source_id: str, **values: Any) -> None:
-    """Set some of indexed_rev, last_sync_at, last_error, last_error_at, uncovered (a list)."""
-    allowed = {"indexed_rev", "last_sync_at", "last_error", "last_error_at", "uncovered"}
+    """Set some of indexed_rev, last_sync_at, last_error, last_error_at, uncovered (a list), scope."""
+    allowed = {"indexed_rev", "last_sync_at", "last_error", "last_error_at", "uncovered", "scope"}
     if not values or not set(values) <= allowed:
         raise ValueError(f"update_source: bad columns {sorted(values)}")
     if "uncovered" in values:
@@ -259,6 +268,7 @@ class FileRecord:
     size: int
     mtime_ns: int | None
     changed_at: str | None
+    changed_by: str | None = None  # git sources: the author of the last commit that touched the note
 
 
 def file_states(conn: Any, source_id: str) -> dict[str, FileState]:
@@ -281,20 +291,20 @@ def replace_file(conn: Any, source_id: str, record: FileRecord, chunks: Sequence
         conn.execute("DELETE FROM chunks WHERE source_id = :source_id AND path = :path", key)
         conn.execute(dedent("""
             INSERT INTO files (source_id, path, title, tags, headings, links, front_matter, status,
-                               status_note, sha256, size, mtime_ns, changed_at, indexed_at)
+                               status_note, sha256, size, mtime_ns, changed_at, changed_by, indexed_at)
             VALUES (:source_id, :path, :title, :tags, :headings, :links, :front_matter, :status,
-                    :status_note, :sha256, :size, :mtime_ns, :changed_at, :indexed_at)
+                    :status_note, :sha256, :size, :mtime_ns, :changed_at, :changed_by, :indexed_at)
             ON CONFLICT (source_id, path) DO UPDATE SET
               title = excluded.title, tags = excluded.tags, headings = excluded.headings,
               links = excluded.links, front_matter = excluded.front_matter, status = excluded.status,
               status_note = excluded.status_note, sha256 = excluded.sha256, size = excluded.size,
               mtime_ns = excluded.mtime_ns, changed_at = excluded.changed_at,
-              indexed_at = excluded.indexed_at
+              changed_by = excluded.changed_by, indexed_at = excluded.indexed_at
         """), {**key, "title": record.title, "tags": _json(record.tags), "headings": _json(record.headings),
                "links": _json(record.links), "front_matter": _json(record.front_matter),
                "status": record.status, "status_note": record.status_note, "sha256": record.sha256,
                "size": record.size, "mtime_ns": record.mtime_ns, "changed_at": record.changed_at,
-               "indexed_at": now})
+               "changed_by": record.changed_by, "indexed_at": now})
         conn.executemany(dedent("""
             INSERT INTO chunks (source_id, path, chunk_idx, breadcrumb, anchor, line_start, line_end,
                                 text, embed_sha)
@@ -312,6 +322,14 @@ def touch_file(conn: Any, source_id: str, path: str, size: int, mtime_ns: int | 
     conn.execute("UPDATE files SET size = :size, mtime_ns = :mtime_ns "
                  "WHERE source_id = :source_id AND path = :path",
                  {"source_id": source_id, "path": path, "size": size, "mtime_ns": mtime_ns})
+
+
+def set_last_change(conn: Any, source_id: str, path: str, changed_at: str | None, changed_by: str | None) -> None:
+    """Record when and by whom a note was last changed (git: its last commit) without touching its chunks."""
+    conn.execute(dedent("""
+        UPDATE files SET changed_at = :changed_at, changed_by = :changed_by
+        WHERE source_id = :source_id AND path = :path
+    """), {"source_id": source_id, "path": path, "changed_at": changed_at, "changed_by": changed_by})
 
 
 def delete_file(conn: Any, source_id: str, path: str) -> None:
@@ -383,6 +401,12 @@ def notes_for_toc(conn: Any, source_id: str | None, tag: str | None) -> list[Any
 
 def fts_search(conn: Any, match: str, limit: int, source_id: str | None, tag: str | None) -> list[int]:
     """Chunk ids matching the FTS5 expression ``match``, best BM25 first."""
+    if source_id is None and tag is None:  # FTS5 ranks and limits alone: no join per matching row
+        rows = conn.execute(dedent("""
+            SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH :match
+            ORDER BY bm25(chunks_fts, 2.0, 1.0) LIMIT :limit
+        """), {"match": match, "limit": limit}).fetchall()
+        return [row[0] for row in rows]
     rows = conn.execute(dedent("""
         SELECT c.id FROM chunks_fts
         JOIN chunks AS c ON c.id = chunks_fts.rowid

@@ -23,6 +23,17 @@ MODES = ("hybrid", "bm25", "vector")
 MAX_TERMS = 24
 MAX_QUERY_CHARS = 2000
 _WORD = re.compile(r"\w+", re.UNICODE)
+# Function words of Czech, Slovak and English (folded). They still must match in the all-words
+# phase; in the some-words phase they would only pull in most of the index and slow BM25 down.
+STOPWORDS = frozenset("""
+a aby aj ak ako ale alebo ani asi az bez bol bola bolo by byl byla bylo byt co coz do ho i jak jake
+jako je jeho jej jen jeste ji jsem jsi jsme jsou jste k kam kde kdy kdyz ked keby kto ktera ktere
+ktery ktora ktore ktory lebo len ma mam mate mi mu na nad nam nas nebo nej nie no o od po pod pre
+pred pri pro proc preto s sa se si sme so su ta tak tam te tedy ten tiez tj to toho tom tu ty u uz
+v vo vsak z za ze zo
+about an and are as at be but by can do does for from how i if in into is it its of on or so that
+the their then there these this to was what when where which who why will with you your
+""".split())
 
 
 @dataclass(frozen=True)
@@ -71,9 +82,10 @@ def _bm25_ids(conn: Any, terms: list[str], k: int, source: str | None, tag: str 
     if not terms:
         return []
     ids = db.fts_search(conn, fts_expression(terms, "AND"), k, source, tag)
-    if len(ids) < k and len(terms) > 1:
+    some = [t for t in terms if fold(t) not in STOPWORDS] or terms
+    if len(ids) < k and len(some) > 1 or (len(terms) > 1 and len(some) == 1 and not ids):
         seen = set(ids)
-        ids += [i for i in db.fts_search(conn, fts_expression(terms, "OR"), k, source, tag) if i not in seen]
+        ids += [i for i in db.fts_search(conn, fts_expression(some, "OR"), k, source, tag) if i not in seen]
     return ids[:k]
 
 

@@ -30,16 +30,25 @@ def collect_status(config: Config) -> dict[str, Any]:
         numbers = stats.get(source.id, {"files": 0, "chunks": 0, "pending": 0})
         status["sources"].append({
             "id": source.id, "kind": source.kind,
-            "location": str(source.root) if source.root else source.url,
+            "location": str(source.root) if source.root else _redacted(source.url),
             "branch": source.branch,
             "files": numbers["files"], "chunks": numbers["chunks"],
             "pending_vectors": numbers["pending"] if config.embedding.enabled else 0,
             "last_sync_at": row.last_sync_at if row else None,
             "indexed_rev": row.indexed_rev if row else None,
             "last_error": row.last_error if row else None,
+            "last_error_at": row.last_error_at if row else None,
             "uncovered": list(row.uncovered) if row else [],
         })
     return status
+
+
+def _redacted(url: str | None) -> str | None:
+    if url is None:
+        return None
+    from builder.gitsource import redact_url
+
+    return redact_url(url)
 
 
 def format_status(status: dict[str, Any]) -> str:
@@ -47,11 +56,16 @@ def format_status(status: dict[str, Any]) -> str:
     lines = [f"index: {status['index']}" + ("" if status["exists"] else " (not built yet)"),
              f"embedding: {emb['provider']} {emb['model']} ({emb['dims']} dims)"]
     for s in status["sources"]:
-        lines.append(f"{s['id']} ({s['kind']}: {s['location']}): {s['files']} notes, {s['chunks']} chunks, "
+        where = s["location"]
+        if s["kind"] == "git":
+            where += f", branch {s['branch'] or '(remote HEAD)'}"
+        rev = s["indexed_rev"] or "-"
+        lines.append(f"{s['id']} ({s['kind']}: {where}): {s['files']} notes, {s['chunks']} chunks, "
                      f"{s['pending_vectors']} pending vectors, last sync {s['last_sync_at'] or 'never'}, "
-                     f"rev {s['indexed_rev'] or '-'}")
+                     f"rev {rev[:12] if s['kind'] == 'git' else rev}")
         if s["last_error"]:
-            lines.append(f"  last error: {s['last_error']}")
+            when = f" ({s['last_error_at']})" if s["last_error_at"] else ""
+            lines.append(f"  last error{when}: {s['last_error']}")
         if s["uncovered"]:
             lines.append(f"  not covered by paths: {', '.join(d + '/' for d in s['uncovered'])}")
     return "\n".join(lines)

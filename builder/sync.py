@@ -8,8 +8,9 @@ numpy, Jinja2 nor the embedding model.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
-from dataclasses import dataclass
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -19,7 +20,7 @@ from builder.chunker import CHUNKER_VERSION
 from builder.config import Config, SourceConfig
 from builder.errors import ReindexNeeded
 from builder.lock import BuildLock
-from builder.sources import Scope, uncovered_dirs, walk
+from builder.sources import FileStat, Scope, _is_hidden, uncovered_dirs, walk
 from builder.synclog import SyncLog
 
 EXIT_OK, EXIT_REINDEX, EXIT_PARTIAL = 0, 1, 3
@@ -34,10 +35,18 @@ class SourceChanges:
     deleted: tuple[str, ...]
     uncovered: tuple[str, ...]
     coverage_changed: bool
+    rev: str | None = None  # git: the commit the index will hold once applied
+    refresh: bool = False  # git: the rev or the scope moved, so the source row must be rewritten
+    authors: Mapping[str, str] = field(default_factory=dict)  # git: path → author of its last change
+    warning: str | None = None  # git: indexed from a stale clone because the remote failed
 
     @property
     def empty(self) -> bool:
-        return not self.changed and not self.deleted and not self.coverage_changed
+        return not self.changed and not self.deleted and not self.coverage_changed and not self.refresh
+
+
+class SourceFailed(Exception):
+    """A source could not be scanned; ``str()`` is the redacted one-line reason for the WARN line."""
 
 
 def now_iso() -> str:
@@ -107,14 +116,31 @@ def _vec_version(conn: Any) -> str:
 def _incremental(conn: Any, config: Config, selected: list[SourceConfig], all_sources: bool,
                  embedder_factory: Any, log: SyncLog, force: bool = False) -> int:
     code = EXIT_OK
+    db.migrate(conn)  # an index from before a schema step gains it here; a single SELECT when current
     known = db.get_sources(conn)
+    heads = _remote_heads(config, selected)
     scans: list[SourceChanges] = []
     for source in selected:
+        row = known.get(source.id)
         try:
-            scans.append(_scan(conn, source, known.get(source.id), force))
-        except OSError as exc:
-            log.warn(f"{source.id}: cannot read the source ({exc})")
+            if source.kind == "git":
+                scan = _scan_git(conn, config, source, row, heads[source.id], force, log)
+            else:
+                scan = _scan(conn, source, row, force)
+        except (OSError, SourceFailed) as exc:
+            reason = str(exc) if isinstance(exc, SourceFailed) else f"cannot read the source ({exc})"
+            log.warn(f"{source.id}: {reason}")
+            _record_error(conn, source, reason)
             code = EXIT_PARTIAL
+            continue
+        if scan.warning:
+            log.warn(f"{source.id}: {scan.warning}")
+            _record_error(conn, source, scan.warning)
+            code = EXIT_PARTIAL
+        elif scan.empty and row is not None and row.last_error:
+            with db.transaction(conn):
+                db.update_source(conn, source.id, last_error=None)
+        scans.append(scan)
     stale = [sid for sid in known if all_sources and sid not in {s.id for s in config.sources}]
     pending = db.count_pending(conn) if config.embedding.enabled else 0
     if all(s.empty for s in scans) and not stale and not pending:
@@ -164,30 +190,132 @@ def _scan(conn: Any, source: SourceConfig, row: db.SourceRow | None, force: bool
                          coverage_changed=row is None or uncovered != previous)
 
 
+def _remote_heads(config: Config, selected: list[SourceConfig]) -> dict[str, Any]:
+    """Every git source's remote head (or its GitError), asked in parallel: one ls-remote each."""
+    git_sources = [s for s in selected if s.kind == "git"]
+    if not git_sources:
+        return {}
+    from builder.gitsource import remote_heads
+
+    answers = remote_heads([(s.url or "", s.branch) for s in git_sources], config.git_timeout)
+    return {s.id: answer for s, answer in zip(git_sources, answers)}
+
+
+def _scope_key(source: SourceConfig) -> str:
+    return json.dumps([source.paths, source.include, source.exclude])
+
+
+def _scan_git(conn: Any, config: Config, source: SourceConfig, row: db.SourceRow | None,
+              head: str | Exception, force: bool, log: SyncLog) -> SourceChanges:
+    """A git source's changes since ``indexed_rev``; when the remote head is that rev, nothing more."""
+    from builder import gitsource as git
+
+    root = config.source_root(source)
+    row = None if force else row  # --full: a fresh listing of every file
+    indexed = row.indexed_rev if row is not None else None
+    warning = None
+    if isinstance(head, git.GitError):
+        stale = git.clone_state(root) if force else None
+        if stale is None:
+            raise SourceFailed(str(head))
+        # --full must not drop a source because its host is down: index the clone we have
+        head, warning = stale, f"{head}; indexed our existing clone at {stale[:12]}"
+    if indexed == head and row is not None and row.scope == _scope_key(source) and git.clone_state(root) == head:
+        return SourceChanges(source, (), (), row.uncovered, coverage_changed=False)  # the every-minute case
+    try:
+        return replace(_git_changes(conn, config, source, row, indexed, head, log), warning=warning)
+    except git.GitError as exc:
+        raise SourceFailed(str(exc)) from None
+    except OSError as exc:
+        raise SourceFailed(f"cannot update our clone ({exc})") from None
+
+
+def _git_changes(conn: Any, config: Config, source: SourceConfig, row: db.SourceRow | None,
+                 indexed: str | None, head: str, log: SyncLog) -> SourceChanges:
+    """Bring our clone to ``head``; the changed files come from ``git diff-tree indexed..head``, or from
+    a full listing on a first build, ``--full`` (``row`` is None), a changed scope or rewritten history."""
+    from builder import gitsource as git
+
+    root, timeout, scope = config.source_root(source), config.git_timeout, Scope.of(source)
+    checkout = git.ensure_checkout(root, source.url or "", source.branch, head, timeout)
+    if checkout.repaired:
+        log.info(f"{source.id}: {checkout.repaired}")
+    rev = checkout.rev
+    same_scope = row is not None and row.scope == _scope_key(source)
+    states = db.file_states(conn, source.id) if row is not None else {}
+    since = indexed if indexed and same_scope and git.is_ancestor(root, indexed, rev, timeout) else None
+    if since:
+        diff = git.diff_files(root, since, rev, timeout)
+        candidates, gone = diff.changed, set(diff.deleted)
+    else:
+        if indexed and same_scope:
+            log.info(f"{source.id}: {indexed[:12]} is not in the history of {rev[:12]} (force-pushed?): "
+                     "full re-scan")
+        candidates, gone = git.list_files(root, rev, timeout), set(states)
+    wanted = sorted(p for p in candidates
+                    if scope.wants(p) and not any(_is_hidden(part) for part in p.split("/")))
+    gone = {p for p in gone if p in states} - set(wanted)
+    changed, authors = [], {}
+    if wanted:
+        head_change, changes = git.last_changes(root, rev, since, timeout)
+        for path in wanted:
+            change = changes.get(path, head_change)  # a file only a merge changed: the head commit
+            try:
+                size = (root / path).stat().st_size
+            except OSError:
+                size = -1  # _apply warns when it cannot read it
+            changed.append(FileStat(path, size, change.at_ns))
+            authors[path] = change.author
+    uncovered = tuple(uncovered_dirs(root, scope))
+    previous = row.uncovered if row else ()
+    return SourceChanges(source, tuple(changed), tuple(sorted(gone)), uncovered,
+                         coverage_changed=row is None or uncovered != previous, rev=rev,
+                         refresh=not same_scope or row is None or row.indexed_rev != rev, authors=authors)
+
+
+def _record_error(conn: Any, source: SourceConfig, reason: str) -> None:
+    """Remember why the source failed (``status`` shows it); its indexed_rev and notes stay."""
+    with db.transaction(conn):
+        db.upsert_source(conn, source.id, source.kind, _stored_url(source), source.branch)
+        db.update_source(conn, source.id, last_error=reason, last_error_at=now_iso())
+
+
+def _stored_url(source: SourceConfig) -> str | None:
+    if source.url is None:
+        return None
+    from builder.gitsource import redact_url
+
+    return redact_url(source.url)
+
+
 def _apply(conn: Any, config: Config, scan: SourceChanges, log: SyncLog) -> None:
     from builder.ingest import ingest, iso_from_ns, sha256_bytes
 
     source = scan.source
-    assert source.root is not None
-    db.upsert_source(conn, source.id, source.kind, source.url, source.branch)
+    root = config.source_root(source)
+    db.upsert_source(conn, source.id, source.kind, _stored_url(source), source.branch)
     states = db.file_states(conn, source.id)
     notes = chunks = touched = 0
     for stat in scan.changed:
         try:
-            data = (source.root / stat.path).read_bytes()
+            data = (root / stat.path).read_bytes()
         except OSError as exc:
             log.warn(f"{source.id}: {stat.path}: cannot read ({exc.strerror or exc})")
             continue
         old = states.get(stat.path)
+        author = scan.authors.get(stat.path)
         if old is not None and old.sha256 == sha256_bytes(data):
             db.touch_file(conn, source.id, stat.path, stat.size, stat.mtime_ns)
+            if author is not None:  # same content, but the history that last touched it moved
+                db.set_last_change(conn, source.id, stat.path, iso_from_ns(stat.mtime_ns), author)
             touched += 1
             continue
         result = ingest(stat.path, data, mtime_ns=stat.mtime_ns, changed_at=iso_from_ns(stat.mtime_ns),
                         max_bytes=config.max_note_bytes)
         for warning in result.warnings:
             log.warn(f"{source.id}: {warning}")
-        db.replace_file(conn, source.id, result.record, result.chunks, now_iso())
+        record = result.record if author is None else replace(result.record, changed_by=author)
+        db.replace_file(conn, source.id, record, result.chunks, now_iso())
         notes += 1
         chunks += len(result.chunks)
     for path in scan.deleted:
@@ -202,7 +330,11 @@ def _apply(conn: Any, config: Config, scan: SourceChanges, log: SyncLog) -> None
             log.info(f"{source.id}: coverage: every directory with markdown is covered")
     with db.transaction(conn):
         values: dict[str, Any] = {"uncovered": scan.uncovered}
-        if notes or scan.deleted or touched:
+        if not scan.warning:
+            values["last_error"] = None
+        if source.kind == "git":
+            values.update(indexed_rev=scan.rev, scope=_scope_key(source), last_sync_at=now_iso())
+        elif notes or scan.deleted or touched:
             values.update(indexed_rev=_folder_rev(conn, source.id), last_sync_at=now_iso())
         db.update_source(conn, source.id, **values)
 

@@ -190,11 +190,19 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    from builder.index import sqlite_module
+
     try:
-        return int(args.func(args) or 0)
+        try:
+            return int(args.func(args) or 0)
+        except sqlite_module().DatabaseError as exc:
+            raise IndexMissing(f"the index cannot be read ({exc}); rebuild it with `notes-portal build --full`") from None
     except UserError as exc:
         print(f"notes-portal: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # unreadable config dir, full disk, permissions: the user can fix these
+        print(f"notes-portal: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -116,3 +116,15 @@ def test_status_json(built, capsys):
     source = status["sources"][0]
     assert (status["exists"], source["id"], source["files"], source["pending_vectors"]) == (True, "notes", 3, 0)
     assert source["chunks"] > 3 and len(source["indexed_rev"]) == 12 and source["last_sync_at"]
+
+
+def test_corrupt_index_is_one_line(built, capsys):
+    from builder import indexfile
+
+    real = indexfile.resolve(built.index)
+    real.write_bytes(b"this is not a database" * 100)
+    for suffix in ("-wal", "-shm"):
+        real.with_name(real.name + suffix).unlink(missing_ok=True)
+    assert main(["search", "čaj", "--config", str(built.path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("notes-portal: the index cannot be read (file is not a database)")

@@ -30,7 +30,6 @@ from builder.synclog import SyncLog
 RENDER_VERSION = "1"
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 _CODE = ("render.py", "render_markdown.py", "render_links.py", "site_pages.py", "urls.py", "parse.py", "slug.py")
-MANIFEST = ".render-manifest.json"
 STAMP = ".render-stamp"
 PARALLEL_MIN = 150  # below this many bodies a process pool costs more than it saves
 
@@ -42,18 +41,21 @@ class RenderReport:
     written: tuple[str, ...]
     removed: tuple[str, ...]
     unchanged: int
-    notes_rendered: int
+    notes_rendered: int  # note pages written
     broken_links: int
     seconds: float
 
 
 @dataclass(frozen=True)
 class _Context:
-    """What rendering a note body needs besides the note (shared with pool workers by fork)."""
+    """What rendering a note needs besides the note; pool workers inherit it by fork."""
 
     resolver: Any  # builder.render_links.Resolver
     roots: dict[str, Path]
     trusted: bool
+    templates: Any  # builder.site_pages.Templates
+    built_at: str
+    site: Path
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ def site_is_stale(config: Config) -> bool:
         stamp = (site / STAMP).read_text(encoding="utf-8")
     except OSError:
         return True
-    return not (site / MANIFEST).is_file() or stamp != _stat_stamp(config)
+    return not (site / ".render-manifest.json").is_file() or stamp != _stat_stamp(config)
 
 
 def _fingerprints(config: Config) -> tuple[str, str]:
@@ -112,82 +114,127 @@ def _fingerprints(config: Config) -> tuple[str, str]:
 
 
 def render_site(config: Config, conn: Any, *, full: bool, log: SyncLog, workers: int | None = None) -> RenderReport:
-    """Bring ``config.site.output`` up to date with the index behind ``conn``."""
+    """Bring ``config.site.output`` up to date with the index behind ``conn`` (``full``: rewrite all)."""
     from builder import index as db
+    from builder import render_output as ro
     from builder import site_pages as sp
 
+    global _CTX
     started = time.perf_counter()
     site = config.site.output
     site.mkdir(parents=True, exist_ok=True)
     env_fp, asset_v = _fingerprints(config)
-    previous = _load_manifest(site)
+    previous = ro.load_manifest(site)
     trust = not full and previous.get("env") == env_fp
-    old_pages: dict[str, str] = previous.get("pages", {}) if trust else {}
-    out = _Output(site, old_pages)
-
+    out = ro.Output(site, previous.get("pages", {}) if trust else {})
     notes, kinds = _published(config, [sp.note_from_row(r) for r in db.notes_for_render(conn)], log)
-    context = _Context(_resolver(config, notes), {s.id: config.source_root(s) for s in config.sources},
-                       config.allow_html)
-    old_notes = previous.get("notes", {}) if trust else {}
-    links, stale = _recheck_links(notes, old_notes, context)
-    bodies = _render_bodies(stale, context, workers)
-    broken = _log_broken(bodies, log)
-    for key, outcome in bodies.items():
-        if outcome.body is not None:
-            links[key] = (outcome.body.links, outcome.body.results)
-    backlinks = _backlinks(notes, links)
+    universe = _universe(config, notes)
+    _CTX = _Context(_resolver(config, notes), {s.id: config.source_root(s) for s in config.sources},
+                    config.allow_html, sp.Templates(TEMPLATE_DIR, config.site.title, asset_v),
+                    time.strftime("%Y-%m-%d %H:%M"), site)
+    try:
+        with _Pool(workers) as pool:
+            same_links = trust and previous.get("universe") == universe
+            entries, stale = _recheck(notes, previous.get("notes", {}) if trust else {}, same_links)
+            bodies = dict(zip([n.key for n in stale], pool.map(_body_job, stale)))
+            entries.update({n.key: _entry(n, bodies[n.key].body) for n in stale if bodies[n.key].body})
+            broken = _log_broken(stale, bodies, entries, log)
+            old_notes = previous.get("notes", {}) if trust else {}
+            affected = _affected(notes, stale, old_notes, entries) if trust else None
+            backlinks = _backlinks(notes, entries, affected)
+            pending = [n for n in notes if n.key in entries and not out.kept(n.url, affected is None or
+                                                                             n.key in affected)
+                       and out.wants(n.url, _note_fp(env_fp, n, entries[n.key], backlinks.get(n.key, [])))]
+            missing = [n for n in pending if n.key not in bodies]
+            bodies.update(zip([n.key for n in missing], pool.map(_body_job, missing)))
+            jobs = [(n, bodies[n.key].body.html, backlinks.get(n.key, [])) for n in pending if bodies[n.key].body]
+            out.written.extend(pool.map(_page_job, jobs))
+        out.keep(n.url for n in notes if n.key not in entries)
+        dirty = _dirty(notes, stale, old_notes, entries) if trust else None
+        page_urls = _site_pages(out, env_fp, [n for n in notes if n.key in entries], kinds, dirty)
+    finally:
+        _CTX = None
 
-    templates = sp.Templates(TEMPLATE_DIR, config.site.title, asset_v)
-    built_at = time.strftime("%Y-%m-%d %H:%M")
-    pending = [n for n in notes if n.key in links
-               and out.wants(n.url, _note_fp(env_fp, n, links[n.key][1], backlinks.get(n.key, [])))]
-    missing = [n for n in pending if n.key not in bodies]
-    bodies.update(_render_bodies(missing, context, workers))
-    for note in pending:
-        body = bodies[note.key].body
-        out.write(note.url, templates.render(sp.note_page(note, body.html, backlinks.get(note.key, [])), built_at))
-    out.keep_unreadable(n.url for n in notes if n.key not in links)
-
-    groups = sp.tag_groups(notes)
-    pages = [sp.toc_page(sid, kinds[sid], [n for n in notes if n.source_id == sid]) for sid in kinds]
-    pages += sp.tag_pages(groups) + [sp.home_page(list(kinds.items()), notes, groups)] + sp.fixed_pages()
-    for page in pages:
-        if out.wants(page.url, _sha(env_fp, page.data())):
-            out.write(page.url, templates.render(page, built_at))
-    sitemap = sp.sitemap([n.url for n in notes if n.key in links] + [p.url for p in pages if p.kind != "404"])
-    if out.wants(urls.SITEMAP_URL, _sha(sitemap)):
-        out.write(urls.SITEMAP_URL, sitemap)
-    _copy_static(out)
-    _copy_attachments(out, links, context.roots)
-
+    ro.copy_static(out, TEMPLATE_DIR / "static")
+    roots = {s.id: config.source_root(s) for s in config.sources}
+    ro.copy_attachments(out, {r[1]: roots[key.partition(":")[0]] / r[2]
+                              for key, entry in entries.items() for r in entry["res"] if r[0] == "attachment"})
     removed = out.remove_stale(previous.get("pages", {}))
-    new_notes = {n.key: {"sha": n.sha256, "links": [list(k) for k in links[n.key][0]],
-                         "res": [r.as_list() for r in links[n.key][1]]} for n in notes if n.key in links}
-    manifest = {"version": 1, "env": env_fp, "pages": out.pages, "notes": new_notes}
-    if manifest != previous:
-        _write_atomic(site / MANIFEST, json.dumps(manifest, ensure_ascii=False, separators=(",", ":")))
+    out.save_manifest({"version": ro.MANIFEST_VERSION, "env": env_fp, "universe": universe, "pages": out.pages,
+                       "notes": entries}, previous)
     stamp = _stat_stamp(config)
     if not (site / STAMP).is_file() or (site / STAMP).read_text(encoding="utf-8") != stamp:
-        _write_atomic(site / STAMP, stamp)
+        ro.write_atomic(site / STAMP, stamp)
     seconds = time.perf_counter() - started
     if out.written or removed:
-        log.info(f"render: {len(out.written)} files written ({sum(1 for o in bodies.values() if o.body)} notes), "
+        log.info(f"render: {len(out.written)} files written ({len(jobs)} note pages of {len(page_urls)} pages), "
                  f"{len(removed)} removed, {broken} broken links, {seconds:.2f} s")
-    return RenderReport(tuple(out.written), tuple(removed), out.unchanged, len(bodies), broken, seconds)
+    return RenderReport(tuple(out.written), tuple(removed), out.unchanged, len(jobs), broken, seconds)
+
+
+def _site_pages(out: Any, env_fp: str, notes: list[Any], kinds: dict[str, str],
+                dirty: tuple[set[str], bool] | None) -> list[str]:
+    """Tables of contents, tag pages, home, search, 404 and the sitemap; returns every page URL.
+    ``dirty``: (sources whose table of contents may have changed, may any tag page have changed);
+    None: anything may have. Big pages are fingerprinted from their inputs, never built to compare."""
+    from builder import site_pages as sp
+
+    assert _CTX is not None
+    render = _CTX.templates.render
+    by_source: dict[str, list[Any]] = {sid: [] for sid in kinds}
+    for note in notes:
+        by_source[note.source_id].append(note)
+    for sid, members in by_source.items():
+        url = urls.toc_url(sid)
+        if not out.kept(url, dirty is None or sid in dirty[0]) and \
+                out.wants(url, _sha(env_fp, sid, kinds[sid], *(n.toc_entry for n in members))):
+            out.write(url, render(sp.toc_page(sid, kinds[sid], members), _CTX.built_at))
+    groups = sp.tag_groups(notes)
+    tag_urls = [f"tags/{slug}/index.html" for slug in groups]
+    for url, (slug, (name, members)) in zip(tag_urls, groups.items()):
+        if not out.kept(url, dirty is None or dirty[1]) and \
+                out.wants(url, _sha(env_fp, name, *(f"{n.url}\x1f{n.title}\x1f{' '.join(n.tags)}" for n in members))):
+            out.write(url, render(sp.tag_page(slug, name, members), _CTX.built_at))
+    pages = [sp.tags_page(groups), sp.home_page(list(kinds.items()), notes, groups), *sp.fixed_pages()]
+    for page in pages:
+        if out.wants(page.url, _sha(env_fp, page.data())):
+            out.write(page.url, render(page, _CTX.built_at))
+    page_urls = ([n.url for n in notes] + [urls.toc_url(sid) for sid in kinds] + tag_urls
+                 + [p.url for p in pages if p.kind != "404"])
+    sitemap = sp.sitemap(page_urls)
+    if out.wants(urls.SITEMAP_URL, _sha(sitemap)):
+        out.write(urls.SITEMAP_URL, sitemap)
+    return page_urls
+
+
+def _dirty(notes: list[Any], stale: list[Any], old: dict[str, Any], entries: dict[str, Any]) -> tuple[set[str], bool]:
+    """Which tables of contents and whether tag pages may have changed: only a note that was added,
+    removed, or re-rendered with another outline (``td``) or title/tags (``tg``) changes them."""
+    sources: set[str] = set()
+    tags = False
+    for key in {n.key for n in stale} | (set(old) - {n.key for n in notes}):
+        before, now = old.get(key) or {}, entries.get(key) or {}
+        if not before or not now or before.get("td") != now.get("td"):
+            sources.add(key.partition(":")[0])
+        tags = tags or not before or not now or before.get("tg") != now.get("tg")
+    return sources, tags
 
 
 def _sha(*parts: str) -> str:
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(part.encode("utf-8") + b"\0")
-    return digest.hexdigest()
+    return hashlib.blake2b("\0".join(parts).encode("utf-8"), digest_size=16).hexdigest()
 
 
-def _note_fp(env_fp: str, note: Any, results: tuple[Any, ...], backlinks: list[Any]) -> str:
-    data = [note.sha256, note.title, list(note.tags), note.changed_at, [r.as_list() for r in results],
-            [[b.url, b.title, b.source_id, b.path] for b in backlinks],
-            [[h.level, h.text, h.anchor, h.line] for h in note.headings]]
-    return _sha(env_fp, json.dumps(data, ensure_ascii=False))
+def _note_fp(env_fp: str, note: Any, entry: dict[str, Any], backlinks: list[Any]) -> str:
+    """Everything a note page shows besides what its text (sha256) and the templates decide."""
+    return _sha(env_fp, note.sha256, note.title, note.changed_at or "", entry["rd"],
+                *(f"{b.url}\x1f{b.title}" for b in backlinks))
+
+
+def _universe(config: Config, notes: list[Any]) -> str:
+    """What finding a link's target note depends on: every note's path and title, and the scopes.
+    Unchanged → links of unchanged notes still land on the same notes (anchors and files apart)."""
+    scopes = [[s.id, str(config.source_root(s)), s.paths, s.include, s.exclude] for s in config.sources]
+    return _sha(json.dumps(scopes), *(f"{n.key}\x1f{n.title}" for n in notes))
 
 
 # ---------------------------------------------------------------- notes and links
@@ -209,57 +256,88 @@ def _published(config: Config, notes: list[Any], log: SyncLog) -> tuple[list[Any
 
 
 def _resolver(config: Config, notes: list[Any]) -> Any:
-    from builder.render_links import Resolver, source_notes
+    from builder.render_links import Resolver, SourceNotes
     from builder.sources import Scope
 
     by_source: dict[str, list[tuple[str, str, frozenset[str]]]] = {}
     for note in notes:
-        by_source.setdefault(note.source_id, []).append(
-            (note.path, note.title, frozenset(h.anchor for h in note.headings)))
-    return Resolver({s.id: source_notes(s.id, config.source_root(s), Scope.of(s), by_source.get(s.id, []))
+        by_source.setdefault(note.source_id, []).append((note.path, note.title, note.anchors))
+    return Resolver({s.id: SourceNotes(s.id, config.source_root(s), Scope.of(s), by_source.get(s.id, []))
                      for s in config.sources})
 
 
-def _recheck_links(notes: list[Any], old: dict[str, Any], context: _Context) -> tuple[dict[str, Any], list[Any]]:
-    """Links of notes whose text is unchanged, re-resolved; the notes whose body must be rendered."""
-    links: dict[str, Any] = {}
+def _entry(note: Any, body: Any) -> dict[str, Any]:
+    """A note's manifest entry: its links and their answers (``rd``: digest of the answers)."""
+    res = [r.as_list() for r in body.results]
+    return {"sha": note.sha256, "links": [list(k) for k in body.links], "res": res,
+            "rd": _sha(*("\x1f".join(r) for r in res)), "td": _sha(note.toc_entry),
+            "tg": _sha(note.url, note.title, *note.tags), "an": _sha(*note.anchor_list)}
+
+
+def _recheck(notes: list[Any], old: dict[str, Any], same_universe: bool) -> tuple[dict[str, Any], list[Any]]:
+    """Entries of notes whose text is unchanged and whose links still land where they did, and the
+    notes whose body must be rendered. Links are re-resolved where the answer may have moved: all
+    of them after a note was added, removed or renamed; else links to files and to notes whose
+    headings changed (a ``#fragment`` is mapped onto the target's anchors)."""
+    assert _CTX is not None
+    resolve = _CTX.resolver.resolve
+    moved = {n.key for n in notes if n.key in old and old[n.key]["sha"] != n.sha256
+             and old[n.key].get("an") != _sha(*n.anchor_list)}
+
+    def may_differ(source_id: str, kind: str, r: list[str]) -> bool:
+        return (not same_universe or (kind != "wiki" and r[0] in ("attachment", "broken"))
+                or (r[0] == "note" and f"{source_id}:{r[2]}" in moved))
+
+    entries: dict[str, Any] = {}
     stale = []
-    resolve = context.resolver.resolve
     for note in notes:
         entry = old.get(note.key)
-        if entry is not None and entry["sha"] == note.sha256:
-            raw = tuple((kind, value) for kind, value in entry["links"])
-            results = tuple(resolve(note.source_id, note.path, kind, value) for kind, value in raw)
-            if [r.as_list() for r in results] == entry["res"]:
-                links[note.key] = (raw, results)
-                continue
-        stale.append(note)
-    return links, stale
+        if entry is None or entry["sha"] != note.sha256:
+            stale.append(note)
+        elif all(r == resolve(note.source_id, note.path, kind, raw).as_list()
+                 for (kind, raw), r in zip(entry["links"], entry["res"]) if may_differ(note.source_id, kind, r)):
+            entries[note.key] = entry
+        else:
+            stale.append(note)
+    return entries, stale
 
 
-def _backlinks(notes: list[Any], links: dict[str, Any]) -> dict[str, list[Any]]:
-    by_key = {n.key: n for n in notes}
+def _affected(notes: list[Any], stale: list[Any], old: dict[str, Any], entries: dict[str, Any]) -> set[str]:
+    """Notes whose page may differ from the last render: the re-rendered ones and every note that one
+    of them (or a removed note) links to, before or after (its "linked from" list may have changed).
+    Every other page's inputs are its unchanged text and unchanged backlinks."""
+    changed = {n.key for n in stale} | (set(old) - {n.key for n in notes})
+    affected = set(changed)
+    for key in changed:
+        source_id = key.partition(":")[0]
+        for entry in (old.get(key), entries.get(key)):
+            affected.update(f"{source_id}:{r[2]}" for r in (entry["res"] if entry else ()) if r[0] == "note")
+    return affected
+
+
+def _backlinks(notes: list[Any], entries: dict[str, Any], only: set[str] | None) -> dict[str, list[Any]]:
+    """Target note key → the notes linking to it (each once, never itself); for ``only`` these targets."""
     found: dict[str, dict[str, Any]] = {}
     for note in notes:
-        if note.key not in links:
-            continue
-        for result in links[note.key][1]:
-            target = f"{note.source_id}:{result.target}"
-            if result.kind == "note" and target != note.key and target in by_key:
-                found.setdefault(target, {})[note.key] = note
+        entry = entries.get(note.key)
+        for r in entry["res"] if entry else ():
+            if r[0] == "note":
+                target = f"{note.source_id}:{r[2]}"
+                if target != note.key and (only is None or target in only):
+                    found.setdefault(target, {})[note.key] = note
     return {key: list(sources.values()) for key, sources in found.items()}
 
 
-def _log_broken(bodies: dict[str, _Outcome], log: SyncLog) -> int:
+def _log_broken(stale: list[Any], bodies: dict[str, _Outcome], entries: dict[str, Any], log: SyncLog) -> int:
+    """One WARN line per broken link of each note rendered now (not again while it stays unchanged)."""
     count = 0
-    for key, outcome in sorted(bodies.items()):
-        source_id, _, path = key.partition(":")
-        if outcome.error:
-            log.warn(f"{source_id}: {path}: {outcome.error}")
-        for result in outcome.body.results if outcome.body else ():
-            if result.kind == "broken":
+    for note in stale:
+        if bodies[note.key].error:
+            log.warn(f"{note.source_id}: {note.path}: {bodies[note.key].error}")
+        for r in entries[note.key]["res"] if note.key in entries else ():
+            if r[0] == "broken":
                 count += 1
-                log.warn(f"{source_id}: {path}: broken link {result.reason}")
+                log.warn(f"{note.source_id}: {note.path}: broken link {r[3]}")
     return count
 
 
@@ -269,19 +347,46 @@ _CTX: _Context | None = None
 _MD: Any = None
 
 
-def _render_bodies(notes: list[Any], context: _Context, workers: int | None) -> dict[str, _Outcome]:
-    global _CTX
-    import multiprocessing
+class _Pool:
+    """``map`` in forked worker processes when there is enough work, else in this process."""
 
-    _CTX = context
-    workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
-    if workers < 2 or len(notes) < PARALLEL_MIN or "fork" not in multiprocessing.get_all_start_methods():
-        return {note.key: _body_job(note) for note in notes}
-    from concurrent.futures import ProcessPoolExecutor
+    def __init__(self, workers: int | None) -> None:
+        import multiprocessing
 
-    # fork: the workers inherit the resolver and the loaded modules instead of unpickling them
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        return {note.key: outcome for note, outcome in zip(notes, pool.map(_body_job, notes, chunksize=16))}
+        self.workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
+        if "fork" not in multiprocessing.get_all_start_methods():
+            self.workers = 1
+        self.executor: Any = None
+
+    def __enter__(self) -> _Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.executor is not None:
+            self.executor.shutdown()
+
+    def map(self, fn: Any, items: list[Any]) -> list[Any]:
+        if self.workers < 2 or len(items) < PARALLEL_MIN:
+            return [fn(item) for item in items]
+        if self.executor is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            # fork: workers inherit _CTX (resolver, compiled templates) instead of unpickling it
+            self.executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"))
+        return list(self.executor.map(fn, items, chunksize=16))
+
+
+def _page_job(job: tuple[Any, str, list[Any]]) -> str:
+    """Render and write one note page; returns its file path relative to the site."""
+    from builder import render_output as ro
+    from builder import site_pages as sp
+
+    assert _CTX is not None
+    note, body_html, backlinks = job
+    html = _CTX.templates.render(sp.note_page(note, body_html, backlinks), _CTX.built_at)
+    ro.write_atomic(_CTX.site / urls.site_file(note.url), html)
+    return urls.site_file(note.url)
 
 
 def _body_job(note: Any) -> _Outcome:
@@ -316,100 +421,3 @@ def _body_job(note: Any) -> _Outcome:
 
         fallback = rm.Body(f"<pre>{html.escape(text)}</pre>", (), ())
         return _Outcome(fallback, f"could not render the markdown ({type(exc).__name__}); shown as plain text")
-
-
-# ---------------------------------------------------------------- output files
-
-
-class _Output:
-    """Writes files atomically and keeps the new manifest's page table."""
-
-    def __init__(self, site: Path, old_pages: dict[str, str]) -> None:
-        self.site = site
-        self.old = old_pages
-        self.pages: dict[str, str] = {}
-        self.written: list[str] = []
-        self.unchanged = 0
-
-    def wants(self, url: str, fingerprint: str) -> bool:
-        """Record ``url``'s fingerprint; True when the file must be (re)written."""
-        self.pages[url] = fingerprint
-        if self.old.get(url) == fingerprint and (self.site / urls.site_file(url)).is_file():
-            self.unchanged += 1
-            return False
-        return True
-
-    def write(self, url: str, data: str | bytes) -> None:
-        _write_atomic(self.site / urls.site_file(url), data)
-        self.written.append(urls.site_file(url))
-
-    def keep_unreadable(self, page_urls: Any) -> None:
-        """A note that could not be read keeps its previous page rather than losing it."""
-        for url in page_urls:
-            if url in self.old:
-                self.pages[url] = self.old[url]
-
-    def remove_stale(self, listed: dict[str, str]) -> list[str]:
-        removed = []
-        for url in sorted(set(listed) - set(self.pages)):
-            path = self.site / urls.site_file(url)
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-            removed.append(urls.site_file(url))
-            _prune_dirs(path.parent, self.site)
-        return removed
-
-
-def _load_manifest(site: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((site / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) and data.get("version") == 1 else {}
-
-
-def _write_atomic(path: Path, data: str | bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    if isinstance(data, str):
-        temp.write_text(data, encoding="utf-8")
-    else:
-        temp.write_bytes(data)
-    os.replace(temp, path)
-
-
-def _prune_dirs(directory: Path, site: Path) -> None:
-    while directory != site and site in directory.parents:
-        try:
-            directory.rmdir()
-        except OSError:
-            return
-        directory = directory.parent
-
-
-def _copy_static(out: _Output) -> None:
-    for path in sorted((TEMPLATE_DIR / "static").iterdir()):
-        if path.is_file() and not path.name.startswith("."):
-            data = path.read_bytes()
-            url = urls.static_url(path.name)
-            if out.wants(url, hashlib.sha256(data).hexdigest()):
-                out.write(url, data)
-
-
-def _copy_attachments(out: _Output, links: dict[str, Any], roots: dict[str, Path]) -> None:
-    """Files next to the notes that some page links to, copied when new or changed (size, mtime)."""
-    wanted: dict[str, Path] = {}
-    for key, (_, results) in links.items():
-        source_id = key.partition(":")[0]
-        for result in results:
-            if result.kind == "attachment":
-                wanted[result.url] = roots[source_id] / result.target
-    for url, source in sorted(wanted.items()):
-        try:
-            st = source.stat()
-            if out.wants(url, f"{st.st_size}:{st.st_mtime_ns}"):
-                out.write(url, source.read_bytes())
-        except OSError:
-            continue  # vanished since it was resolved: the next build notices the broken link

@@ -24,15 +24,19 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from urllib.parse import unquote
+from typing import Any
+from urllib.parse import quote, unquote
 
 from builder import urls
 from builder.slug import slugify
 from builder.sources import Scope, matches
 
+_NON_WORD = re.compile(r"[^a-z0-9]+")  # as in builder.slug
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+_FRAGMENT_SAFE = "-._~!$&'()*+,;=:@/?"
 _ORDER_PREFIX = re.compile(r"^\d+\.")
 _DIR_PAGES = ("index.md", "readme.md", "_index.md")
 _ACTIVE_SUFFIXES = frozenset({".html", ".htm", ".xhtml", ".xht", ".shtml", ".js", ".mjs", ".svgz", ".php"})
@@ -53,41 +57,57 @@ class Link:
         return [self.kind, self.url, self.target, self.reason]
 
 
-@dataclass(frozen=True)
 class SourceNotes:
-    """What link resolution needs to know about one source's published notes."""
+    """What link resolution needs to know about one source's published notes. The lookup tables
+    are built on first use: most builds resolve a handful of links by exact path."""
 
-    source_id: str
-    root: Path
-    scope: Scope
-    anchors: dict[str, frozenset[str]]  # path → heading anchors
-    by_stem: dict[str, tuple[str, ...]]  # slug of file stem → paths
-    by_title: dict[str, tuple[str, ...]]  # slug of title → paths
-    dir_pages: dict[str, str]  # folder (as written or without order prefixes) → its page's path
-    lower_paths: dict[str, str] = field(default_factory=dict)  # case-folded path → path
+    def __init__(self, source_id: str, root: Path, scope: Scope,
+                 notes: list[tuple[str, str, frozenset[str]]]) -> None:
+        self.source_id, self.root, self.scope = source_id, root, scope
+        self.notes = notes  # (path, title, heading anchors)
+        self.anchors = {path: anchors for path, _, anchors in notes}
+
+    @cached_property
+    def by_stem(self) -> dict[str, tuple[str, ...]]:
+        """Slug of the file name without ``.md`` → paths."""
+        return _grouped((_key(posixpath.splitext(posixpath.basename(p))[0]), p) for p, _, _ in self.notes)
+
+    @cached_property
+    def by_title(self) -> dict[str, tuple[str, ...]]:
+        return _grouped((_key(title), p) for p, title, _ in self.notes)
+
+    @cached_property
+    def lower_paths(self) -> dict[str, str]:
+        return {p.lower(): p for p, _, _ in self.notes}
+
+    @cached_property
+    def dir_pages(self) -> dict[str, str]:
+        """Folder (as written, and without ordering prefixes) → the note that is its page."""
+        folders: dict[str, list[str]] = {}
+        for path, _, _ in self.notes:
+            folders.setdefault(posixpath.dirname(path), []).append(path)
+        pages: dict[str, str] = {}
+        for folder, paths in sorted(folders.items()):
+            page = _folder_page(paths)
+            if page is not None:
+                pages.setdefault(folder, page)
+                pages.setdefault(_without_order(folder), page)
+        return pages
 
 
-def source_notes(source_id: str, root: Path, scope: Scope,
-                 notes: list[tuple[str, str, frozenset[str]]]) -> SourceNotes:
-    """Index one source's published notes given as (path, title, anchors)."""
-    by_stem: dict[str, list[str]] = {}
-    by_title: dict[str, list[str]] = {}
-    folders: dict[str, list[str]] = {}
-    for path, title, _ in notes:
-        stem = posixpath.splitext(posixpath.basename(path))[0]
-        by_stem.setdefault(slugify(stem, fallback=""), []).append(path)
-        by_title.setdefault(slugify(title, fallback=""), []).append(path)
-        folders.setdefault(posixpath.dirname(path), []).append(path)
-    dir_pages: dict[str, str] = {}
-    for folder, paths in sorted(folders.items()):
-        page = _folder_page(paths)
-        if page is not None:
-            dir_pages.setdefault(folder, page)
-            dir_pages.setdefault(_without_order(folder), page)
-    return SourceNotes(source_id, root, scope, anchors={p: a for p, _, a in notes},
-                       by_stem={k: tuple(v) for k, v in by_stem.items() if k},
-                       by_title={k: tuple(v) for k, v in by_title.items() if k},
-                       dir_pages=dir_pages, lower_paths={p.lower(): p for p, _, _ in notes})
+def _key(text: str) -> str:
+    """slugify(text) with an ASCII fast path (identical result: folding ASCII only lowercases)."""
+    if text.isascii():
+        return _NON_WORD.sub("-", text.lower()).strip("-")[:80].rstrip("-")
+    return slugify(text, fallback="")
+
+
+def _grouped(pairs: Any) -> dict[str, tuple[str, ...]]:
+    out: dict[str, list[str]] = {}
+    for key, path in pairs:
+        if key:
+            out.setdefault(key, []).append(path)
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def _folder_page(paths: list[str]) -> str | None:
@@ -153,7 +173,7 @@ def _note_link(src: SourceNotes, path: str, fragment: str) -> Link:
     anchors = src.anchors[path]
     if fragment and fragment not in anchors and slugify(fragment) in anchors:
         fragment = slugify(fragment)
-    url = urls.note_url(src.source_id, path) + (f"#{fragment}" if fragment else "")
+    url = urls.note_url(src.source_id, path) + (f"#{quote(fragment, safe=_FRAGMENT_SAFE)}" if fragment else "")
     return Link("note", url, target=path)
 
 
@@ -198,7 +218,7 @@ def _wiki_target(src: SourceNotes, from_path: str, name: str) -> str | None:
             found = _note_at(src, joined)
             if found:
                 return found
-    key = slugify(posixpath.basename(name).removesuffix(".md"), fallback="")
+    key = _key(posixpath.basename(name).removesuffix(".md"))
     here = posixpath.dirname(from_path)
     for table in (src.by_stem, src.by_title):
         candidates = table.get(key, ())

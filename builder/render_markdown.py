@@ -74,18 +74,22 @@ def wikilink_plugin(md: MarkdownIt, *, resolve: WikiResolve) -> None:
 # ---------------------------------------------------------------- code highlighting
 
 _LEXERS: dict[str, Any] = {}
+_ALIASES: dict[str, str] = {}
 
 
 def _lexer(lang: str) -> Any:
+    """The built-in Pygments lexer for a fence's language, or None (no plugin scan: that costs
+    ~50 ms per unknown name, and fences say things like ``mermaid`` or ``output``)."""
     lang = lang.lower()
     if lang not in _LEXERS:
-        from pygments.lexers import get_lexer_by_name
-        from pygments.util import ClassNotFound
+        from pygments.lexers import find_lexer_class
+        from pygments.lexers._mapping import LEXERS
 
-        try:
-            _LEXERS[lang] = get_lexer_by_name(lang) if lang else None
-        except ClassNotFound:
-            _LEXERS[lang] = None
+        if not _ALIASES:
+            _ALIASES.update({alias: name for _, name, aliases, _, _ in LEXERS.values() for alias in aliases})
+        name = _ALIASES.get(lang)
+        lexer_class = find_lexer_class(name) if name else None
+        _LEXERS[lang] = lexer_class() if lexer_class else None
     return _LEXERS[lang]
 
 
@@ -110,8 +114,9 @@ def highlight_code(code: str, lang: str, attrs: str) -> str:
 
 _ATTRIBUTES = {**{tag: set(attrs) for tag, attrs in nh3.ALLOWED_ATTRIBUTES.items()},
                "*": {"id", "class", "title", "lang", "dir"},
-               "a": {"href", "hreflang"},
-               "img": {"src", "alt", "width", "height", "title", "loading"},
+               "a": {"href", "hreflang", "data-broken-link"},
+               "img": {"src", "alt", "width", "height", "title", "loading", "data-broken-link"},
+               "details": {"open"},
                "input": {"checked"},
                "li": {"value"}}
 for _cell in ("td", "th"):
@@ -155,10 +160,15 @@ def make_renderer() -> MarkdownIt:
     return md
 
 
+# Characters HTML forbids in a document (controls other than whitespace, noncharacters).
+_NOT_IN_HTML = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ufdd0-\ufdef\ufffe\uffff]")
+
+
 def note_text(data: bytes) -> str:
-    """The text exactly as the indexer saw it (same decoding, BOM and newline handling)."""
+    """The text as the indexer saw it (same decoding, BOM and newline handling, so the same lines),
+    with characters that HTML forbids replaced by U+FFFD."""
     text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    return _NOT_IN_HTML.sub("\ufffd", text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def render_body(md: MarkdownIt, text: str, *, page_url: str, anchors: dict[int, str],
@@ -214,9 +224,34 @@ def _heading_ids(state: Any) -> None:
         token.attrSet("id", anchor)
 
 
+_TAG = re.compile(r"<([a-zA-Z][a-zA-Z0-9-]*)(\s[^<>]*)?>")
+_URL_ATTR = re.compile(r"""(\s)(href|src)(\s*=\s*)("[^"]*"|'[^']*'|[^\s"'=<>`]+)""", re.IGNORECASE)
+
+
+def _rewrite_raw_html(content: str, env: Any) -> str:
+    """Links inside raw HTML tags resolve like markdown links; a broken one loses its URL and is
+    marked with ``data-broken-link`` (a regex over tags: escaped text such as ``&lt;a href`` is no tag)."""
+
+    def attribute(match: re.Match[str]) -> str:
+        space, name, _, value = match.groups()
+        raw = html.unescape(value[1:-1] if value[:1] in "\"'" else value)
+        link = _resolve(env, "image" if name.lower() == "src" else "link", raw)
+        if link.kind == "broken":
+            return f'{space}data-broken-link="{html.escape("Broken link: " + link.reason)}"'
+        return f'{space}{name}="{html.escape(_href(link, env["page_url"]))}"'
+
+    def tag(match: re.Match[str]) -> str:
+        attrs = match.group(2)
+        return match.group(0) if not attrs else f"<{match.group(1)}{_URL_ATTR.sub(attribute, attrs)}>"
+
+    return _TAG.sub(tag, content)
+
+
 def _rewrite_links(state: Any) -> None:
     env = state.env
     for token in state.tokens:
+        if token.type == "html_block":
+            token.content = _rewrite_raw_html(token.content, env)
         if token.type != "inline" or not token.children:
             continue
         broken_open = False
@@ -231,6 +266,8 @@ def _rewrite_links(state: Any) -> None:
                     child.attrSet("href", _href(link, env["page_url"]))
             elif child.type == "link_close" and broken_open:
                 child.tag, broken_open = "span", False
+            elif child.type == "html_inline":
+                child.content = _rewrite_raw_html(child.content, env)
             elif child.type == "image":
                 link = _resolve(env, "image", str(child.attrs.get("src", "")))
                 if link.kind == "broken":

@@ -8,9 +8,12 @@ still right without rendering it. Note pages are the exception: their body is ma
 
 from __future__ import annotations
 
+import heapq
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -29,29 +32,46 @@ class HeadingInfo:
     line: int  # 1-based, as the index stores it
 
 
+_ANCHOR_IN_JSON = re.compile(r'"anchor": "([^"\\]*)"')
+_LINE_IN_JSON = re.compile(r'"line": \d+')
+
+
 @dataclass(frozen=True)
 class NoteInfo:
-    """One published note as the index describes it."""
+    """One published note as the index describes it (headings are decoded only when needed)."""
 
     source_id: str
     path: str
     title: str
     tags: tuple[str, ...]
-    headings: tuple[HeadingInfo, ...]
+    headings_json: str  # files.headings: [{anchor, level, line, text}, ...]
     changed_at: str | None
     sha256: str
+    key: str  # "<source>:<path>"
+    url: str  # the note page, site-relative
+    anchor_list: tuple[str, ...]  # heading anchors in order, read without decoding the JSON
 
-    @property
-    def key(self) -> str:
-        return f"{self.source_id}:{self.path}"
-
-    @property
-    def url(self) -> str:
-        return urls.note_url(self.source_id, self.path)
+    @cached_property
+    def anchors(self) -> frozenset[str]:
+        return frozenset(self.anchor_list)
 
     @property
     def changed(self) -> str:
         return (self.changed_at or "")[:10]
+
+    @cached_property
+    def headings(self) -> tuple[HeadingInfo, ...]:
+        return tuple(HeadingInfo(int(h["level"]), str(h["text"]), str(h["anchor"]), int(h["line"]))
+                     for h in json.loads(self.headings_json or "[]"))
+
+    @property
+    def toc_entry(self) -> str:
+        """What a table of contents shows of this note (headings without their line numbers)."""
+        return "\x1f".join((self.path, self.title, *self.tags, _LINE_IN_JSON.sub("", self.headings_json)))
+
+    @cached_property
+    def sort_key(self) -> tuple[str, str]:
+        return fold(self.title), self.path
 
 
 @dataclass(frozen=True)
@@ -71,18 +91,14 @@ class Page:
 
 def note_from_row(row: Any) -> NoteInfo:
     """A ``files`` row (see :func:`builder.index.notes_for_render`) as a :class:`NoteInfo`."""
-    headings = tuple(HeadingInfo(int(h["level"]), str(h["text"]), str(h["anchor"]), int(h["line"]))
-                     for h in json.loads(row["headings"] or "[]"))
-    return NoteInfo(row["source_id"], row["path"], row["title"], tuple(json.loads(row["tags"] or "[]")),
-                    headings, row["changed_at"], row["sha256"])
+    source_id, path, headings = row["source_id"], row["path"], row["headings"] or "[]"
+    return NoteInfo(source_id, path, row["title"], tuple(json.loads(row["tags"] or "[]")), headings,
+                    row["changed_at"], row["sha256"], f"{source_id}:{path}", urls.note_url(source_id, path),
+                    tuple(_ANCHOR_IN_JSON.findall(headings)))
 
 
 def dir_anchor(folder: str) -> str:
     return "dir-" + slugify(folder, fallback="root") if folder else "dir-root"
-
-
-def _title_key(note: NoteInfo) -> tuple[str, str]:
-    return fold(note.title), note.path
 
 
 def _tag_links(tags: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -123,7 +139,7 @@ def note_page(note: NoteInfo, body_html: str, backlinks: list[NoteInfo]) -> Page
         "toc": [{"level": h.level, "text": h.text, "anchor": h.anchor} for h in toc] if len(toc) > 1 else [],
         "body_head": head, "body_rest": rest,
         "backlinks": [{"title": b.title, "url": b.url, "path": f"{b.source_id}: {b.path}"}
-                      for b in sorted(backlinks, key=_title_key)],
+                      for b in sorted(backlinks, key=lambda n: n.sort_key)],
     }
     return Page(note.url, "note.html", "note", note.title, context, note_breadcrumbs(note))
 
@@ -166,20 +182,24 @@ def tag_groups(notes: list[NoteInfo]) -> dict[str, tuple[str, list[NoteInfo]]]:
             for slug in sorted(members)}
 
 
-def tag_pages(groups: dict[str, tuple[str, list[NoteInfo]]]) -> list[Page]:
-    """``/tags/`` and one ``/tags/<slug>/`` per tag."""
-    pages = []
-    for slug, (name, notes) in groups.items():
-        entries = [{"url": n.url, "title": n.title, "source_id": n.source_id, "path": n.path,
-                    "tags": _tag_links(n.tags)} for n in sorted(notes, key=_title_key)]
-        crumbs = (("Home", urls.HOME_URL), ("Tags", urls.tags_url()), (f"#{name}", None))
-        pages.append(Page(f"tags/{slug}/index.html", "tag.html", "tag", f"#{name}",
-                          {"tag": name, "notes": entries}, crumbs))
-    index = [{"name": name, "url": f"tags/{slug}/index.html", "count": len(notes)}
+def _tag_page_url(slug: str) -> str:
+    return f"tags/{slug}/index.html"
+
+
+def tag_page(slug: str, name: str, notes: list[NoteInfo]) -> Page:
+    """``/tags/<slug>/``: every note with the tag."""
+    entries = [{"url": n.url, "title": n.title, "source_id": n.source_id, "path": n.path,
+                "tags": _tag_links(n.tags)} for n in sorted(notes, key=lambda n: n.sort_key)]
+    crumbs = (("Home", urls.HOME_URL), ("Tags", urls.tags_url()), (f"#{name}", None))
+    return Page(_tag_page_url(slug), "tag.html", "tag", f"#{name}", {"tag": name, "notes": entries}, crumbs)
+
+
+def tags_page(groups: dict[str, tuple[str, list[NoteInfo]]]) -> Page:
+    """``/tags/``: every tag with its number of notes."""
+    index = [{"name": name, "url": _tag_page_url(slug), "count": len(notes)}
              for slug, (name, notes) in sorted(groups.items(), key=lambda kv: fold(kv[1][0]))]
-    pages.append(Page(urls.tags_url(), "tags.html", "tags", "Tags", {"tags": index},
-                      (("Home", urls.HOME_URL), ("Tags", None))))
-    return pages
+    return Page(urls.tags_url(), "tags.html", "tags", "Tags", {"tags": index},
+                (("Home", urls.HOME_URL), ("Tags", None)))
 
 
 # ---------------------------------------------------------------- home and fixed pages
@@ -189,14 +209,14 @@ def home_page(sources: list[tuple[str, str]], notes: list[NoteInfo],
               groups: dict[str, tuple[str, list[NoteInfo]]]) -> Page:
     """Sources, recently changed notes and the most used tags."""
     counts = Counter(n.source_id for n in notes)
-    recent = sorted(notes, key=lambda n: (n.changed_at or "", n.key), reverse=True)[:RECENT_NOTES]
+    recent = heapq.nlargest(RECENT_NOTES, notes, key=lambda n: (n.changed_at or "", n.key))
     top = sorted(groups.items(), key=lambda kv: (-len(kv[1][1]), fold(kv[1][0])))[:HOME_TAGS]
     context = {
         "sources": [{"id": sid, "kind": kind, "url": urls.toc_url(sid), "count": counts[sid]}
                     for sid, kind in sources],
         "recent": [{"url": n.url, "title": n.title, "source_id": n.source_id, "changed": n.changed}
                    for n in recent],
-        "tags": [{"name": name, "url": f"tags/{slug}/index.html", "count": len(members)}
+        "tags": [{"name": name, "url": _tag_page_url(slug), "count": len(members)}
                  for slug, (name, members) in sorted(top, key=lambda kv: fold(kv[1][0]))],
         "more_tags": len(groups) > HOME_TAGS, "tag_count": len(groups),
     }

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+import re
+from functools import lru_cache
 from urllib.parse import quote, unquote
 
 from builder.slug import slugify
@@ -23,8 +25,11 @@ STATIC_DIR = "static"
 RESERVED_SOURCE_IDS = frozenset({"tags", "static", "api", "search"})
 
 
+_URL_SAFE = re.compile(r"^[A-Za-z0-9_.~/-]*$")
+
+
 def _q(path: str) -> str:
-    return quote(path, safe="/")
+    return path if _URL_SAFE.match(path) else quote(path, safe="/")
 
 
 def note_url(source_id: str, path: str) -> str:
@@ -49,6 +54,7 @@ def toc_url(source_id: str) -> str:
     return _q(f"{source_id}/index.html")
 
 
+@lru_cache(maxsize=8192)
 def tag_slug(tag: str) -> str:
     """Readable and stable: ``Čaj`` → ``caj``; a tag with no letters of the Latin script → ``tag-<hash>``."""
     return slugify(tag, fallback="") or "tag-" + hashlib.sha1(tag.encode("utf-8")).hexdigest()[:8]

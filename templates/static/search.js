@@ -19,7 +19,7 @@
         showNote();
       });
     });
-    if (document.body.classList.contains("page-search")) {
+    if (document.body.classList.contains("kind-search")) {
       showNote();
     }
   });

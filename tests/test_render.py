@@ -1,0 +1,389 @@
+"""The static site: note pages, links, wikilinks, attachments, tags, TOC, home, safety, staleness."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from builder import urls
+from builder.render import site_is_stale
+from tests.test_render_helpers import build_and_render, check_site, make_config, open_index, parse_page, write
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    write(root, "recepty/teh-tarik.md", """
+        ---
+        title: Teh Tarik
+        tags: [recepty, Čaj]
+        ---
+        # Teh Tarik
+
+        Malajský čaj. Viz [cesta](../cestovani/kuala-lumpur.md) a [[Masala chai|indický čaj]].
+
+        ## Suroviny
+
+        - [x] čaj
+        - [ ] kondenzované mléko
+
+        ## Postup
+
+        ```python
+        def tahat(konvice):
+            return "pěna"
+        ```
+
+        | krok | čas |
+        |-----:|:----|
+        | vaření | 5 min |
+
+        Poznámka pod čarou[^1].
+
+        Tahání
+        : přelévání z výšky
+
+        [^1]: Jen doma.
+        """)
+    write(root, "recepty/napoje/masala-chai.md", """
+        ---
+        title: Masala chai
+        tags: [čaj, recepty]
+        ---
+        # Masala chai
+
+        Jako [Teh Tarik](../teh-tarik.md#Postup), ale s kořením. Obrázek: ![foto](foto.png)
+        Chybí: [meteostanice](../../projekty/meteostanice.md) a ![schéma](chybi.svg).
+        Skript: [skript](../../skripty/run.sh), zlo: [stránka](zlo.html), [svg](zle.svg), [[Neexistuje]].
+        """)
+    (root / "recepty/napoje/foto.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
+    (root / "recepty/napoje/zlo.html").write_text("<script>alert(1)</script>", encoding="utf-8")
+    (root / "recepty/napoje/zle.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>',
+                                                  encoding="utf-8")
+    (root / "skripty").mkdir()
+    (root / "skripty/run.sh").write_text("echo hi\n", encoding="utf-8")
+    write(root, "cestovani/kuala-lumpur.md", """
+        ---
+        title: Kuala Lumpur
+        tags: [cestování, Malajsie]
+        ---
+        # Kuala Lumpur
+
+        Tam jsem pil [[teh-tarik]] poprvé, sekce [[recepty/teh-tarik#Suroviny|suroviny]].
+        Soukromé: [deník](../soukrome/denik.md). Mimo zdroj: [x](../../../etc/passwd). [[TOC]]
+
+        ## Jídlo
+
+        > ### Vnořený nadpis
+        > Text.
+        """)
+    write(root, "cestovani/koncept.md", """
+        ---
+        title: Rozepsané
+        published: false
+        ---
+        # Rozepsané
+        """)
+    write(root, "soukrome/denik.md", "# Deník\n\nTajné.\n")
+    write(root, "index.md", "# Rozcestník\n\n[[Teh Tarik]], [Kuala Lumpur](cestovani/kuala-lumpur).\n")
+    return root
+
+
+@pytest.fixture
+def site(tmp_path: Path, notes: Path):
+    config = make_config(tmp_path, {"notes": notes}, extra="    exclude: ['soukrome/**']\n")
+    run = build_and_render(config)
+    return config, run, config.site.output
+
+
+def page(site: Path, source: str, path: str):
+    return parse_page(site / urls.site_file(urls.note_url(source, path)))
+
+
+def anchors_of(doc, css_class: str | None = None) -> list[tuple[str, str]]:
+    return [(a.get("href"), "".join(a.itertext())) for a in doc.iter("a")
+            if css_class is None or css_class in (a.get("class") or "").split()]
+
+
+def body_of(doc):
+    return next(d for d in doc.iter("div") if d.get("class") == "note-body")
+
+
+def test_urls_are_readable_and_the_root_index_note_does_not_hide_the_toc():
+    assert urls.note_url("notes", "recepty/teh-tarik.md") == "notes/recepty/teh-tarik.html"
+    assert urls.note_url("notes", "index.md") == "notes/index.md.html"
+    assert urls.toc_url("notes") == "notes/index.html"
+    assert urls.note_url("notes", "Čaj a mléko.md") == "notes/%C4%8Caj%20a%20ml%C3%A9ko.html"
+    assert urls.tag_url("Čaj") == urls.tag_url("čaj") == "tags/caj/index.html"
+    assert urls.tag_url("Škola života") == "tags/skola-zivota/index.html"
+    assert urls.tag_url("日本").startswith("tags/tag-") and urls.tag_url("日本") == urls.tag_url("日本")
+    assert urls.hit_url("notes", "recepty/teh-tarik.md", "postup") == "notes/recepty/teh-tarik.html#postup"
+    assert urls.hit_url("notes", "a.md", "") == "notes/a.html"
+
+
+def test_every_page_parses_and_every_internal_link_resolves(site):
+    _, run, out = site
+    check = check_site(out)
+    expected = {"index.html", "search.html", "404.html", "notes/index.html", "tags/index.html",
+                "tags/caj/index.html", "tags/recepty/index.html", "tags/cestovani/index.html",
+                "tags/malajsie/index.html", "notes/index.md.html", "notes/recepty/teh-tarik.html",
+                "notes/recepty/napoje/masala-chai.html", "notes/cestovani/kuala-lumpur.html"}
+    assert set(check.ids) == expected
+    assert check.broken_marked == 7
+    assert not list(out.rglob("*.tmp"))
+
+
+def test_unpublished_and_out_of_scope_notes_get_no_page(site):
+    _, _, out = site
+    assert not (out / "notes/cestovani/koncept.html").exists()
+    assert not (out / "notes/soukrome").exists()
+    assert "koncept" not in (out / "sitemap.xml").read_text(encoding="utf-8")
+    assert "Rozepsané" not in (out / "notes/index.html").read_text(encoding="utf-8")
+
+
+def test_note_page_shows_title_tags_source_date_toc_and_backlinks(site):
+    _, _, out = site
+    doc = page(out, "notes", "recepty/teh-tarik.md")
+    assert doc.find(".//title").text == "Teh Tarik · Poznámky"
+    h1 = doc.find(".//h1")
+    assert (h1.get("id"), h1.text) == ("teh-tarik", "Teh Tarik")
+    assert anchors_of(doc, "tag") == [("../../tags/recepty/index.html", "#recepty"),
+                                     ("../../tags/caj/index.html", "#Čaj")]
+    meta = next(d for d in doc.iter("div") if d.get("class") == "note-meta")
+    assert "notes: recepty/teh-tarik.md" in "".join(meta.itertext())
+    assert meta.find(".//time").get("datetime") == meta.find(".//time").text
+    toc = next(a for a in doc.iter("aside") if a.get("class") == "page-toc")
+    assert anchors_of(toc) == [("#suroviny", "Suroviny"), ("#postup", "Postup")]
+    backlinks = next(s for s in doc.iter("section") if s.get("class") == "backlinks")
+    assert anchors_of(backlinks) == [("../../notes/cestovani/kuala-lumpur.html", "Kuala Lumpur"),
+                                     ("../../notes/recepty/napoje/masala-chai.html", "Masala chai"),
+                                     ("../../notes/index.md.html", "Rozcestník")]
+    crumbs = next(n for n in doc.iter("nav") if n.get("class") == "wrap breadcrumbs")
+    assert ["".join(li.itertext()) for li in crumbs.iter("li")] == ["Home", "notes", "recepty", "Teh Tarik"]
+
+
+def test_markdown_extensions_render(site):
+    _, _, out = site
+    body = body_of(page(out, "notes", "recepty/teh-tarik.md"))
+    boxes = [(i.get("type"), i.get("checked") is not None, i.get("disabled")) for i in body.iter("input")]
+    assert boxes == [("checkbox", True, "disabled"), ("checkbox", False, "disabled")]
+    pre = body.find(".//pre")
+    assert pre.get("class") == "highlight" and pre.find("code").get("class") == "language-python"
+    assert {s.get("class") for s in pre.iter("span")} >= {"k", "nf", "s2"}
+    assert [th.get("style") for th in body.iter("th")] == ["text-align:right", "text-align:left"]
+    assert body.find(".//dl/dt").text == "Tahání"
+    footnote = body.find(".//sup/a")
+    assert footnote.get("href") == "#fn1" and any(li.get("id") == "fn1" for li in body.iter("li"))
+
+
+def test_relative_links_and_wikilinks_are_rewritten(site):
+    _, _, out = site
+    kl = anchors_of(body_of(page(out, "notes", "cestovani/kuala-lumpur.md")))
+    assert kl == [("../recepty/teh-tarik.html", "teh-tarik"),
+                  ("../recepty/teh-tarik.html#suroviny", "suroviny")]
+    tarik = [a for a in anchors_of(body_of(page(out, "notes", "recepty/teh-tarik.md"))) if "#fn" not in a[0]]
+    assert tarik == [("../cestovani/kuala-lumpur.html", "cesta"), ("napoje/masala-chai.html", "indický čaj")]
+    chai = anchors_of(body_of(page(out, "notes", "recepty/napoje/masala-chai.md")))
+    assert chai[0] == ("../teh-tarik.html#postup", "Teh Tarik")  # "#Postup" mapped onto the heading anchor
+    root = anchors_of(body_of(page(out, "notes", "index.md")))
+    assert root == [("recepty/teh-tarik.html", "Teh Tarik"), ("cestovani/kuala-lumpur.html", "Kuala Lumpur")]
+
+
+def test_broken_links_are_marked_on_the_page_and_logged_once(site, tmp_path):
+    config, run, out = site
+    body = body_of(page(out, "notes", "recepty/napoje/masala-chai.md"))
+    broken = [("".join(s.itertext()), s.get("title")) for s in body.iter("span") if "broken-link" in s.get("class", "")]
+    assert broken == [
+        ("meteostanice", "Broken link: ../../projekty/meteostanice.md: no such note or file"),
+        ("[schéma]", "Broken image: chybi.svg: no such note or file"),
+        ("stránka", "Broken link: zlo.html: active content (scripts) is not published"),
+        ("svg", "Broken link: zle.svg: active content (scripts) is not published"),
+        ("Neexistuje", "Broken link: [[Neexistuje]]: no note with that name or title"),
+    ]
+    kl = body_of(page(out, "notes", "cestovani/kuala-lumpur.md"))
+    assert [s.get("title") for s in kl.iter("span") if "broken-link" in s.get("class", "")] == [
+        "Broken link: ../soukrome/denik.md: no such note or file",
+        "Broken link: ../../../etc/passwd points outside the source"]
+    assert "TOC" not in "".join(kl.itertext())  # [[TOC]] is a marker, not a link
+    chai_warnings = [w for w in run.warnings if "masala-chai.md" in w]
+    assert chai_warnings == [
+        "notes: recepty/napoje/masala-chai.md: broken link ../../projekty/meteostanice.md: no such note or file",
+        "notes: recepty/napoje/masala-chai.md: broken link chybi.svg: no such note or file",
+        "notes: recepty/napoje/masala-chai.md: broken link zlo.html: active content (scripts) is not published",
+        "notes: recepty/napoje/masala-chai.md: broken link zle.svg: active content (scripts) is not published",
+        "notes: recepty/napoje/masala-chai.md: broken link [[Neexistuje]]: no note with that name or title",
+    ]
+    assert run.report.broken_links == 7
+    again = build_and_render(config)
+    assert again.warnings == [] and again.report.written == ()
+
+
+def test_attachments_are_copied_only_when_safe_and_in_scope(site):
+    _, _, out = site
+    assert (out / "notes/recepty/napoje/foto.png").read_bytes() == b"\x89PNG\r\n\x1a\nfake"
+    assert (out / "notes/skripty/run.sh").read_text(encoding="utf-8") == "echo hi\n"
+    assert not (out / "notes/recepty/napoje/zlo.html").exists()
+    assert not (out / "notes/recepty/napoje/zle.svg").exists()
+    body = body_of(page(out, "notes", "recepty/napoje/masala-chai.md"))
+    img = body.find(".//img")
+    assert (img.get("src"), img.get("alt"), img.get("loading")) == ("foto.png", "foto", "lazy")
+    assert ("../../skripty/run.sh", "skript") in anchors_of(body)
+
+
+def test_toc_page_lists_folders_notes_tags_and_headings(site):
+    _, _, out = site
+    doc = parse_page(out / "notes/index.html")
+    sections = [s for s in doc.iter("section") if "toc-dir" in s.get("class", "")]
+    assert [s.find("h2").text for s in sections] == ["notes/", "cestovani/", "recepty/", "recepty/napoje/"]
+    assert [s.get("id") for s in sections] == ["dir-root", "dir-cestovani", "dir-recepty", "dir-recepty-napoje"]
+    recepty = sections[2]
+    assert anchors_of(recepty) == [
+        ("../notes/recepty/teh-tarik.html", "Teh Tarik"), ("../tags/recepty/index.html", "#recepty"),
+        ("../tags/caj/index.html", "#Čaj"), ("../notes/recepty/teh-tarik.html#suroviny", "Suroviny"),
+        ("../notes/recepty/teh-tarik.html#postup", "Postup")]
+
+
+def test_tag_pages_have_stable_readable_urls_and_list_every_note(site):
+    _, _, out = site
+    doc = parse_page(out / "tags/caj/index.html")
+    assert doc.find(".//h1").itertext().__next__() == "#"
+    assert "".join(doc.find(".//h1").itertext()) == "#Čaj"
+    assert [(h, t) for h, t in anchors_of(doc) if "note-link" in h or t in ("Masala chai", "Teh Tarik")] == [
+        ("../../notes/recepty/napoje/masala-chai.html", "Masala chai"),
+        ("../../notes/recepty/teh-tarik.html", "Teh Tarik")]
+    index = parse_page(out / "tags/index.html")
+    cloud = [(a.get("href"), a.text) for a in index.iter("a") if a.get("class") == "tag"]
+    assert cloud == [("../tags/caj/index.html", "#Čaj"), ("../tags/cestovani/index.html", "#cestování"),
+                     ("../tags/malajsie/index.html", "#Malajsie"), ("../tags/recepty/index.html", "#recepty")]
+
+
+def test_home_lists_sources_recent_notes_and_tags(site):
+    _, _, out = site
+    doc = parse_page(out / "index.html")
+    cards = {c.find("h2").text: c for c in doc.iter("section") if c.get("class") == "card"}
+    assert anchors_of(cards["Sources"]) == [("notes/index.html", "notes")]
+    assert "4 notes" in "".join(cards["Sources"].itertext())
+    assert sorted(t for _, t in anchors_of(cards["Recently changed"])) == [
+        "Kuala Lumpur", "Masala chai", "Rozcestník", "Teh Tarik"]
+    assert len(anchors_of(cards["Tags"])) == 4
+
+
+def test_pages_use_relative_urls_and_the_search_box_needs_the_server(site):
+    _, _, out = site
+    for rel in ("index.html", "notes/index.html", "notes/recepty/napoje/masala-chai.html", "tags/caj/index.html"):
+        doc = parse_page(out / rel)
+        for el in doc.iter():
+            for attr in ("href", "src", "action"):
+                value = el.get(attr)
+                assert value is None or not value.startswith("/"), (rel, attr, value)
+        form = doc.find(".//form")
+        depth = rel.count("/")
+        assert form.get("action") == "../" * depth + "search"
+        assert form.get("data-api") == "../" * depth + "api/search"
+        scripts = [s.get("src") for s in doc.iter("script")]
+        assert len(scripts) == 1 and scripts[0].startswith("../" * depth + "static/search.js?v=")
+        assert all(not (s.text or "").strip() for s in doc.iter("script"))  # no inline script
+    js = (out / "static/search.js").read_text(encoding="utf-8")
+    assert 'window.location.protocol !== "file:"' in js and ".search-offline" in js
+    assert parse_page(out / "404.html").find(".//link").get("href").startswith("/static/")
+    sitemap = (out / "sitemap.xml").read_text(encoding="utf-8")
+    assert "<loc>/notes/recepty/teh-tarik.html</loc>" in sitemap and "404" not in sitemap
+
+
+def test_heading_ids_equal_chunk_anchors(site):
+    config, _, out = site
+    conn = open_index(config)
+    rows = conn.execute("SELECT source_id, path, anchor FROM chunks WHERE anchor != ''").fetchall()
+    assert {r["anchor"] for r in rows} == {"teh-tarik", "suroviny", "kuala-lumpur", "jidlo", "masala-chai",
+                                           "rozcestnik"}
+    for row in rows:
+        doc = page(out, row["source_id"], row["path"])
+        assert row["anchor"] in {el.get("id") for el in doc.iter()}, dict(row)
+    kl = body_of(page(out, "notes", "cestovani/kuala-lumpur.md"))
+    assert [h.get("id") for h in kl.iter("h3")] == ["vnoreny-nadpis"]  # nested heading: an id of its own
+
+
+SCRIPTY = """
+    ---
+    title: <script>alert('title')</script>
+    tags: ["<b>x</b>", "x\\" onmouseover=\\"alert(1)"]
+    ---
+    # Zlý <img src=x onerror=alert(1)>
+
+    <script>alert('body')</script>
+    <img src="x.png" onerror="alert('img')">
+    <a href="javascript:alert('href')">klik</a> [md](javascript:alert(1)) [[x|<script>alert(2)</script>]]
+    <iframe src="https://example.org"></iframe><svg onload="alert(3)"><circle r="1"/></svg>
+    <div style="background:url(javascript:alert(4))" onclick="alert(5)">div</div>
+    <form action="https://evil.example"><input type="text" name="pw"></form>
+    <details open ontoggle="alert(6)"><summary>víc</summary>obsah</details>
+    """
+
+
+def _active(doc) -> list[str]:
+    found = []
+    for el in doc.iter():
+        tag = el.tag if isinstance(el.tag, str) else ""
+        ours = tag == "script" and el.get("src", "").startswith(("static/", "../static/", "../../static/"))
+        if tag in ("script", "iframe", "object", "embed", "svg") and not ours:
+            found.append(tag)
+        for name, value in el.attrib.items():
+            if name.lower().startswith("on") or name.lower() == "style" and "url(" in value:
+                found.append(f"{tag}[{name}]")
+            if name in ("href", "src", "action") and value.strip().lower().startswith("javascript:"):
+                found.append(f"{tag}[{name}={value}]")
+    return found
+
+
+def test_raw_html_is_inert_by_default(tmp_path):
+    root = tmp_path / "notes"
+    write(root, "zly.md", SCRIPTY)
+    config = make_config(tmp_path, {"notes": root})
+    build_and_render(config)
+    for rel in ("notes/zly.html", "notes/index.html", "index.html", "tags/index.html"):
+        doc = parse_page(config.site.output / rel)
+        assert _active(doc) == [], rel
+    text = (config.site.output / "notes/zly.html").read_text(encoding="utf-8")
+    assert "&lt;script&gt;alert(&#39;title&#39;)&lt;/script&gt;" in text  # the title is text
+    body = text.split('class="note-body"')[1]
+    assert '<details open=""><summary>víc</summary>obsah</details>' in body  # harmless HTML stays
+    assert "<form" not in body and "<input" not in body.replace('<input disabled="disabled">', "")
+    assert '<img data-broken-link="Broken link: x.png: no such note or file">' in body
+
+
+def test_allow_html_trusts_raw_html(tmp_path):
+    root = tmp_path / "notes"
+    write(root, "zly.md", SCRIPTY)
+    config = make_config(tmp_path, {"notes": root}, extra="render:\n  allow_html: true\n")
+    build_and_render(config)
+    doc = parse_page(config.site.output / "notes/zly.html")
+    assert "script" in _active(doc) and "div[onclick]" in _active(doc)
+    # the portal's own text is still escaped: trusting note HTML does not trust titles or tags
+    assert "<script>alert('title')</script>" not in (config.site.output / "notes/index.html").read_text("utf-8")
+
+
+def test_site_is_stale_is_cheap_and_notices_a_missing_site_or_new_settings(tmp_path, notes):
+    config = make_config(tmp_path, {"notes": notes})
+    assert site_is_stale(config)
+    build_and_render(config)
+    assert not site_is_stale(config)
+    retitled = make_config(tmp_path, {"notes": notes}, title="Jiný název")
+    assert site_is_stale(retitled)
+    probe = ("import sys, json; from builder.config import load_config; from builder.render import site_is_stale;"
+             f"stale = site_is_stale(load_config({str(tmp_path / 'portal.yaml')!r}));"
+             "print(json.dumps([stale] + [m in sys.modules for m in ('jinja2', 'markdown_it', 'pygments', 'nh3')]))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert json.loads(out.stdout) == [True, False, False, False, False]
+
+
+def test_reserved_source_ids_get_no_pages(tmp_path, notes):
+    config = make_config(tmp_path, {"tags": notes})
+    run = build_and_render(config)
+    assert run.warnings[-1].startswith("tags: this source id is a reserved site path")
+    assert not (config.site.output / "tags/recepty/teh-tarik.html").exists()
+    check_site(config.site.output)

@@ -1,0 +1,163 @@
+"""Incremental renders: only what depends on a change is rewritten (checked on file mtimes)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from builder import render
+from tests.test_render_helpers import build_and_render, check_site, make_config, parse_page, site_files, write
+
+DAY = 86400.0
+
+
+@pytest.fixture
+def portal(tmp_path: Path):
+    """Five notes with distinct past mtimes: a → b, c → d, e alone; tags on a, b, d."""
+    root = tmp_path / "notes"
+    base = time.time() - 30 * DAY
+    write(root, "a.md", "---\ntags: [čaj]\n---\n# Alfa\n\nOdkaz na [b](sub/b.md).\n\n## Oddíl\n\ntext\n", base)
+    write(root, "sub/b.md", "---\ntags: [čaj, hory]\n---\n# Beta\n\nText.\n", base + DAY)
+    write(root, "sub/c.md", "# Gama\n\n[[d]] a ![obrázek](img.png)\n", base + 2 * DAY)
+    write(root, "sub/d.md", "---\ntags: [hory]\n---\n# Delta\n\nText.\n", base + 3 * DAY)
+    write(root, "e.md", "# Epsilon\n\nNic.\n", base + 4 * DAY)
+    (root / "sub/img.png").write_bytes(b"png-1")
+    config = make_config(tmp_path, {"notes": root})
+    first = build_and_render(config)
+    assert len(first.report.written) == len(site_files(config.site.output))
+    return config, root
+
+
+def changed_files(config, before: dict[str, int]) -> set[str]:
+    after = site_files(config.site.output)
+    return {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
+
+
+def edit(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")  # mtime now: the index sees a new changed_at
+
+
+def test_a_second_render_with_nothing_changed_writes_nothing(portal):
+    config, _ = portal
+    manifest = config.site.output / ".render-manifest.json"
+    before, manifest_mtime = site_files(config.site.output), manifest.stat().st_mtime_ns
+    run = build_and_render(config)
+    assert run.report.written == () and run.report.removed == () and run.log.lines == []
+    assert changed_files(config, before) == set() and manifest.stat().st_mtime_ns == manifest_mtime
+
+
+def test_body_edit_rewrites_the_note_its_new_link_target_and_home_only(portal):
+    config, root = portal
+    before = site_files(config.site.output)
+    edit(root / "a.md", "---\ntags: [čaj]\n---\n# Alfa\n\nOdkaz na [b](sub/b.md) a [e](e.md).\n\n## Oddíl\n\ntext\n")
+    run = build_and_render(config)
+    # a: its text; e: "linked from" gained a; home: a is now the most recent note
+    assert changed_files(config, before) == {"notes/a.html", "notes/e.html", "index.html"}
+    assert set(run.report.written) == {"notes/a.html", "notes/e.html", "index.html"}
+    assert run.report.notes_rendered == 2  # note pages written: a and e
+    backlinks = parse_page(config.site.output / "notes/e.html").find(".//section/ul/li/a")
+    assert (backlinks.get("href"), backlinks.text) == ("../notes/a.html", "Alfa")
+
+
+def test_heading_edit_also_rewrites_the_table_of_contents(portal):
+    config, root = portal
+    before = site_files(config.site.output)
+    edit(root / "sub/d.md", "---\ntags: [hory]\n---\n# Delta\n\nText.\n\n## Nový oddíl\n\nx\n")
+    build_and_render(config)
+    # c links to d but shows only d's URL: c's page stays as it was
+    assert changed_files(config, before) == {"notes/sub/d.html", "notes/index.html", "index.html"}
+    assert 'href="../notes/sub/d.html#novy-oddil"' in (config.site.output / "notes/index.html").read_text("utf-8")
+
+
+def test_title_and_tag_edit_rewrites_backlinked_pages_and_tag_pages(portal):
+    config, root = portal
+    before = site_files(config.site.output)
+    edit(root / "sub/b.md", "---\ntags: [hory, Škola]\n---\n# Beta nová\n\nText.\n")
+    build_and_render(config)
+    # a links to b, but a's page shows only b's URL: it stays as it was
+    assert changed_files(config, before) == {
+        "notes/sub/b.html", "notes/index.html", "index.html", "tags/caj/index.html", "tags/hory/index.html",
+        "tags/skola/index.html", "tags/index.html", "sitemap.xml"}
+    tag = parse_page(config.site.output / "tags/skola/index.html")
+    assert [a.text for a in tag.iter("a") if a.get("class") == "note-link"] == ["Beta nová"]
+
+
+def test_deleted_note_loses_its_page_and_linking_pages_mark_the_link_broken(portal):
+    config, root = portal
+    before = site_files(config.site.output)
+    (root / "sub/d.md").unlink()
+    run = build_and_render(config)
+    site = config.site.output
+    assert not (site / "notes/sub/d.html").exists()
+    assert "notes/sub/d.html" in run.report.removed and "tags/hory/index.html" not in run.report.removed
+    assert changed_files(config, before) == {"notes/sub/d.html", "notes/sub/c.html", "notes/index.html",
+                                             "index.html", "tags/hory/index.html", "tags/index.html",
+                                             "sitemap.xml"}
+    span = next(s for s in parse_page(site / "notes/sub/c.html").iter("span") if s.get("class") == "broken-link")
+    assert (span.text, span.get("title")) == ("d", "Broken link: [[d]]: no note with that name or title")
+    assert run.warnings == ["notes: sub/c.md: broken link [[d]]: no note with that name or title"]
+    check_site(site)
+
+
+def test_last_note_of_a_tag_removes_the_tag_page_and_a_new_note_fixes_a_broken_link(portal):
+    config, root = portal
+    (root / "e.md").write_text("# Epsilon\n\n[[zeta]]\n", encoding="utf-8")
+    build_and_render(config)
+    edit(root / "sub/d.md", "# Delta\n\nBez štítků.\n")
+    edit(root / "sub/b.md", "# Beta\n\nBez štítků.\n")
+    run = build_and_render(config)
+    assert "tags/hory/index.html" in run.report.removed and not (config.site.output / "tags/hory").exists()
+    before = site_files(config.site.output)
+    write(root, "zeta.md", "# Zeta\n")
+    run = build_and_render(config)
+    assert run.warnings == []
+    assert changed_files(config, before) == {"notes/zeta.html", "notes/e.html", "notes/index.html",
+                                             "index.html", "sitemap.xml"}
+    link = parse_page(config.site.output / "notes/e.html").find(".//div[@class='note-body']//a")
+    assert (link.get("href"), link.text) == ("zeta.html", "zeta")
+
+
+def test_changed_attachment_is_copied_again(portal):
+    config, root = portal
+    (root / "sub/img.png").write_bytes(b"png-2, longer")
+    edit(root / "sub/c.md", "# Gama\n\n[[d]] a ![obrázek](img.png) a víc\n")
+    build_and_render(config)
+    assert (config.site.output / "notes/sub/img.png").read_bytes() == b"png-2, longer"
+
+
+def test_template_change_or_full_rerenders_everything(portal, tmp_path, monkeypatch):
+    config, _ = portal
+    templates = tmp_path / "templates"
+    shutil.copytree(render.TEMPLATE_DIR, templates)
+    monkeypatch.setattr(render, "TEMPLATE_DIR", templates)
+    assert render.site_is_stale(config)  # other template files than the site was rendered with …
+    run = build_and_render(config)
+    assert run.report.written == ()  # … but with the same content: nothing to redo
+    assert not render.site_is_stale(config)
+    note = templates / "note.html"
+    note.write_text(note.read_text("utf-8").replace("Linked from", "Odkazují sem"), encoding="utf-8")
+    assert render.site_is_stale(config)
+    run = build_and_render(config)
+    everything = set(site_files(config.site.output))
+    assert set(run.report.written) == everything and len(everything) == 17
+    assert "Odkazují sem" in (config.site.output / "notes/e.html").read_text("utf-8")
+    run = build_and_render(config, full=True)
+    assert set(run.report.written) == everything
+
+
+def test_a_new_heading_in_the_target_remaps_a_fragment_link(portal):
+    config, root = portal
+    edit(root / "e.md", "# Epsilon\n\nViz [nový oddíl](sub/d.md#Nový-oddíl).\n")
+    build_and_render(config)
+    link = parse_page(config.site.output / "notes/e.html").find(".//div[@class='note-body']//a")
+    assert link.get("href") == "sub/d.html#Nov%C3%BD-odd%C3%ADl"  # no such heading yet: kept as written
+    before = site_files(config.site.output)
+    edit(root / "sub/d.md", "---\ntags: [hory]\n---\n# Delta\n\n## Nový oddíl\n\nText.\n")
+    run = build_and_render(config)
+    link = parse_page(config.site.output / "notes/e.html").find(".//div[@class='note-body']//a")
+    assert link.get("href") == "sub/d.html#novy-oddil"
+    assert changed_files(config, before) == {"notes/sub/d.html", "notes/e.html", "notes/index.html", "index.html"}
+    assert run.report.notes_rendered == 2

@@ -20,6 +20,7 @@ from builder.chunker import CHUNKER_VERSION
 from builder.config import Config, SourceConfig
 from builder.errors import ReindexNeeded
 from builder.lock import BuildLock
+from builder.render import site_is_stale
 from builder.sources import FileStat, Scope, _is_hidden, uncovered_dirs, walk
 from builder.synclog import SyncLog
 
@@ -66,8 +67,12 @@ def meta_mismatch(meta: dict[str, str], config: Config) -> str | None:
 
 
 def build(config: Config, *, full: bool = False, source_id: str | None = None,
-          embedder_factory: Callable[[Any], Any] | None = None, log: SyncLog | None = None) -> int:
-    """Run one build; returns the process exit code (0 ok, 1 reindex needed, 3 partial)."""
+          embedder_factory: Callable[[Any], Any] | None = None, log: SyncLog | None = None,
+          render: bool = True) -> int:
+    """Run one build; returns the process exit code (0 ok, 1 reindex needed, 3 partial).
+
+    ``render=False`` refreshes only the index (the site is left as it is).
+    """
     log = log or SyncLog(config.log_path)
     selected = [config.source(source_id)] if source_id else list(config.sources)
     with BuildLock(config.lock_path, log.warn) as lock:
@@ -75,18 +80,33 @@ def build(config: Config, *, full: bool = False, source_id: str | None = None,
             return EXIT_OK
         current = indexfile.resolve(config.index)
         if full or current is None:
-            return _full_build(config, embedder_factory, log)
+            return _full_build(config, embedder_factory, log, render)
         conn = db.connect(current, vec=False)
         try:
             mismatch = meta_mismatch(db.get_meta(conn), config)
             if mismatch:
                 raise ReindexNeeded(f"reindex needed: {mismatch}; run `notes-portal build --full`")
-            return _incremental(conn, config, selected, source_id is None, embedder_factory, log)
+            code, changed = _incremental(conn, config, selected, source_id is None, embedder_factory, log)
+            if render and (changed or site_is_stale(config)):
+                code = max(code, _render(config, conn, full=False, log=log))
+            return code
         finally:
             conn.close()
 
 
-def _full_build(config: Config, embedder_factory: Any, log: SyncLog) -> int:
+def _render(config: Config, conn: Any, *, full: bool, log: SyncLog) -> int:
+    """Bring the site up to date; a site that cannot be written never fails the indexing."""
+    from builder.render import render_site
+
+    try:
+        render_site(config, conn, full=full, log=log)
+    except OSError as exc:
+        log.warn(f"site: cannot write {config.site.output} ({exc.strerror or exc}); the index is up to date")
+        return EXIT_PARTIAL
+    return EXIT_OK
+
+
+def _full_build(config: Config, embedder_factory: Any, log: SyncLog, render: bool) -> int:
     """Build a complete new index file beside the old one, then swap it in atomically."""
     new_path = indexfile.new_generation(config.index)
     conn = db.connect(new_path)
@@ -97,16 +117,18 @@ def _full_build(config: Config, embedder_factory: Any, log: SyncLog) -> int:
                                "created_at": now_iso()})
         if config.embedding.enabled:
             db.ensure_vec_table(conn, config.embedding.dims)
-        code = _incremental(conn, config, list(config.sources), True, embedder_factory, log, force=True)
+        code, _ = _incremental(conn, config, list(config.sources), True, embedder_factory, log, force=True)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     except BaseException:
         conn.close()
         indexfile.discard(new_path)
         raise
-    conn.close()
     indexfile.swap_in(config.index, new_path)
     log.info(f"full build swapped in {new_path.name}")
-    return code
+    try:
+        return max(code, _render(config, conn, full=True, log=log)) if render else code
+    finally:
+        conn.close()
 
 
 def _vec_version(conn: Any) -> str:
@@ -114,7 +136,8 @@ def _vec_version(conn: Any) -> str:
 
 
 def _incremental(conn: Any, config: Config, selected: list[SourceConfig], all_sources: bool,
-                 embedder_factory: Any, log: SyncLog, force: bool = False) -> int:
+                 embedder_factory: Any, log: SyncLog, force: bool = False) -> tuple[int, bool]:
+    """Index what changed; returns (exit code, whether any note entered, changed or left)."""
     code = EXIT_OK
     db.migrate(conn)  # an index from before a schema step gains it here; a single SELECT when current
     known = db.get_sources(conn)
@@ -143,8 +166,9 @@ def _incremental(conn: Any, config: Config, selected: list[SourceConfig], all_so
         scans.append(scan)
     stale = [sid for sid in known if all_sources and sid not in {s.id for s in config.sources}]
     pending = db.count_pending(conn) if config.embedding.enabled else 0
-    if all(s.empty for s in scans) and not stale and not pending:
-        return code  # the every-minute case: nothing to say, nothing written
+    changed = bool(stale) or not all(s.empty for s in scans)
+    if not changed and not pending:
+        return code, False  # the every-minute case: nothing to say, nothing written
     _load_vec(conn, config)
     for sid in stale:
         db.delete_source(conn, sid)
@@ -160,7 +184,7 @@ def _incremental(conn: Any, config: Config, selected: list[SourceConfig], all_so
         from builder.embed_run import embed_pending
 
         embed_pending(conn, config, embedder_factory, log)
-    return code
+    return code, changed
 
 
 def _load_vec(conn: Any, config: Config) -> None:

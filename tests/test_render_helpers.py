@@ -57,7 +57,7 @@ class Run:
 def build_and_render(config: Config, *, full: bool = False, workers: int = 1, embedder_factory=None) -> Run:
     """Refresh the index (as ``notes-portal build`` does), then render the site from it."""
     log = SyncLog(config.log_path, echo_info=False)
-    assert build(config, log=log, embedder_factory=embedder_factory) == 0
+    assert build(config, log=log, embedder_factory=embedder_factory, render=False) == 0
     conn = db.connect(indexfile.resolve(config.index))
     try:
         return Run(render_site(config, conn, full=full, log=log, workers=workers), log)

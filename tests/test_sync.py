@@ -283,3 +283,31 @@ def test_source_removed_from_config_leaves_the_index(tmp_path, notes_dir, quiet_
     assert {r[0] for r in conn.execute("SELECT DISTINCT source_id FROM chunks")} == {"notes"}
     assert vec_rowids(conn) == {r[0] for r in conn.execute("SELECT id FROM chunks")}
     assert "other: source removed from the config" in config.log_path.read_text(encoding="utf-8")
+
+
+def test_build_renders_the_site_and_a_noop_build_leaves_it_alone(config_for, notes_dir, quiet_log):
+    config = config_for(EMBED)
+    run(config, quiet_log)
+    page = config.site.output / "notes" / "recepty" / "teh-tarik.html"
+    other = config.site.output / "notes" / "projekty" / "sauter-bus.html"
+    assert 'id="suroviny"' in page.read_text(encoding="utf-8")
+    stamps = {p: p.stat().st_mtime_ns for p in config.site.output.rglob("*") if p.is_file()}
+    time.sleep(0.05)
+    assert run(config, quiet_log) == 0
+    assert {p: p.stat().st_mtime_ns for p in config.site.output.rglob("*") if p.is_file()} == stamps
+    write_note(notes_dir, "recepty/teh-tarik.md", "# Teh Tarik\n\n## Suroviny\n\nvoda, čaj, mléko a led\n")
+    assert run(config, quiet_log) == 0
+    assert "mléko a led" in page.read_text(encoding="utf-8")
+    assert other.stat().st_mtime_ns == stamps[other]  # an unrelated note page is not rewritten
+    (notes_dir / "recepty" / "teh-tarik.md").unlink()
+    assert run(config, quiet_log) == 0
+    assert not page.exists()
+
+
+def test_unwritable_site_keeps_the_index_fresh_and_says_so(config_for, notes_dir, quiet_log, tmp_path):
+    config = config_for(EMBED)
+    config.site.output.parent.mkdir(parents=True, exist_ok=True)
+    config.site.output.write_text("a file where the site folder should be")
+    assert run(config, quiet_log) == 3
+    assert db.counts(open_index(config))["files"] == 3
+    assert "WARN site: cannot write" in config.log_path.read_text(encoding="utf-8")

@@ -18,6 +18,8 @@ import yaml
 
 from builder.errors import ConfigError
 
+# Top-level site paths of the portal itself; a source with such an id would collide with them.
+RESERVED_SOURCE_IDS = frozenset({"tags", "static", "api", "search"})
 SOURCE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 PROVIDERS = ("local", "ollama", "openai", "none")
 
@@ -324,6 +326,9 @@ def _sources(r: _Reader, raw: Any, base: Path) -> tuple[SourceConfig, ...]:
         skey = (*key, str(source_id))
         if not isinstance(source_id, str) or not SOURCE_ID_RE.match(source_id):
             raise r.fail(skey, "source id must be lowercase letters, digits, '-' or '_' (it appears in URLs)")
+        if source_id in RESERVED_SOURCE_IDS:
+            raise r.fail(skey, f"source id {source_id!r} is reserved for the site's own pages "
+                               f"({', '.join(sorted(RESERVED_SOURCE_IDS))}); choose another")
         if source_id.lower() in seen:
             raise r.fail(skey, f"duplicate source id (already defined as {seen[source_id.lower()]!r})")
         seen[source_id.lower()] = source_id

@@ -127,7 +127,7 @@ def render_site(config: Config, conn: Any, *, full: bool, log: SyncLog, workers:
     previous = ro.load_manifest(site)
     trust = not full and previous.get("env") == env_fp
     out = ro.Output(site, previous.get("pages", {}) if trust else {})
-    notes, kinds = _published(config, [sp.note_from_row(r) for r in db.notes_for_render(conn)], log)
+    notes, kinds = _published(config, [sp.note_from_row(r) for r in db.notes_for_render(conn)])
     universe = _universe(config, notes)
     _CTX = _Context(_resolver(config, notes), {s.id: config.source_root(s) for s in config.sources},
                     config.allow_html, sp.Templates(TEMPLATE_DIR, config.site.title, asset_v),
@@ -240,17 +240,13 @@ def _universe(config: Config, notes: list[Any]) -> str:
 # ---------------------------------------------------------------- notes and links
 
 
-def _published(config: Config, notes: list[Any], log: SyncLog) -> tuple[list[Any], dict[str, str]]:
-    """Notes of configured sources, inside today's scope; reserved source ids get no pages."""
+def _published(config: Config, notes: list[Any]) -> tuple[list[Any], dict[str, str]]:
+    """Notes of configured sources, inside today's scope (a note outside it never gets a page)."""
     from builder.sources import Scope
 
     kinds: dict[str, str] = {}
     scopes = {}
     for source in config.sources:
-        if source.id in urls.RESERVED_SOURCE_IDS:
-            log.warn(f"{source.id}: this source id is a reserved site path (tags, static, api, search); "
-                     "its notes get no pages")
-            continue
         kinds[source.id], scopes[source.id] = source.kind, Scope.of(source)
     return [n for n in notes if n.source_id in scopes and scopes[n.source_id].wants(n.path)], kinds
 

@@ -14,6 +14,7 @@ import re
 from functools import lru_cache
 from urllib.parse import quote, unquote
 
+from builder.config import RESERVED_SOURCE_IDS  # noqa: F401  (re-exported; the config rejects them)
 from builder.slug import slugify
 
 HOME_URL = "index.html"
@@ -21,8 +22,6 @@ SEARCH_URL = "search.html"
 NOT_FOUND_URL = "404.html"
 SITEMAP_URL = "sitemap.xml"
 STATIC_DIR = "static"
-# Top-level names the site itself uses; a source with one of these ids would collide.
-RESERVED_SOURCE_IDS = frozenset({"tags", "static", "api", "search"})
 
 
 _URL_SAFE = re.compile(r"^[A-Za-z0-9_.~/-]*$")

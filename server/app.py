@@ -79,6 +79,15 @@ class _Serialized:
             return self._embedder.embed_passages(texts)
 
 
+class SiteFiles(StaticFiles):
+    """The built site; the renderer's own dot-files (manifest, stamp) and any dot-path stay private."""
+
+    async def get_response(self, path: str, scope: Any) -> Response:
+        if any(part.startswith(".") for part in path.replace("\\", "/").split("/")):
+            return await super().get_response("404-not-found-for-dot-paths", scope)
+        return await super().get_response(path, scope)
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
@@ -159,7 +168,7 @@ def create_app(config: Config, *, embedder_factory: Any = None, time_limit_s: fl
         Route("/api/search", api_search),
         Route("/api/health", api_health),
         Route("/search", search_page),
-        Mount("/", app=StaticFiles(directory=config.site.output, html=True, check_dir=False), name="site"),
+        Mount("/", app=SiteFiles(directory=config.site.output, html=True, check_dir=False), name="site"),
     ]
     middleware = [Middleware(BaseHTTPMiddleware, dispatch=_guard(config.api_key))]
     return Starlette(routes=routes, middleware=middleware)

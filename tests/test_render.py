@@ -381,9 +381,10 @@ def test_site_is_stale_is_cheap_and_notices_a_missing_site_or_new_settings(tmp_p
     assert json.loads(out.stdout) == [True, False, False, False, False]
 
 
-def test_reserved_source_ids_get_no_pages(tmp_path, notes):
-    config = make_config(tmp_path, {"tags": notes})
-    run = build_and_render(config)
-    assert run.warnings[-1].startswith("tags: this source id is a reserved site path")
-    assert not (config.site.output / "tags/recepty/teh-tarik.html").exists()
-    check_site(config.site.output)
+@pytest.mark.parametrize("source_id", ["tags", "static", "api", "search"])
+def test_reserved_source_ids_are_refused_by_the_config(tmp_path, notes, source_id):
+    from builder.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=rf"sources\.{source_id}: source id '{source_id}' is reserved for the "
+                                          r"site's own pages \(api, search, static, tags\); choose another"):
+        make_config(tmp_path, {source_id: notes})

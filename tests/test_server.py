@@ -168,6 +168,13 @@ def test_no_path_traversal_out_of_the_site(client, path):
     assert "index: data/index.sqlite" not in response.text and "root:" not in response.text
 
 
+@pytest.mark.parametrize("path", ["/.render-manifest.json", "/.render-stamp", "/notes/.hidden.html"])
+def test_dot_files_of_the_site_are_not_served(client, portal, path):
+    assert (portal.site.output / ".render-manifest.json").exists()
+    response = client.get(path)
+    assert response.status_code == 404 and "Not found" in response.text
+
+
 def test_unknown_page_gets_the_portal_404(client):
     response = client.get("/notes/does-not-exist.html")
     assert response.status_code == 404 and "Not found" in response.text

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,7 +23,7 @@ RRF_K = 60
 MODES = ("hybrid", "bm25", "vector")
 MAX_TERMS = 24
 MAX_QUERY_CHARS = 2000
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)  # FTS5's unicode61 splits at "_" as well
 # Function words of Czech, Slovak and English (folded). They still must match in the all-words
 # phase; in the some-words phase they would only pull in most of the index and slow BM25 down.
 STOPWORDS = frozenset("""
@@ -65,10 +66,8 @@ class SearchResult:
 def query_terms(text: str) -> list[str]:
     """The words of the user's text, in order, without duplicates (at most MAX_TERMS)."""
     seen: dict[str, None] = {}
-    for word in _WORD.findall(text[:MAX_QUERY_CHARS]):
-        word = word.replace("_", " ").strip()
-        for part in word.split():
-            seen.setdefault(part.lower(), None)
+    for word in _WORD.findall(unicodedata.normalize("NFC", text[:MAX_QUERY_CHARS])):
+        seen.setdefault(word.lower(), None)
     return list(seen)[:MAX_TERMS]
 
 
@@ -89,8 +88,26 @@ def _bm25_ids(conn: Any, terms: list[str], k: int, source: str | None, tag: str 
     return ids[:k]
 
 
+_MARKUP = [
+    (re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)"), r"\1"),  # [text](url), ![alt](src) → text, alt
+    (re.compile(r"\[\[(?:[^\]|\n]*\|)?([^\]\n]*)\]\]"), r"\1"),  # [[note|label]] → label
+    (re.compile(r"^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)", re.M), ""),
+    (re.compile(r"^\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*$", re.M), ""),  # table rule rows
+    (re.compile(r"^\s*(?:```|~~~).*$", re.M), ""),  # fence lines
+    (re.compile(r"\*\*|`|\|"), " "),
+]
+
+
+def plain_text(markdown: str) -> str:
+    """Chunk text without the markdown punctuation that makes snippets hard to read."""
+    for pattern, replacement in _MARKUP:
+        markdown = pattern.sub(replacement, markdown)
+    return markdown
+
+
 def snippet(text: str, terms: list[str], width: int = 36) -> str:
     """A window of ``width`` words around the densest matches, HTML-escaped, matches in <mark>."""
+    text = plain_text(text)
     folded_terms = [fold(t) for t in terms]
     words = list(_WORD.finditer(text))
 

@@ -124,3 +124,10 @@ def test_snippet_escapes_html_and_marks_folded_prefixes():
     text = "Záloha <b>databáze</b> & zálohování každý den."
     assert snippet(text, ["zaloh"]) == ("<mark>Záloha</mark> &lt;b&gt;databáze&lt;/b&gt; &amp; "
                                         "<mark>zálohování</mark> každý den.")
+
+
+def test_snippets_drop_markdown_punctuation_but_keep_identifiers():
+    text = ("## Zapojení\n\n| Pin | Signál |\n|---|---|\n| P0 | **TX** |\n\n"
+            "- [ ] koupit [MAX485](https://x.cz) a [[sauter-bus|Sauter]]\n\nMetoda `__init__`")
+    assert snippet(text, ["max485", "init"]) == ("Zapojení Pin Signál P0 TX koupit <mark>MAX485</mark> a Sauter "
+                                                 "Metoda __<mark>init</mark>__")

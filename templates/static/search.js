@@ -1,26 +1,221 @@
-/* notes-portal search box. For now it only explains, when the site is opened from a file,
-   that search needs the server; the search server (a later issue) answers GET /search?q=
-   and GET /api/search (the form's data-api attribute). No inline scripts: CSP-friendly. */
+// notes-portal search: search-as-you-type over /api/search, keyboard navigation,
+// and highlighting of the query's words in the section a result lands on.
+// No framework, no inline script (the server's CSP forbids it), works without it too:
+// the form submits to the server-rendered /search page.
 (function () {
   "use strict";
-  if (window.location.protocol !== "file:") {
-    return;
+
+  var DEBOUNCE_MS = 150;
+
+  function fold(text) {
+    return text.normalize("NFD").replace(/[\u0300-\u036f]/g, "").toLowerCase();
   }
-  function showNote() {
-    document.querySelectorAll(".search-offline").forEach(function (el) {
-      el.hidden = false;
+
+  function words(query) {
+    var out = [];
+    (query.match(/[\p{L}\p{N}]+/gu) || []).forEach(function (w) {
+      w = fold(w);
+      if (out.indexOf(w) < 0) out.push(w);
     });
+    return out;
   }
-  document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll("form.search").forEach(function (form) {
-      form.classList.add("offline");
-      form.addEventListener("submit", function (event) {
-        event.preventDefault();
-        showNote();
+
+  function matches(word, terms) {
+    var w = fold(word);
+    return terms.some(function (t) { return t.length >= 3 ? w.indexOf(t) === 0 : w === t; });
+  }
+
+  function el(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text != null) node.textContent = text;
+    return node;
+  }
+
+  // The snippet comes from the server HTML-escaped with <mark> around matches; rebuild it
+  // as DOM nodes instead of trusting innerHTML.
+  function snippetNodes(snippet) {
+    var container = el("p", "hit-snippet");
+    var parts = snippet.split(/(<mark>|<\/mark>)/);
+    var marked = false;
+    var decoder = document.createElement("textarea");
+    parts.forEach(function (part) {
+      if (part === "<mark>") { marked = true; return; }
+      if (part === "</mark>") { marked = false; return; }
+      decoder.innerHTML = part;
+      var text = document.createTextNode(decoder.value);
+      if (marked) { var m = el("mark"); m.appendChild(text); container.appendChild(m); }
+      else container.appendChild(text);
+    });
+    return container;
+  }
+
+  function hitHref(root, hit, query) {
+    var parts = hit.url.split("#");
+    return root + parts[0] + "?hl=" + encodeURIComponent(query) + (parts[1] ? "#" + parts[1] : "");
+  }
+
+  function setupBox(form) {
+    var input = form.querySelector("input[name=q]");
+    var api = form.getAttribute("data-api");
+    var root = api.replace(/api\/search$/, "");
+    var panel = el("div", "search-results");
+    panel.setAttribute("role", "listbox");
+    panel.hidden = true;
+    form.appendChild(panel);
+    var timer = null, controller = null, selected = -1, lastQuery = "";
+
+    function items() { return panel.querySelectorAll("a.search-result"); }
+
+    function select(index) {
+      var list = items();
+      if (!list.length) { selected = -1; return; }
+      selected = (index + list.length) % list.length;
+      list.forEach(function (a, i) { a.setAttribute("aria-selected", i === selected ? "true" : "false"); });
+      list[selected].scrollIntoView({ block: "nearest" });
+    }
+
+    function close() { panel.hidden = true; selected = -1; }
+
+    function show(data, query) {
+      panel.textContent = "";
+      (data.notes || []).forEach(function (note) { panel.appendChild(el("p", "search-note", note)); });
+      if (!data.hits.length) panel.appendChild(el("p", "muted", "No matches."));
+      data.hits.forEach(function (hit) {
+        var a = el("a", "search-result");
+        a.href = hitHref(root, hit, query);
+        a.setAttribute("role", "option");
+        var head = el("span", "hit-head");
+        head.appendChild(el("span", "hit-title", hit.title));
+        if (hit.ranks.bm25) head.appendChild(el("span", "badge badge-words", "words #" + hit.ranks.bm25));
+        if (hit.ranks.vector) head.appendChild(el("span", "badge badge-meaning", "meaning #" + hit.ranks.vector));
+        a.appendChild(head);
+        a.appendChild(el("span", "hit-breadcrumb", hit.breadcrumb));
+        a.appendChild(snippetNodes(hit.snippet));
+        panel.appendChild(a);
+      });
+      var all = el("a", "search-all", "All results for “" + query + "”");
+      all.href = root + "search?q=" + encodeURIComponent(query);
+      panel.appendChild(all);
+      panel.hidden = false;
+      selected = -1;
+    }
+
+    function run() {
+      var query = input.value.trim();
+      if (query === lastQuery && !panel.hidden) return;
+      lastQuery = query;
+      if (controller) controller.abort();
+      if (!query) { close(); return; }
+      controller = new AbortController();
+      fetch(api + "?limit=8&q=" + encodeURIComponent(query), { signal: controller.signal })
+        .then(function (r) {
+          return r.json().then(function (body) {
+            if (!r.ok) throw new Error(body.error || ("HTTP " + r.status));
+            return body;
+          });
+        })
+        .then(function (data) { if (input.value.trim() === query) show(data, query); })
+        .catch(function (err) {
+          if (err.name === "AbortError") return;
+          panel.textContent = "";
+          panel.appendChild(el("p", "search-note", "Search failed: " + err.message));
+          panel.hidden = false;
+        });
+    }
+
+    input.addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(run, DEBOUNCE_MS);
+    });
+    input.addEventListener("keydown", function (event) {
+      if (event.key === "ArrowDown") { event.preventDefault(); if (panel.hidden) run(); else select(selected + 1); }
+      else if (event.key === "ArrowUp") { event.preventDefault(); select(selected - 1); }
+      else if (event.key === "Escape") { close(); }
+      else if (event.key === "Enter") {
+        var list = items();
+        var target = selected >= 0 ? list[selected] : (!panel.hidden && list.length ? list[0] : null);
+        if (target) { event.preventDefault(); window.location.href = target.href; }
+      }
+    });
+    document.addEventListener("click", function (event) { if (!form.contains(event.target)) close(); });
+  }
+
+  // On a note page reached from a result: mark the query's words in the target section and scroll there.
+  function highlightLanding() {
+    var query = new URLSearchParams(window.location.search).get("hl");
+    if (!query) return;
+    var terms = words(query);
+    if (!terms.length) return;
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var start = id ? document.getElementById(id) : document.querySelector("main h1");
+    var article = document.querySelector("main .note-body") || document.querySelector("main");
+    if (!article) return;
+    var nodes = sectionNodes(start, article);
+    var first = null;
+    nodes.forEach(function (node) {
+      var walker = document.createTreeWalker(node, NodeFilter.SHOW_TEXT, null);
+      var texts = [];
+      for (var t = walker.nextNode(); t; t = walker.nextNode()) texts.push(t);
+      if (node.nodeType === Node.TEXT_NODE) texts.push(node);
+      texts.forEach(function (text) {
+        var mark = markWords(text, terms);
+        if (mark && !first) first = mark;
       });
     });
-    if (document.body.classList.contains("kind-search")) {
-      showNote();
+    (start || first || article).scrollIntoView({ block: "start" });
+    if (start) start.classList.add("search-target");
+  }
+
+  // The heading with the anchor and everything up to the next heading of the same or higher level.
+  function sectionNodes(start, article) {
+    if (!start) return [article];
+    var level = /^H([1-6])$/.exec(start.tagName);
+    var nodes = [start];
+    for (var n = start.nextSibling; n; n = n.nextSibling) {
+      var m = n.nodeType === Node.ELEMENT_NODE && /^H([1-6])$/.exec(n.tagName);
+      if (m && level && Number(m[1]) <= Number(level[1])) break;
+      nodes.push(n);
     }
+    return nodes;
+  }
+
+  function markWords(textNode, terms) {
+    var text = textNode.nodeValue, re = /[\p{L}\p{N}]+/gu, m, last = 0, found = null;
+    var frag = document.createDocumentFragment();
+    while ((m = re.exec(text))) {
+      if (!matches(m[0], terms)) continue;
+      frag.appendChild(document.createTextNode(text.slice(last, m.index)));
+      var mark = el("mark", "search-hl", m[0]);
+      frag.appendChild(mark);
+      found = found || mark;
+      last = m.index + m[0].length;
+    }
+    if (!found) return null;
+    frag.appendChild(document.createTextNode(text.slice(last)));
+    textNode.parentNode.replaceChild(frag, textNode);
+    return found;
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var offline = window.location.protocol === "file:";
+    document.querySelectorAll("form.search").forEach(function (form) {
+      if (offline) {  // opened from a file: there is no server to ask
+        form.addEventListener("submit", function (event) {
+          event.preventDefault();
+          document.querySelectorAll(".search-offline").forEach(function (p) { p.hidden = false; });
+        });
+        return;
+      }
+      setupBox(form);
+    });
+    document.addEventListener("keydown", function (event) {
+      var tag = (event.target.tagName || "").toLowerCase();
+      if (event.key === "/" && tag !== "input" && tag !== "textarea" && !event.target.isContentEditable) {
+        var box = document.querySelector("form.search input[name=q]");
+        if (box) { event.preventDefault(); box.focus(); box.select(); }
+      }
+    });
+    highlightLanding();
   });
 })();

@@ -121,14 +121,10 @@ def create_app(config: Config, *, embedder_factory: Any = None, time_limit_s: fl
     page = SearchPage(config)
 
     def run_search(params: dict[str, Any]) -> SearchResult:
-        from builder.urls import hit_url
-
         emb, err = embedder.get() if params["mode"] != "bm25" else (None, None)
         with reader.connection() as conn:
-            result = search(conn, config, params["query"], limit=params["limit"], source=params["source"],
-                            tag=params["tag"], mode=params["mode"], embedder=emb, embedder_error=err)
-        hits = tuple(_with_url(hit, hit_url(hit.source, hit.path, hit.anchor)) for hit in result.hits)
-        return SearchResult(result.query, result.mode, hits, result.notes)
+            return search(conn, config, params["query"], limit=params["limit"], source=params["source"],
+                          tag=params["tag"], mode=params["mode"], embedder=emb, embedder_error=err)
 
     def api_search(request: Request) -> Response:
         started = time.perf_counter()
@@ -172,12 +168,6 @@ def create_app(config: Config, *, embedder_factory: Any = None, time_limit_s: fl
     ]
     middleware = [Middleware(BaseHTTPMiddleware, dispatch=_guard(config.api_key))]
     return Starlette(routes=routes, middleware=middleware)
-
-
-def _with_url(hit: Any, url: str) -> Any:
-    from dataclasses import replace
-
-    return replace(hit, url=url)
 
 
 def _guard(api_key: str | None) -> Any:

@@ -18,6 +18,7 @@ from builder.config import Config
 from builder.embedding import Embedder, EmbeddingError
 from builder.errors import ReindexNeeded, UserError
 from builder.slug import fold
+from builder.urls import hit_url
 
 RRF_K = 60
 MODES = ("hybrid", "bm25", "vector")
@@ -48,7 +49,7 @@ class Hit:
     snippet: str  # HTML-escaped text with <mark> around matched words
     score: float
     ranks: dict[str, int | None]
-    url: str | None = None
+    url: str  # the note page, site-relative, with the section anchor
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,8 @@ def _fuse(conn: Any, terms: list[str], bm25: list[int], vector: list[int], limit
         hits.append(Hit(source=row["source_id"], path=row["path"], title=row["title"],
                         breadcrumb=row["breadcrumb"], anchor=row["anchor"], line_start=row["line_start"],
                         snippet=snippet(row["text"], terms), score=round(scores[chunk_id], 6),
-                        ranks={"bm25": bm25_rank.get(chunk_id), "vector": vec_rank.get(chunk_id)}))
+                        ranks={"bm25": bm25_rank.get(chunk_id), "vector": vec_rank.get(chunk_id)},
+                        url=hit_url(row["source_id"], row["path"], row["anchor"])))
     return hits
 
 

@@ -29,6 +29,7 @@ def test_search_json_has_the_api_shape(built, capsys):
         "source": "notes", "path": "cestovani/snezka.md", "title": "Balicí seznam – Sněžka",
         "anchor": "", "line_start": 5}
     assert hit["ranks"] == {"bm25": 1, "vector": None}
+    assert hit["url"] == "notes/cestovani/snezka.html"  # the note page (top of the note: no anchor)
     assert "<mark>powerbanka</mark>" in hit["snippet"]
 
 

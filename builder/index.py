@@ -280,6 +280,44 @@ def file_states(conn: Any, source_id: str) -> dict[str, FileState]:
 def _delete_vectors(conn: Any, where: str, params: dict[str, Any]) -> None:
     if has_vec_table(conn):
         conn.execute(f"DELETE FROM vec_chunks WHERE rowid IN (SELECT id FROM chunks WHERE {where})", params)
+        _bump_vectors_version(conn)
+
+
+def _bump_vectors_version(conn: Any) -> None:
+    """Readers that keep vectors in memory reload when this counter moves (see server.vectors)."""
+    conn.execute(dedent("""
+        INSERT INTO meta (key, value) VALUES ('vectors_version', '1')
+        ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1
+    """))
+
+
+def vectors_version(conn: Any) -> str:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'vectors_version'").fetchone()
+    return row[0] if row else "0"
+
+
+def all_vectors(conn: Any) -> list[Any]:
+    """Every (chunk id, vector) of the index, for an in-memory scan."""
+    if not has_vec_table(conn):
+        return []
+    return conn.execute("SELECT rowid, embedding FROM vec_chunks").fetchall()
+
+
+def count_vectors(conn: Any) -> int:
+    return conn.execute("SELECT count(*) FROM chunks WHERE embedded_at IS NOT NULL").fetchone()[0]
+
+
+def filter_chunk_ids(conn: Any, ids: Sequence[int], source_id: str | None, tag: str | None) -> list[int]:
+    """``ids`` (in their order) that still exist and belong to the source / carry the tag."""
+    rows = conn.execute(dedent("""
+        SELECT c.id FROM json_each(:ids) AS j
+        JOIN chunks AS c ON c.id = j.value
+        JOIN files AS f ON f.source_id = c.source_id AND f.path = c.path
+        WHERE (:source_id IS NULL OR c.source_id = :source_id)
+          AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(f.tags) WHERE casefold(value) = casefold(:tag)))
+        ORDER BY j.key
+    """), {"ids": json.dumps([int(i) for i in ids]), "source_id": source_id, "tag": tag}).fetchall()
+    return [row[0] for row in rows]
 
 
 def replace_file(conn: Any, source_id: str, record: FileRecord, chunks: Sequence[dict[str, Any]],
@@ -359,6 +397,7 @@ def store_vectors(conn: Any, vectors: Iterable[tuple[int, bytes]], now: str) -> 
         conn.executemany("DELETE FROM vec_chunks WHERE rowid = :id", rows)
         conn.executemany("INSERT INTO vec_chunks (rowid, embedding) VALUES (:id, :embedding)", rows)
         conn.executemany("UPDATE chunks SET embedded_at = :now WHERE id = :id", rows)
+        _bump_vectors_version(conn)
 
 
 def counts(conn: Any) -> dict[str, int]:

@@ -25,6 +25,7 @@ from builder.embedding import make_embedder
 from builder.errors import IndexMissing, ReindexNeeded, UserError
 from server.reader import IndexReader, QueryTimeout
 from server.search import MODES, SearchResult, provenance, search
+from server.vectors import MIN_VECTORS, VectorMemory
 
 MAX_Q = 500
 SECURITY_HEADERS = {
@@ -112,10 +113,15 @@ def _params(request: Request, config: Config) -> dict[str, Any]:
             "tag": request.query_params.get("tag") or None}
 
 
-def create_app(config: Config, *, embedder_factory: Any = None, time_limit_s: float = 2.0) -> Starlette:
-    """The portal's web app for ``config``; ``embedder_factory`` replaces the provider in tests."""
+def create_app(config: Config, *, embedder_factory: Any = None, time_limit_s: float = 2.0,
+               min_vectors: int = MIN_VECTORS) -> Starlette:
+    """The portal's web app for ``config``; ``embedder_factory`` replaces the provider in tests.
+
+    An index with at least ``min_vectors`` vectors is scanned from memory (see server.vectors).
+    """
     reader = IndexReader(config.index, time_limit_s=time_limit_s)
     embedder = QueryEmbedder(config, embedder_factory)
+    memory = VectorMemory(reader.open_fresh, min_vectors=min_vectors)
     from server.pages import SearchPage
 
     page = SearchPage(config)
@@ -123,8 +129,12 @@ def create_app(config: Config, *, embedder_factory: Any = None, time_limit_s: fl
     def run_search(params: dict[str, Any]) -> SearchResult:
         emb, err = embedder.get() if params["mode"] != "bm25" else (None, None)
         with reader.connection() as conn:
+            def nearest(vector: bytes, k: int) -> list[int] | None:
+                return memory.nearest(conn, reader.thread_identity(), vector, k)
+
             return search(conn, config, params["query"], limit=params["limit"], source=params["source"],
-                          tag=params["tag"], mode=params["mode"], embedder=emb, embedder_error=err)
+                          tag=params["tag"], mode=params["mode"], embedder=emb, embedder_error=err,
+                          nearest=nearest)
 
     def api_search(request: Request) -> Response:
         started = time.perf_counter()
@@ -167,7 +177,9 @@ def create_app(config: Config, *, embedder_factory: Any = None, time_limit_s: fl
         Mount("/", app=SiteFiles(directory=config.site.output, html=True, check_dir=False), name="site"),
     ]
     middleware = [Middleware(BaseHTTPMiddleware, dispatch=_guard(config.api_key))]
-    return Starlette(routes=routes, middleware=middleware)
+    app = Starlette(routes=routes, middleware=middleware)
+    app.state.vector_memory = memory
+    return app
 
 
 def _guard(api_key: str | None) -> Any:

@@ -51,6 +51,17 @@ class IndexReader:
             local.identity = identity
         return local.conn
 
+    def open_fresh(self) -> tuple[tuple[int, int] | None, Any]:
+        """A new read-only connection of the caller's own (for a background loader) and its identity."""
+        identity = self._identity()
+        if identity is None:
+            raise IndexMissing(f"no index at {self.index_path}: run `notes-portal build` first")
+        return identity, db.connect(Path(os.path.realpath(self.index_path)), readonly=True)
+
+    def thread_identity(self) -> tuple[int, int] | None:
+        """The (device, inode) of the index file this thread's connection reads."""
+        return getattr(self._local, "identity", None)
+
     @contextmanager
     def connection(self) -> Iterator[Any]:
         """This thread's connection, interrupted when a statement runs past the time limit."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -140,8 +141,12 @@ def snippet(text: str, terms: list[str], width: int = 36) -> str:
 
 def search(conn: Any, config: Config, query: str, *, limit: int = 10, source: str | None = None,
            tag: str | None = None, mode: str = "hybrid", embedder: Embedder | None = None,
-           embedder_error: str | None = None) -> SearchResult:
-    """Answer one query. Raises :class:`ReindexNeeded` when the index speaks another embedding space."""
+           embedder_error: str | None = None, nearest: Callable[[bytes, int], list[int] | None] | None = None,
+           ) -> SearchResult:
+    """Answer one query. Raises :class:`ReindexNeeded` when the index speaks another embedding space.
+
+    ``nearest`` (the server's in-memory vectors) may answer the KNN scan instead of sqlite-vec.
+    """
     from builder.sync import meta_mismatch
 
     if mode not in MODES:
@@ -159,7 +164,7 @@ def search(conn: Any, config: Config, query: str, *, limit: int = 10, source: st
     bm25 = _bm25_ids(conn, terms, k, source, tag) if mode in ("hybrid", "bm25") else []
     vector: list[int] = []
     if mode in ("hybrid", "vector"):
-        vector, note = _vector_ids(conn, config, query, k, source, tag, embedder, embedder_error)
+        vector, note = _vector_ids(conn, config, query, k, source, tag, embedder, embedder_error, nearest)
         if note:
             notes.append(note)
     pending = db.count_pending(conn) if config.embedding.enabled else 0
@@ -172,7 +177,8 @@ def search(conn: Any, config: Config, query: str, *, limit: int = 10, source: st
 
 
 def _vector_ids(conn: Any, config: Config, query: str, k: int, source: str | None, tag: str | None,
-                embedder: Embedder | None, embedder_error: str | None) -> tuple[list[int], str | None]:
+                embedder: Embedder | None, embedder_error: str | None,
+                nearest: Callable[[bytes, int], list[int] | None] | None) -> tuple[list[int], str | None]:
     if not config.embedding.enabled:
         return [], "embeddings disabled (provider: none): FTS-only results"
     if embedder is None:
@@ -181,7 +187,11 @@ def _vector_ids(conn: Any, config: Config, query: str, k: int, source: str | Non
         vector = embedder.embed_query(query[:MAX_QUERY_CHARS])
     except EmbeddingError as exc:
         return [], f"embeddings unavailable ({exc}): FTS-only results"
-    return db.knn_search(conn, vector, k, source, tag), None
+    filtered = source is not None or tag is not None
+    ids = nearest(vector, min(4096, k * 20) if filtered else k) if nearest else None
+    if ids is None:
+        return db.knn_search(conn, vector, k, source, tag), None
+    return db.filter_chunk_ids(conn, ids, source, tag)[:k], None
 
 
 def _fuse(conn: Any, terms: list[str], bm25: list[int], vector: list[int], limit: int) -> list[Hit]:

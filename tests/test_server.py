@@ -213,3 +213,51 @@ def test_hostile_queries_never_500(client, q, mode, raw):
     assert response.status_code in (200, 400), response.text
     page = client.get("/search", params={"q": q[:600]})
     assert page.status_code in (200, 400)
+
+
+def _wait_loaded(app, version_after=None, timeout=10.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        key = app.state.vector_memory.loaded()
+        if key is not None and (version_after is None or key[1] != version_after):
+            return key
+        time.sleep(0.02)
+    raise AssertionError("the vectors were not loaded into memory")
+
+
+def test_in_memory_vectors_rank_exactly_like_sqlite_vec_and_follow_builds(portal, notes_dir, quiet_log):
+    memory_app = create_app(portal, embedder_factory=HashEmbedder, min_vectors=1)
+    vec0_app = create_app(portal, embedder_factory=HashEmbedder, min_vectors=10**9)
+    memory, vec0 = TestClient(memory_app), TestClient(vec0_app)
+    queries = ["čaj s mlékem", "RS485 sběrnice", "powerbanka sluchátka", "zapojení převodníku"]
+
+    def ranked(client, q, **extra):
+        hits = client.get("/api/search", params={"q": q, "mode": "vector", **extra}).json()["hits"]
+        return [(h["path"], h["anchor"]) for h in hits]
+
+    ranked(memory, queries[0])  # the first query starts the load and is answered by vec0
+    first_key = _wait_loaded(memory_app)
+    for q in queries:
+        assert ranked(memory, q) == ranked(vec0, q) != []
+        assert ranked(memory, q, tag="čaj") == ranked(vec0, q, tag="čaj")
+    assert vec0_app.state.vector_memory.loaded() is None  # a small index stays with vec0
+
+    (notes_dir / "zahrada.md").write_text("# Zahrada\n\nRajčata, okurky a cukety.\n", encoding="utf-8")
+    build(portal, embedder_factory=HashEmbedder, log=quiet_log(portal))
+    ranked(memory, "rajčata okurky")  # notices the new vectors_version and reloads in the background
+    second_key = _wait_loaded(memory_app, version_after=first_key[1])
+    assert second_key[0] == first_key[0]
+    assert ranked(memory, "rajčata okurky")[0] == ("zahrada.md", "zahrada")
+    assert ranked(memory, "rajčata okurky") == ranked(vec0, "rajčata okurky")
+
+    build(portal, full=True, embedder_factory=HashEmbedder, log=quiet_log(portal))  # a new generation
+    assert ranked(memory, "rajčata okurky")[0] == ("zahrada.md", "zahrada")  # vec0 answers meanwhile
+    import time
+
+    deadline = time.monotonic() + 10
+    while memory_app.state.vector_memory.loaded()[0] == first_key[0] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert memory_app.state.vector_memory.loaded()[0] != first_key[0]  # the new file's vectors
+    assert ranked(memory, "rajčata okurky") == ranked(vec0, "rajčata okurky")

@@ -311,3 +311,24 @@ def test_unwritable_site_keeps_the_index_fresh_and_says_so(config_for, notes_dir
     assert run(config, quiet_log) == 3
     assert db.counts(open_index(config))["files"] == 3
     assert "WARN site: cannot write" in config.log_path.read_text(encoding="utf-8")
+
+
+def test_build_source_only_touches_that_source(tmp_path, notes_dir, quiet_log):
+    from builder.config import load_config
+    from tests.conftest import write_config
+
+    other = tmp_path / "other"
+    write_note(other, "a.md", "# A\n\nalfa\n")
+    config = load_config(write_config(
+        tmp_path, f"index: data/index.sqlite\n{EMBED}sources:\n  notes:\n    folder: notes\n"
+                  "  other:\n    folder: other\n"))
+    assert run(config, quiet_log) == 0
+    write_note(other, "b.md", "# B\n\nbeta\n")
+    write_note(notes_dir, "new.md", "# New\n\ngama\n")
+    assert run(config, quiet_log, source_id="other") == 0
+    conn = open_index(config)
+    paths = {(r[0], r[1]) for r in conn.execute("SELECT source_id, path FROM files")}
+    assert ("other", "b.md") in paths and ("notes", "new.md") not in paths
+    assert run(config, quiet_log) == 0
+    conn = open_index(config)
+    assert ("notes", "new.md") in {(r[0], r[1]) for r in conn.execute("SELECT source_id, path FROM files")}

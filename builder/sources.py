@@ -95,7 +95,7 @@ class FileStat:
 _NEVER_NOTES = {"node_modules", "__pycache__"}
 
 
-def _is_hidden(name: str) -> bool:
+def is_hidden(name: str) -> bool:
     """Dot-entries (.git, .obsidian, the portal's own .portal) and dependency caches are never notes."""
     return name.startswith(".") or name in _NEVER_NOTES
 
@@ -114,7 +114,7 @@ def walk(root: Path, scope: Scope) -> dict[str, FileStat]:
         except OSError:
             continue
         for entry in entries:
-            if _is_hidden(entry.name):
+            if is_hidden(entry.name):
                 continue
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
@@ -148,7 +148,7 @@ def uncovered_dirs(root: Path, scope: Scope) -> list[str]:
     except OSError:
         return []
     for entry in entries:
-        if _is_hidden(entry.name) or not entry.is_dir(follow_symlinks=False):
+        if is_hidden(entry.name) or not entry.is_dir(follow_symlinks=False):
             continue
         if not scope.covers(entry.name) and _has_uncovered_note(Path(entry.path), entry.name, scope):
             out.append(entry.name)
@@ -157,7 +157,7 @@ def uncovered_dirs(root: Path, scope: Scope) -> list[str]:
 
 def _has_uncovered_note(directory: Path, rel_dir: str, scope: Scope) -> bool:
     for dirpath, dirnames, filenames in os.walk(directory):
-        dirnames[:] = [d for d in dirnames if not _is_hidden(d)]
+        dirnames[:] = [d for d in dirnames if not is_hidden(d)]
         rel_base = rel_dir + dirpath[len(str(directory)):].replace(os.sep, "/")
         for name in filenames:
             rel = f"{rel_base}/{name}"

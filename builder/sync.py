@@ -21,7 +21,7 @@ from builder.config import Config, SourceConfig
 from builder.errors import ReindexNeeded
 from builder.lock import BuildLock
 from builder.render import site_is_stale
-from builder.sources import FileStat, Scope, _is_hidden, uncovered_dirs, walk
+from builder.sources import FileStat, Scope, is_hidden, uncovered_dirs, walk
 from builder.synclog import SyncLog
 
 EXIT_OK, EXIT_REINDEX, EXIT_PARTIAL = 0, 1, 3
@@ -277,7 +277,7 @@ def _git_changes(conn: Any, config: Config, source: SourceConfig, row: db.Source
                      "full re-scan")
         candidates, gone = git.list_files(root, rev, timeout), set(states)
     wanted = sorted(p for p in candidates
-                    if scope.wants(p) and not any(_is_hidden(part) for part in p.split("/")))
+                    if scope.wants(p) and not any(is_hidden(part) for part in p.split("/")))
     gone = {p for p in gone if p in states} - set(wanted)
     changed, authors = [], {}
     if wanted:

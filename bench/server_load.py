@@ -102,6 +102,9 @@ def examples_index(work: Path) -> Path:
     return config
 
 
+LAST_ERRORS: list[str] = []
+
+
 def client_run(port: int, mode: str, count: int, latencies: list[float], errors: list[str], seed: int) -> None:
     rng = random.Random(seed)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -111,9 +114,11 @@ def client_run(port: int, mode: str, count: int, latencies: list[float], errors:
         try:
             conn.request("GET", f"/api/search?{query}")
             response = conn.getresponse()
-            body = response.read()
-            if response.status != 200 or "hits" not in json.loads(body):
+            body = json.loads(response.read())
+            if response.status != 200 or "hits" not in body:
                 errors.append(f"HTTP {response.status}")
+            elif mode != "bm25" and body["notes"]:
+                errors.append(f"degraded: {body['notes'][0]}")
         except (OSError, http.client.HTTPException) as exc:
             errors.append(type(exc).__name__)
             conn.close()
@@ -134,6 +139,7 @@ def load(port: int, mode: str, clients: int, requests: int) -> dict[str, float]:
     for t in threads:
         t.join()
     wall = time.perf_counter() - start
+    LAST_ERRORS.extend(errors)
     latencies.sort()
     return {"requests": len(latencies), "p50_ms": statistics.median(latencies) * 1000,
             "p95_ms": latencies[int(len(latencies) * 0.95) - 1] * 1000, "rps": len(latencies) / wall,
@@ -178,6 +184,8 @@ def main() -> None:
                 print(f"{mode:7} {clients:>7} {r['requests']:>8} {r['p50_ms']:>8.1f} {r['p95_ms']:>8.1f} "
                       f"{r['rps']:>8.1f} {r['errors']:>6}")
         print(f"server RSS after the run: {rss_mb(server.pid):.0f} MB")
+        if LAST_ERRORS:
+            print("first errors:", "; ".join(sorted(set(LAST_ERRORS))[:3]))
     finally:
         if server is not None:
             server.terminate()

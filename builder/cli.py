@@ -50,7 +50,7 @@ def _query_embedder(config: Config) -> tuple[Any, str | None]:
     if not config.embedding.enabled:
         return None, None
     try:
-        return make_embedder(config.embedding), None
+        return make_embedder(config.embedding, for_queries=True), None
     except Exception as exc:  # a broken local install degrades to FTS-only, loudly
         return None, f"{type(exc).__name__}: {exc}"
 

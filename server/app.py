@@ -44,7 +44,7 @@ class QueryEmbedder:
 
     def __init__(self, config: Config, factory: Any = None) -> None:
         self.config = config
-        self.factory = factory or make_embedder
+        self.factory = factory or (lambda embedding: make_embedder(embedding, for_queries=True))
         self._lock = threading.Lock()
         self._embedder: Any = None
         self._error: str | None = None

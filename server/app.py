@@ -7,6 +7,7 @@ with a time limit. Anything a user can type gets a 200 or a 4xx, never a 500.
 from __future__ import annotations
 
 import hmac
+import re
 import threading
 import time
 from typing import Any
@@ -101,7 +102,7 @@ def _params(request: Request, config: Config) -> dict[str, Any]:
     if len(q) > MAX_Q:
         raise UserError(f"parameter q is longer than {MAX_Q} characters")
     raw_limit = request.query_params.get("limit", "10")
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 100:
+    if not re.fullmatch(r"[0-9]{1,3}", raw_limit) or not 1 <= int(raw_limit) <= 100:
         raise UserError(f"parameter limit must be a whole number from 1 to 100, got {raw_limit[:20]!r}")
     mode = request.query_params.get("mode", "hybrid")
     if mode not in MODES:
@@ -161,7 +162,9 @@ def create_app(config: Config, *, embedder_factory: Any = None, time_limit_s: fl
             return HTMLResponse(page.render(query="", notes=[], hits=None))
         try:
             result = run_search(_params(request, config))
-        except (ReindexNeeded, IndexMissing, QueryTimeout) as exc:
+        except ReindexNeeded as exc:
+            return HTMLResponse(page.render(query=query, notes=[str(exc)], hits=[]), status_code=409)
+        except (IndexMissing, QueryTimeout) as exc:
             return HTMLResponse(page.render(query=query, notes=[str(exc)], hits=[]), status_code=503)
         except UserError as exc:
             return HTMLResponse(page.render(query=query[:MAX_Q], notes=[str(exc)], hits=[]), status_code=400)
@@ -169,7 +172,6 @@ def create_app(config: Config, *, embedder_factory: Any = None, time_limit_s: fl
                  "provenance": provenance(h)} for h in result.hits]
         return HTMLResponse(page.render(query=query, notes=list(result.notes), hits=hits))
 
-    config.site.output.mkdir(parents=True, exist_ok=True)
     routes = [
         Route("/api/search", api_search),
         Route("/api/health", api_health),

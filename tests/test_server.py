@@ -66,6 +66,9 @@ def test_search_result_shape_and_url_lands_on_the_section(client):
     ({"q": "čaj", "limit": "101"}, "parameter limit must be a whole number from 1 to 100, got '101'"),
     ({"q": "čaj", "limit": "ten"}, "parameter limit must be a whole number from 1 to 100, got 'ten'"),
     ({"q": "čaj", "limit": "-1"}, "parameter limit must be a whole number from 1 to 100, got '-1'"),
+    ({"q": "čaj", "limit": "²"}, "parameter limit must be a whole number from 1 to 100, got '²'"),
+    ({"q": "čaj", "limit": "١٢"}, "parameter limit must be a whole number from 1 to 100, got '١٢'"),
+    ({"q": "čaj", "limit": "5.0"}, "parameter limit must be a whole number from 1 to 100, got '5.0'"),
     ({"q": "čaj", "mode": "fuzzy"}, "parameter mode must be one of hybrid, bm25, vector, got 'fuzzy'"),
     ({"q": "čaj", "source": "secret"}, "unknown source 'secret'"),
 ])
@@ -197,6 +200,14 @@ def test_search_page_escapes_the_query(client):
     assert response.status_code == 200
     assert "<script>alert(1)</script>" not in response.text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in response.text
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(limit=st.text(max_size=8), mode=st.text(max_size=8), source=st.text(max_size=8), tag=st.text(max_size=20))
+def test_any_parameter_values_never_500(client, limit, mode, source, tag):
+    response = client.get("/api/search", params={"q": "čaj", "limit": limit, "mode": mode, "source": source,
+                                                 "tag": tag})
+    assert response.status_code in (200, 400), response.text
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -3,9 +3,12 @@
 Every figure is the median of --runs runs of ``render_site`` over an index built beforehand
 (embedding provider ``none``: rendering does not read vectors). Full renders run ``--full`` in a
 fresh process each (imports and pool start-up included, as in a real ``build --full``) and
-report notes/s = published notes / render_site time. The incremental figures change one note,
-re-index it (``builder.sync.build``, timed separately) and time ``render_site`` both in-process
-and as a whole fresh process (what the every-minute cron build pays).
+report notes/s = published notes / render_site time, twice: with the site's cache of highlighted
+code blocks as the previous render left it, and with that cache deleted before each run (a first
+render, or the first after a Pygments upgrade). The incremental figures change one note,
+re-index it (``builder.sync.build`` without its render, timed separately) and time
+``render_site`` both in-process and as a whole fresh process (what the every-minute cron build
+pays).
 
     python bench/render_bench.py --notes 10000 --runs 5
 """
@@ -13,6 +16,8 @@ and as a whole fresh process (what the every-minute cron build pays).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import random
@@ -79,7 +84,8 @@ def index(config: Path) -> float:
 
     cfg = load_config(config)
     start = time.perf_counter()
-    build(cfg, log=SyncLog(cfg.log_path, echo_info=False))
+    with contextlib.redirect_stderr(io.StringIO()):  # the corpora's broken links: one WARN line each
+        build(cfg, log=SyncLog(cfg.log_path, echo_info=False), render=False)
     return time.perf_counter() - start
 
 
@@ -109,16 +115,24 @@ def render_child(config: Path, full: bool) -> tuple[dict[str, float], float]:
 
 
 def full_renders(label: str, config: Path, runs: int) -> None:
-    results = [render_child(config, full=True)[0] for _ in range(runs)]
-    seconds = statistics.median(r["seconds"] for r in results)
-    notes = results[0]["notes"]
-    each = ", ".join(f"{r['seconds']:.2f}" for r in results)
-    print(f"{label}: full render of {notes} notes: median {seconds:.2f} s = {notes / seconds:.0f} notes/s "
-          f"(runs: {each})")
+    cache = config.parent / "site" / ".render-cache"
+    render_child(config, full=True)  # the site and its cache as a previous render leaves them
+    for kind in ("cache kept", "no cache"):
+        results = []
+        for _ in range(runs):
+            if kind == "no cache":
+                shutil.rmtree(cache, ignore_errors=True)
+            results.append(render_child(config, full=True)[0])
+        seconds = statistics.median(r["seconds"] for r in results)
+        notes = results[0]["notes"]
+        each = ", ".join(f"{r['seconds']:.2f}" for r in results)
+        print(f"{label}: full render of {notes} notes ({kind}): median {seconds:.2f} s = {notes / seconds:.0f} "
+              f"notes/s (runs: {each})")
 
 
 def incremental(config: Path, target: Path, runs: int, heading: bool) -> None:
-    render_once(config, full=False)  # settle
+    with contextlib.redirect_stderr(io.StringIO()):
+        render_once(config, full=False)  # settle (a first render: one WARN line per broken link)
     in_process, child_render, child_wall, reindex, written = [], [], [], [], []
     for run in range(runs):
         for mode in ("in-process", "child"):
@@ -145,6 +159,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=10000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--parts", default="kemt,synthetic,incremental",
+                        help="which figures: any of kemt, synthetic (full renders), incremental (default: all)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--full", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -152,26 +168,31 @@ def main() -> None:
     if args.child:
         print(json.dumps(render_once(Path(args.child), args.full)))
         return
+    parts = set(args.parts.split(","))
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, runs: {args.runs}")
     work = Path(tempfile.mkdtemp(prefix="np-render-bench-"))
     try:
-        if KEMT.is_dir():
+        if "kemt" in parts and KEMT.is_dir():
             kemt = work / "kemt"
             kemt.mkdir()
             config = write_config(kemt, {"kemt": KEMT})
             print(f"kemt-wiki: index built in {index(config):.1f} s")
             full_renders("kemt-wiki", config, args.runs)
-        else:
+        elif "kemt" in parts:
             print(f"kemt-wiki: skipped ({KEMT} is missing)")
+        if not parts & {"synthetic", "incremental"}:
+            return
         synth = work / "synthetic"
         make_corpus(synth / "notes", args.notes)
         config = write_config(synth, {"work": synth / "notes" / "work", "home": synth / "notes" / "home"})
         print(f"synthetic: {args.notes} notes, index built in {index(config):.1f} s")
-        full_renders("synthetic", config, args.runs)
-        source, rel = note_path(70)
-        target = synth / "notes" / source / rel
-        incremental(config, target, args.runs, heading=False)
-        incremental(config, target, args.runs, heading=True)
+        if "synthetic" in parts:
+            full_renders("synthetic", config, args.runs)
+        if "incremental" in parts:
+            source, rel = note_path(70)
+            target = synth / "notes" / source / rel
+            incremental(config, target, args.runs, heading=False)
+            incremental(config, target, args.runs, heading=True)
     finally:
         shutil.rmtree(work)
 

@@ -7,7 +7,8 @@
   lands on its section; nested headings get fresh ids that cannot collide with those.
 - Links, images and ``[[wikilinks]]`` go through a resolver; broken ones become
   ``<span class="broken-link">`` and are recorded for the log.
-- Code fences are highlighted by Pygments; raw HTML is sanitized by nh3 unless trusted.
+- Code fences are highlighted by Pygments (:mod:`builder.render_highlight`); raw HTML is
+  sanitized by nh3 unless trusted.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from mdit_py_plugins.tasklists import tasklists_plugin
 
 from builder import urls
 from builder.parse import inline_text
+from builder.render_highlight import highlight_code
 from builder.render_links import Link
 from builder.slug import Slugger
 
@@ -69,45 +71,6 @@ def wikilink_plugin(md: MarkdownIt, *, resolve: WikiResolve) -> None:
 
     md.inline.ruler.before("link", "wikilink", tokenize)
     md.add_render_rule("wikilink", render)
-
-
-# ---------------------------------------------------------------- code highlighting
-
-_LEXERS: dict[str, Any] = {}
-_ALIASES: dict[str, str] = {}
-
-
-def _lexer(lang: str) -> Any:
-    """The built-in Pygments lexer for a fence's language, or None (no plugin scan: that costs
-    ~50 ms per unknown name, and fences say things like ``mermaid`` or ``output``)."""
-    lang = lang.lower()
-    if lang not in _LEXERS:
-        from pygments.lexers import find_lexer_class
-        from pygments.lexers._mapping import LEXERS
-
-        if not _ALIASES:
-            _ALIASES.update({alias: name for _, name, aliases, _, _ in LEXERS.values() for alias in aliases})
-        name = _ALIASES.get(lang)
-        lexer_class = find_lexer_class(name) if name else None
-        _LEXERS[lang] = lexer_class() if lexer_class else None
-    return _LEXERS[lang]
-
-
-_FORMATTER: Any = None
-
-
-def highlight_code(code: str, lang: str, attrs: str) -> str:
-    """A Pygments-highlighted ``<pre>``; ``""`` (plain, escaped by markdown-it) for unknown languages."""
-    global _FORMATTER
-    lexer = _lexer(lang)
-    if lexer is None:
-        return ""
-    from pygments import highlight
-    from pygments.formatters import HtmlFormatter
-
-    _FORMATTER = _FORMATTER or HtmlFormatter(nowrap=True)
-    body = highlight(code, lexer, _FORMATTER)
-    return f'<pre class="highlight"><code class="language-{html.escape(lang)}">{body}</code></pre>'
 
 
 # ---------------------------------------------------------------- sanitizing
@@ -185,6 +148,21 @@ def render_body(md: MarkdownIt, text: str, *, page_url: str, anchors: dict[int, 
         out = sanitize(out)
     links = tuple(env["links"])
     return Body(out, links, tuple(env["links"][key] for key in links))
+
+
+def same_body(body: Body, from_url: str, to_url: str, results: tuple[Link, ...]) -> Body | None:
+    """``body``, rendered for the page at ``from_url``, as the body of another note with the same
+    text and anchors whose links resolved to ``results``: the same HTML when every link renders the
+    same on the page at ``to_url`` (same href, or broken for the same reason); else None."""
+    for before, after in zip(body.results, results, strict=True):
+        if _rendered(before, from_url) != _rendered(after, to_url):
+            return None
+    return Body(body.html, body.links, results)
+
+
+def _rendered(link: Link, page_url: str) -> tuple[bool, str]:
+    """All that a page shows of a link: broken and why, or where it leads."""
+    return (True, link.reason) if link.kind == "broken" else (False, _href(link, page_url))
 
 
 def _resolve(env: Any, kind: str, raw: str) -> Link:

@@ -13,7 +13,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +49,11 @@ class NoteInfo:
     sha256: str
     key: str  # "<source>:<path>"
     url: str  # the note page, site-relative
-    anchor_list: tuple[str, ...]  # heading anchors in order, read without decoding the JSON
 
     @cached_property
-    def anchors(self) -> frozenset[str]:
-        return frozenset(self.anchor_list)
+    def anchor_list(self) -> tuple[str, ...]:
+        """The heading anchors in order, read without decoding the JSON."""
+        return tuple(_ANCHOR_IN_JSON.findall(self.headings_json))
 
     @property
     def changed(self) -> str:
@@ -91,12 +91,19 @@ class Page:
 
 def note_from_row(row: Any) -> NoteInfo:
     """A ``files`` row (see :func:`builder.index.notes_for_render`) as a :class:`NoteInfo`."""
-    source_id, path, headings = row["source_id"], row["path"], row["headings"] or "[]"
-    return NoteInfo(source_id, path, row["title"], tuple(json.loads(row["tags"] or "[]")), headings,
-                    row["changed_at"], row["sha256"], f"{source_id}:{path}", urls.note_url(source_id, path),
-                    tuple(_ANCHOR_IN_JSON.findall(headings)))
+    source_id, path, tags = row["source_id"], row["path"], row["tags"]
+    return NoteInfo(source_id, path, row["title"], tuple(json.loads(tags)) if tags and tags != "[]" else (),
+                    row["headings"] or "[]", row["changed_at"], row["sha256"], f"{source_id}:{path}",
+                    urls.note_url(source_id, path))
 
 
+def settle(notes: list[NoteInfo]) -> None:
+    """Decode now what pages show of ``notes`` (headings, sort keys): the objects do not change later."""
+    for note in notes:
+        note.headings, note.sort_key  # noqa: B018  (cached properties: reading them stores them)
+
+
+@lru_cache(maxsize=4096)
 def dir_anchor(folder: str) -> str:
     return "dir-" + slugify(folder, fallback="root") if folder else "dir-root"
 
@@ -112,7 +119,8 @@ def note_breadcrumbs(note: NoteInfo) -> tuple[tuple[str, str | None], ...]:
     crumbs: list[tuple[str, str | None]] = [("Home", urls.HOME_URL), (note.source_id, urls.toc_url(note.source_id))]
     parts = note.path.split("/")[:-1]
     for i, part in enumerate(parts):
-        crumbs.append((part, f"{urls.toc_url(note.source_id)}#{dir_anchor('/'.join(parts[:i + 1]))}"))
+        folder = "/".join(parts[:i + 1])
+        crumbs.append((part, urls.dir_toc_url(note.source_id, folder, dir_anchor(folder))))
     return (*crumbs, (note.title, None))
 
 
@@ -147,22 +155,53 @@ def note_page(note: NoteInfo, body_html: str, backlinks: list[NoteInfo]) -> Page
 # ---------------------------------------------------------------- tables of contents
 
 
-def toc_page(source_id: str, kind: str, notes: list[NoteInfo]) -> Page:
-    """``/<source>/``: folders → notes → title, tags and headings (H1–H3)."""
+def folder_counts(notes: list[NoteInfo]) -> list[tuple[str, int]]:
+    """Every folder of a source that holds notes (``""``: its root) with the number of notes in it."""
+    return sorted(Counter(n.path.rpartition("/")[0] for n in notes).items())
+
+
+def toc_index_page(source_id: str, kind: str, notes: list[NoteInfo], counts: list[tuple[str, int]]) -> Page:
+    """``/<source>/``: every folder with its number of notes, each linking to its place on its
+    top-level folder's page, and the notes at the source root (as on a folder page)."""
+    folders = [{"name": folder or source_id, "depth": _depth(folder), "count": count, "anchor": dir_anchor(folder),
+                "page": urls.folder_toc_url(source_id, folder.partition("/")[0]) if folder else None}
+               for folder, count in counts]
+    root = [n for n in notes if "/" not in n.path]
+    context = {"source_id": source_id, "kind": kind, "heading": source_id, "note_count": len(notes),
+               "folders": folders, "dirs": _toc_dirs(source_id, root), "index_url": None}
+    crumbs = (("Home", urls.HOME_URL), (source_id, None))
+    return Page(urls.toc_url(source_id), "toc.html", "toc", source_id, context, crumbs)
+
+
+def toc_folder_page(source_id: str, folder: str, notes: list[NoteInfo]) -> Page:
+    """``/<source>/<folder>/index.toc.html``: a top-level folder and its subfolders → notes → title,
+    tags and headings (H1–H3)."""
+    dirs = _toc_dirs(source_id, notes)
+    folders = [{"name": d["path"], "depth": d["depth"], "count": len(d["notes"]), "anchor": d["anchor"], "page": None}
+               for d in dirs]
+    context = {"source_id": source_id, "kind": "", "heading": f"{folder}/", "note_count": len(notes),
+               "folders": folders, "dirs": dirs, "index_url": urls.toc_url(source_id)}
+    crumbs = (("Home", urls.HOME_URL), (source_id, urls.toc_url(source_id)), (folder, None))
+    return Page(urls.folder_toc_url(source_id, folder), "toc.html", "toc", f"{source_id}: {folder}/", context, crumbs)
+
+
+def _depth(folder: str) -> int:
+    return folder.count("/") + 1 if folder else 0
+
+
+def _toc_dirs(source_id: str, notes: list[NoteInfo]) -> list[dict[str, Any]]:
+    """Folders → notes → title, file, tags and headings (H1–H3; not an H1 that repeats the title)."""
     folders: dict[str, list[dict[str, Any]]] = {}
     for note in sorted(notes, key=lambda n: n.path):
         folder, _, name = note.path.rpartition("/")
+        title = fold(note.title) if any(h.level == 1 for h in note.headings) else ""
         folders.setdefault(folder, []).append({
             "url": note.url, "title": note.title, "file": name, "tags": _tag_links(note.tags),
             "headings": [(h.level, h.text, h.anchor) for h in note.headings if h.level <= 3
-                         and not (h.level == 1 and fold(h.text) == fold(note.title))],
+                         and not (h.level == 1 and fold(h.text) == title)],
         })
-    dirs = [{"path": folder, "name": folder or source_id, "depth": folder.count("/") + 1 if folder else 0,
-             "anchor": dir_anchor(folder), "notes": entries}
-            for folder, entries in sorted(folders.items())]
-    context = {"source_id": source_id, "kind": kind, "note_count": len(notes), "dirs": dirs}
-    crumbs = (("Home", urls.HOME_URL), (source_id, None))
-    return Page(urls.toc_url(source_id), "toc.html", "toc", source_id, context, crumbs)
+    return [{"path": folder, "name": folder or source_id, "depth": _depth(folder), "anchor": dir_anchor(folder),
+             "notes": entries} for folder, entries in sorted(folders.items())]
 
 
 # ---------------------------------------------------------------- tags
@@ -255,7 +294,9 @@ class Templates:
 
 def sitemap(page_urls: list[str]) -> str:
     """``sitemap.xml`` with root-relative locations (the config has no public base URL)."""
-    from xml.sax.saxutils import escape
+
+    def escape(url: str) -> str:  # as xml.sax.saxutils.escape, without importing urllib.request
+        return url.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
              '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">']

@@ -22,6 +22,7 @@ SEARCH_URL = "search.html"
 NOT_FOUND_URL = "404.html"
 SITEMAP_URL = "sitemap.xml"
 STATIC_DIR = "static"
+FOLDER_TOC = "index.toc.html"  # a top-level folder's table of contents, inside that folder
 
 
 _URL_SAFE = re.compile(r"^[A-Za-z0-9_.~/-]*$")
@@ -33,8 +34,11 @@ def _q(path: str) -> str:
 
 def note_url(source_id: str, path: str) -> str:
     """The page of a note: ``recepty/teh-tarik.md`` in source ``notes`` → ``notes/recepty/teh-tarik.html``."""
-    if path.lower() == "index.md":  # ``<source>/index.html`` is the source's table of contents
+    lower = path.lower()
+    if lower == "index.md":  # ``<source>/index.html`` is the source's table of contents
         return _q(f"{source_id}/index.md.html")
+    if lower.endswith("/index.toc.md") and lower.count("/") == 1:  # … and this, its folder's
+        return _q(f"{source_id}/{path}.html")
     stem = path[:-3] if path.lower().endswith(".md") else path
     return _q(f"{source_id}/{stem}.html")
 
@@ -50,7 +54,23 @@ def attachment_url(source_id: str, path: str) -> str:
 
 
 def toc_url(source_id: str) -> str:
+    """The source's table of contents: its root notes and every folder, linking to the folder pages."""
     return _q(f"{source_id}/index.html")
+
+
+def top_folder(path: str) -> str:
+    """The top-level folder of a note path (``""`` for a note at the source root)."""
+    return path.partition("/")[0] if "/" in path else ""
+
+
+def folder_toc_url(source_id: str, folder: str) -> str:
+    """The table of contents of one top-level folder (``""``: the source's own)."""
+    return _q(f"{source_id}/{folder}/{FOLDER_TOC}") if folder else toc_url(source_id)
+
+
+def dir_toc_url(source_id: str, folder: str, anchor: str) -> str:
+    """Where a folder (at any depth) is listed: its top-level folder's page at the folder's anchor."""
+    return f"{folder_toc_url(source_id, folder.partition('/')[0])}#{anchor}"
 
 
 @lru_cache(maxsize=8192)

@@ -123,6 +123,14 @@ def test_urls_are_readable_and_the_root_index_note_does_not_hide_the_toc():
     assert urls.tag_url("日本").startswith("tags/tag-") and urls.tag_url("日本") == urls.tag_url("日本")
     assert urls.hit_url("notes", "recepty/teh-tarik.md", "postup") == "notes/recepty/teh-tarik.html#postup"
     assert urls.hit_url("notes", "a.md", "") == "notes/a.html"
+    # a top-level folder's table of contents sits in the folder; a note could only claim it by its name
+    assert urls.folder_toc_url("notes", "recepty") == "notes/recepty/index.toc.html"
+    assert urls.folder_toc_url("notes", "") == urls.toc_url("notes")
+    assert urls.dir_toc_url("notes", "recepty/napoje", "dir-recepty-napoje") == \
+        "notes/recepty/index.toc.html#dir-recepty-napoje"
+    assert urls.note_url("notes", "recepty/index.toc.md") == "notes/recepty/index.toc.md.html"
+    assert urls.note_url("notes", "recepty/napoje/index.toc.md") == "notes/recepty/napoje/index.toc.html"
+    assert urls.note_url("notes", "recepty/index.md") == "notes/recepty/index.html"
 
 
 def test_every_page_parses_and_every_internal_link_resolves(site):
@@ -131,7 +139,8 @@ def test_every_page_parses_and_every_internal_link_resolves(site):
     expected = {"index.html", "search.html", "404.html", "notes/index.html", "tags/index.html",
                 "tags/caj/index.html", "tags/recepty/index.html", "tags/cestovani/index.html",
                 "tags/malajsie/index.html", "notes/index.md.html", "notes/recepty/teh-tarik.html",
-                "notes/recepty/napoje/masala-chai.html", "notes/cestovani/kuala-lumpur.html"}
+                "notes/recepty/napoje/masala-chai.html", "notes/cestovani/kuala-lumpur.html",
+                "notes/cestovani/index.toc.html", "notes/recepty/index.toc.html"}
     assert set(check.ids) == expected
     assert check.broken_marked == 7
     assert not list(out.rglob("*.tmp"))
@@ -234,17 +243,50 @@ def test_attachments_are_copied_only_when_safe_and_in_scope(site):
     assert ("../../skripty/run.sh", "skript") in anchors_of(body)
 
 
+def toc_sections(doc) -> list:
+    return [s for s in doc.iter("section") if "toc-dir" in s.get("class", "")]
+
+
 def test_toc_page_lists_folders_notes_tags_and_headings(site):
     _, _, out = site
-    doc = parse_page(out / "notes/index.html")
-    sections = [s for s in doc.iter("section") if "toc-dir" in s.get("class", "")]
-    assert [s.find("h2").text for s in sections] == ["notes/", "cestovani/", "recepty/", "recepty/napoje/"]
-    assert [s.get("id") for s in sections] == ["dir-root", "dir-cestovani", "dir-recepty", "dir-recepty-napoje"]
-    recepty = sections[2]
-    assert anchors_of(recepty) == [
-        ("../notes/recepty/teh-tarik.html", "Teh Tarik"), ("../tags/recepty/index.html", "#recepty"),
-        ("../tags/caj/index.html", "#Čaj"), ("../notes/recepty/teh-tarik.html#suroviny", "Suroviny"),
-        ("../notes/recepty/teh-tarik.html#postup", "Postup")]
+    doc = parse_page(out / "notes/index.html")  # the source: its root notes and every folder
+    assert [s.find("h2").text for s in toc_sections(doc)] == ["notes/"]
+    assert [s.get("id") for s in toc_sections(doc)] == ["dir-root"]
+    assert anchors_of(toc_sections(doc)[0]) == [("../notes/index.md.html", "Rozcestník")]
+    folders = next(n for n in doc.iter("nav") if n.get("id") == "toc-folders")
+    assert anchors_of(folders) == [
+        ("#dir-root", "notes/"), ("../notes/cestovani/index.toc.html#dir-cestovani", "cestovani/"),
+        ("../notes/recepty/index.toc.html#dir-recepty", "recepty/"),
+        ("../notes/recepty/index.toc.html#dir-recepty-napoje", "recepty/napoje/")]
+    assert [li.find("span").text for li in folders.iter("li")] == ["1", "1", "1", "1"]
+    assert "4 notes in 4 folders" in "".join(doc.find(".//p[@class='lead']").itertext())
+    doc = parse_page(out / "notes/recepty/index.toc.html")  # a top-level folder and its folders
+    sections = toc_sections(doc)
+    assert [s.find("h2").text for s in sections] == ["recepty/", "recepty/napoje/"]
+    assert [s.get("id") for s in sections] == ["dir-recepty", "dir-recepty-napoje"]
+    assert anchors_of(sections[0]) == [
+        ("../../notes/recepty/teh-tarik.html", "Teh Tarik"), ("../../tags/recepty/index.html", "#recepty"),
+        ("../../tags/caj/index.html", "#Čaj"), ("../../notes/recepty/teh-tarik.html#suroviny", "Suroviny"),
+        ("../../notes/recepty/teh-tarik.html#postup", "Postup")]
+    assert anchors_of(sections[1]) == [
+        ("../../notes/recepty/napoje/masala-chai.html", "Masala chai"), ("../../tags/caj/index.html", "#čaj"),
+        ("../../tags/recepty/index.html", "#recepty")]
+    folders = next(n for n in doc.iter("nav") if n.get("id") == "toc-folders")
+    assert anchors_of(folders) == [("#dir-recepty", "recepty/"), ("#dir-recepty-napoje", "recepty/napoje/")]
+    assert "2 notes in 2 folders" in "".join(doc.find(".//p[@class='lead']").itertext())
+    crumbs = next(n for n in doc.iter("nav") if n.get("class") == "wrap breadcrumbs")
+    assert anchors_of(crumbs) == [("../../index.html", "Home"), ("../../notes/index.html", "notes")]
+    doc = parse_page(out / "notes/cestovani/index.toc.html")
+    assert [s.get("id") for s in toc_sections(doc)] == ["dir-cestovani"]
+    assert anchors_of(toc_sections(doc)[0]) == [
+        ("../../notes/cestovani/kuala-lumpur.html", "Kuala Lumpur"), ("../../tags/cestovani/index.html", "#cestování"),
+        ("../../tags/malajsie/index.html", "#Malajsie"), ("../../notes/cestovani/kuala-lumpur.html#jidlo", "Jídlo")]
+    # a note's folders lead to their place on their top-level folder's page
+    note = page(out, "notes", "recepty/napoje/masala-chai.md")
+    crumbs = next(n for n in note.iter("nav") if n.get("class") == "wrap breadcrumbs")
+    assert anchors_of(crumbs) == [("../../../index.html", "Home"), ("../../../notes/index.html", "notes"),
+                                  ("../../../notes/recepty/index.toc.html#dir-recepty", "recepty"),
+                                  ("../../../notes/recepty/index.toc.html#dir-recepty-napoje", "napoje")]
 
 
 def test_tag_pages_have_stable_readable_urls_and_list_every_note(site):
@@ -380,6 +422,100 @@ def test_site_is_stale_is_cheap_and_notices_a_missing_site_or_new_settings(tmp_p
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1])
     assert json.loads(out.stdout) == [True, False, False, False, False]
+
+
+def test_notes_with_the_same_text_share_their_body_only_where_their_links_agree(tmp_path, monkeypatch):
+    from builder import render_markdown as rm
+
+    rendered = []
+    render_body = rm.render_body
+    monkeypatch.setattr(rm, "render_body", lambda md, text, **kw: rendered.append(kw["page_url"]) or
+                        render_body(md, text, **kw))
+    root = tmp_path / "notes"
+    text = ("# Kopie\n\n[vedle](vedle.md), [[vedle]], ![obr](obr.png), [web](https://example.org), [nahoru](../x.md)."
+            "\n\n```python\nx = 1\n```\n")
+    for folder in ("a", "b", "c"):
+        write(root, f"{folder}/kopie.md", text)
+    for folder in ("a", "b"):  # c has neither: its links are broken
+        write(root, f"{folder}/vedle.md", f"# Vedle {folder}\n")
+        (root / folder / "obr.png").write_bytes(b"png")
+    write(root, "x.md", "# X\n")
+    config = make_config(tmp_path, {"notes": root})
+    run = build_and_render(config)
+    out = config.site.output
+    assert sorted(u for u in rendered if "kopie" in u) == ["notes/a/kopie.html", "notes/c/kopie.html"]  # b: a's
+    html = {f: (out / f"notes/{f}/kopie.html").read_text("utf-8").split('class="note-body"')[1] for f in "abc"}
+    assert html["a"] == html["b"] != html["c"]
+    assert anchors_of(body_of(page(out, "notes", "b/kopie.md"))) == [
+        ("vedle.html", "vedle"), ("vedle.html", "vedle"), ("https://example.org", "web"), ("../x.html", "nahoru")]
+    assert "obr.png" in html["b"] and (out / "notes/b/obr.png").read_bytes() == b"png"
+    assert anchors_of(body_of(page(out, "notes", "c/kopie.md"))) == [  # [[vedle]]: found by name elsewhere
+        ("../a/vedle.html", "vedle"), ("https://example.org", "web"), ("../x.html", "nahoru")]
+    # each copy links to the note beside it, not to the one its body was first rendered for
+    for folder, linked_from in (("a", ["a", "c"]), ("b", ["b"])):
+        backlinks = next(s for s in page(out, "notes", f"{folder}/vedle.md").iter("section")
+                         if s.get("class") == "backlinks")
+        assert anchors_of(backlinks) == [(f"../../notes/{f}/kopie.html", "Kopie") for f in linked_from]
+    assert run.warnings == ["notes: c/kopie.md: broken link vedle.md: no such note or file",
+                            "notes: c/kopie.md: broken link obr.png: no such note or file"]
+    check_site(out)
+
+
+def test_big_renders_keep_highlighted_code_in_the_site_for_the_next_one(tmp_path, monkeypatch):
+    import json
+
+    from builder import render_highlight as hl
+    from builder import render_jobs as rj
+
+    monkeypatch.setattr(rj, "PARALLEL_MIN", 1)  # every render is a big one
+    root = tmp_path / "notes"
+    write(root, "py.md", "# Py\n\n```python\ndef f():\n    return 1\n```\n\n```mermaid\ngraph\n```\n")
+    write(root, "c.md", "# C\n\n```c\nint x = 1;\n```\n")
+    write(root, "kopie/c.md", "# C\n\n```c\nint x = 1;\n```\n")
+    config = make_config(tmp_path, {"notes": root})
+    build_and_render(config)
+    out = config.site.output
+    cache = hl.cache_file(out)
+
+    def stored() -> set[str]:
+        return set(json.loads(cache.read_text("utf-8")))
+
+    def body(rel: str) -> str:
+        return (out / rel).read_text("utf-8").split('class="note-body"')[1]
+
+    assert cache.parent.name == ".render-cache" and len(stored()) == 2  # mermaid has no lexer
+    before, highlight = body("notes/py.html"), hl._highlight
+    monkeypatch.setattr(hl, "_MEMO", {})
+    monkeypatch.setattr(hl, "_highlight", lambda *a: pytest.fail("highlighted again"))
+    build_and_render(config, full=True)  # every block comes from the site's cache
+    assert body("notes/py.html") == before and '<span class="k">def</span>' in before
+    monkeypatch.setattr(hl, "_highlight", highlight)
+    (root / "py.md").write_text("# Py\n\n```python\ndef g():\n    return 2\n```\n", encoding="utf-8")
+    build_and_render(config)
+    keys = stored()
+    assert len(keys) == 2 and '<span class="nf">g</span>' in body("notes/py.html")
+    (root / "c.md").unlink()  # its copy still uses the block
+    write(root, "novy.md", "# Nový\n")  # something to render: the cache is kept by renders of notes
+    build_and_render(config)
+    assert stored() == keys
+    (root / "kopie/c.md").unlink()
+    write(root, "novy.md", "# Nový 2\n")
+    build_and_render(config)
+    assert len(stored()) == 1
+    (cache.parent / "highlight-0123456789ab.json").write_text("{}", encoding="utf-8")  # another version's
+    build_and_render(config, full=True)
+    assert [p.name for p in cache.parent.iterdir()] == [cache.name]
+
+
+def test_wikilink_title_keys_equal_slugify():
+    from builder.render_links import _key
+    from builder.slug import slugify
+
+    samples = ["Poznámka 12 – čaj", "Příliš žluťoučký kůň", "ℌello", "K", "İstanbul", "Straße", "Æble", "日本語",
+               "Ελληνικά", "Москва", "a\u034fb", "e\u0301", "👍 ok", "ÉCOLE Noël", "Ľadový čaj", "ﬁ", "①", "²", "Ǆ",
+               "Œuvre", "Þór", "ŁÓDŹ", "Đak", "ı", "", "  -- ", "x" * 100 + "é"]
+    samples += [f"a{chr(c)}b" for c in range(0x80, 0x2500)]
+    assert [_key(t) for t in samples] == [slugify(t, fallback="") for t in samples]
 
 
 @pytest.mark.parametrize("source_id", ["tags", "static", "api", "search"])

@@ -76,9 +76,11 @@ def parse_page(path: Path):
 
 
 def site_files(site: Path) -> dict[str, int]:
-    """Every file of the site (relative path → mtime_ns), the renderer's bookkeeping excluded."""
-    return {p.relative_to(site).as_posix(): p.stat().st_mtime_ns for p in site.rglob("*")
-            if p.is_file() and not p.name.startswith(".")}
+    """Every file of the site (relative path → mtime_ns), the renderer's bookkeeping (dot-files and
+    dot-folders, which the server never serves) excluded."""
+    files = {p.relative_to(site).as_posix(): p for p in site.rglob("*") if p.is_file()}
+    return {rel: p.stat().st_mtime_ns for rel, p in files.items()
+            if not any(part.startswith(".") for part in rel.split("/"))}
 
 
 @dataclass

@@ -67,9 +67,11 @@ def test_heading_edit_also_rewrites_the_table_of_contents(portal):
     before = site_files(config.site.output)
     edit(root / "sub/d.md", "---\ntags: [hory]\n---\n# Delta\n\nText.\n\n## Nový oddíl\n\nx\n")
     build_and_render(config)
-    # c links to d but shows only d's URL: c's page stays as it was
-    assert changed_files(config, before) == {"notes/sub/d.html", "notes/index.html", "index.html"}
-    assert 'href="../notes/sub/d.html#novy-oddil"' in (config.site.output / "notes/index.html").read_text("utf-8")
+    # c links to d but shows only d's URL: c's page stays as it was; so does the source's table of
+    # contents (its folders and their counts are the same): only the page of d's folder changes
+    assert changed_files(config, before) == {"notes/sub/d.html", "notes/sub/index.toc.html", "index.html"}
+    toc = (config.site.output / "notes/sub/index.toc.html").read_text("utf-8")
+    assert 'href="../../notes/sub/d.html#novy-oddil"' in toc
 
 
 def test_title_and_tag_edit_rewrites_backlinked_pages_and_tag_pages(portal):
@@ -79,7 +81,7 @@ def test_title_and_tag_edit_rewrites_backlinked_pages_and_tag_pages(portal):
     build_and_render(config)
     # a links to b, but a's page shows only b's URL: it stays as it was
     assert changed_files(config, before) == {
-        "notes/sub/b.html", "notes/index.html", "index.html", "tags/caj/index.html", "tags/hory/index.html",
+        "notes/sub/b.html", "notes/sub/index.toc.html", "index.html", "tags/caj/index.html", "tags/hory/index.html",
         "tags/skola/index.html", "tags/index.html", "sitemap.xml"}
     tag = parse_page(config.site.output / "tags/skola/index.html")
     assert [a.text for a in tag.iter("a") if a.get("class") == "note-link"] == ["Beta nová"]
@@ -94,8 +96,8 @@ def test_deleted_note_loses_its_page_and_linking_pages_mark_the_link_broken(port
     assert not (site / "notes/sub/d.html").exists()
     assert "notes/sub/d.html" in run.report.removed and "tags/hory/index.html" not in run.report.removed
     assert changed_files(config, before) == {"notes/sub/d.html", "notes/sub/c.html", "notes/index.html",
-                                             "index.html", "tags/hory/index.html", "tags/index.html",
-                                             "sitemap.xml"}
+                                             "notes/sub/index.toc.html", "index.html", "tags/hory/index.html",
+                                             "tags/index.html", "sitemap.xml"}
     span = next(s for s in parse_page(site / "notes/sub/c.html").iter("span") if s.get("class") == "broken-link")
     assert (span.text, span.get("title")) == ("d", "Broken link: [[d]]: no note with that name or title")
     assert run.warnings == ["notes: sub/c.md: broken link [[d]]: no note with that name or title"]
@@ -142,7 +144,7 @@ def test_template_change_or_full_rerenders_everything(portal, tmp_path, monkeypa
     assert render.site_is_stale(config)
     run = build_and_render(config)
     everything = set(site_files(config.site.output))
-    assert set(run.report.written) == everything and len(everything) == 17
+    assert set(run.report.written) == everything and len(everything) == 18
     assert "Odkazují sem" in (config.site.output / "notes/e.html").read_text("utf-8")
     run = build_and_render(config, full=True)
     assert set(run.report.written) == everything
@@ -159,5 +161,30 @@ def test_a_new_heading_in_the_target_remaps_a_fragment_link(portal):
     run = build_and_render(config)
     link = parse_page(config.site.output / "notes/e.html").find(".//div[@class='note-body']//a")
     assert link.get("href") == "sub/d.html#novy-oddil"
-    assert changed_files(config, before) == {"notes/sub/d.html", "notes/e.html", "notes/index.html", "index.html"}
+    assert changed_files(config, before) == {"notes/sub/d.html", "notes/e.html", "notes/sub/index.toc.html",
+                                             "index.html"}
     assert run.report.notes_rendered == 2
+
+
+def test_a_new_folder_gets_a_table_of_contents_that_goes_with_its_last_note(portal):
+    config, root = portal
+    before = site_files(config.site.output)
+    write(root, "nova/f.md", "# Fí\n\n## Oddíl\n")
+    build_and_render(config)
+    assert changed_files(config, before) == {"notes/nova/f.html", "notes/nova/index.toc.html", "notes/index.html",
+                                             "index.html", "sitemap.xml"}
+    toc = parse_page(config.site.output / "notes/nova/index.toc.html")
+    assert [(a.get("href"), a.text) for a in toc.iter("a") if a.get("class") in ("toc-title", None)
+            and "f.html" in (a.get("href") or "")] == [("../../notes/nova/f.html", "Fí"),
+                                                       ("../../notes/nova/f.html#oddil", "Oddíl")]
+    folders = next(n for n in parse_page(config.site.output / "notes/index.html").iter("nav")
+                   if n.get("id") == "toc-folders")
+    assert [a.get("href") for a in folders.iter("a")] == [
+        "#dir-root", "../notes/nova/index.toc.html#dir-nova", "../notes/sub/index.toc.html#dir-sub"]
+    before = site_files(config.site.output)
+    (root / "nova/f.md").unlink()
+    run = build_and_render(config)
+    assert set(run.report.removed) == {"notes/nova/f.html", "notes/nova/index.toc.html"}
+    assert not (config.site.output / "notes/nova").exists()
+    assert changed_files(config, before) == {"notes/nova/f.html", "notes/nova/index.toc.html", "notes/index.html",
+                                             "index.html", "sitemap.xml"}

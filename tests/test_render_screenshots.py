@@ -105,9 +105,14 @@ def test_note_page_on_a_phone_in_dark_mode(served, browser):
 def test_toc_and_tag_pages(served, browser):
     base, _, tmp = served
     context, page = open_page(browser, base + "notes/index.html", width=1280, height=1000)
-    assert page.locator("section.toc-dir").count() == 16  # the root and 15 folders
+    assert page.locator("section.toc-dir").count() == 1  # the root's notes …
+    assert page.locator("#toc-folders li").count() == 16  # … and the root and 15 folders
     assert no_horizontal_scroll(page)
     page.screenshot(path=str(shot_dir(tmp) / "toc.png"))
+    page.click("#toc-folders a[href$='recepty/index.toc.html#dir-recepty']")
+    page.wait_for_load_state("load")
+    assert page.locator("section.toc-dir h2").all_inner_texts() == ["recepty/", "recepty/napoje/", "recepty/polevky/"]
+    assert no_horizontal_scroll(page)
     page.goto(base + "tags/recepty/index.html")
     assert page.locator("a.note-link").all_inner_texts() == [
         "Bryndzové halušky", "Kváskový chléb – můj postup", "Masala chai",

@@ -1,0 +1,121 @@
+"""Code fences → Pygments HTML, remembered by (language, code).
+
+Lexing is most of what a code-heavy note costs, and notes repeat code (kemt-wiki keeps copies of
+whole courses under ``predmety/``). Each highlighted block is remembered for the process; a big
+render (a ``--full`` one, new templates, a swapped index) also starts from the blocks stored in
+``<site>/.render-cache/highlight-<version>.json`` and stores the blocks its notes use when it is
+done, so it highlights only code it has not seen before. ``<version>`` changes with Pygments and
+with this file: the output depends on nothing else besides (language, code). One file, read and
+written whole: creating a file per block would cost about as much as highlighting it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+CACHE_DIR = ".render-cache"
+
+_LEXERS: dict[str, Any] = {}
+_ALIASES: dict[str, str] = {}
+_FORMATTER: Any = None
+_MEMO: dict[str, str] = {}  # key → highlighted block, for this process
+_USED: list[str] = []  # keys asked for since the last take_used()
+_NEW: dict[str, str] = {}  # blocks highlighted since the last take_new()
+
+
+def cache_file(site: Path) -> Path:
+    """The file of highlighted blocks for this Pygments and this module, inside ``site``."""
+    import pygments
+
+    digest = hashlib.sha256(pygments.__version__.encode() + b"\0" + Path(__file__).read_bytes())
+    return site / CACHE_DIR / f"highlight-{digest.hexdigest()[:12]}.json"
+
+
+def load(path: Path) -> None:
+    """Remember the blocks stored in ``path`` (none when it is missing or unreadable)."""
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(stored, dict):
+        _MEMO.update((k, v) for k, v in stored.items() if isinstance(v, str))
+
+
+def remember(blocks: dict[str, str]) -> None:
+    """Remember blocks highlighted elsewhere (by a worker process)."""
+    _MEMO.update(blocks)
+
+
+def save(path: Path, keys: Iterable[str]) -> None:
+    """Store the remembered blocks among ``keys`` in ``path``; drop other versions' files."""
+    from builder.render_output import write_atomic
+
+    blocks = {key: _MEMO[key] for key in sorted(set(keys)) if key in _MEMO}
+    try:
+        write_atomic(path, json.dumps(blocks, ensure_ascii=False, separators=(",", ":")))
+        for other in path.parent.glob("highlight-*"):
+            if other != path:
+                other.unlink()
+    except OSError:
+        pass  # only a cache: the pages are right either way
+
+
+def take_used() -> tuple[str, ...]:
+    """The keys of the blocks asked for since the last call (each once, in order); starts afresh."""
+    keys = tuple(dict.fromkeys(_USED))
+    _USED.clear()
+    return keys
+
+
+def take_new() -> dict[str, str]:
+    """The blocks highlighted (not remembered) since the last call; starts afresh."""
+    blocks = dict(_NEW)
+    _NEW.clear()
+    return blocks
+
+
+def _lexer_name(lang: str) -> str | None:
+    """The built-in Pygments lexer for a fence's language, or None (no plugin scan: that costs
+    ~50 ms per unknown name, and fences say things like ``mermaid`` or ``output``)."""
+    if not _ALIASES:
+        from pygments.lexers._mapping import LEXERS
+
+        _ALIASES.update({alias: name for _, name, aliases, _, _ in LEXERS.values() for alias in aliases})
+    return _ALIASES.get(lang.lower())
+
+
+def _lexer(name: str) -> Any:
+    # made only when a block is not remembered: compiling a lexer's rules costs up to ~20 ms
+    if name not in _LEXERS:
+        from pygments.lexers import find_lexer_class
+
+        _LEXERS[name] = find_lexer_class(name)()
+    return _LEXERS[name]
+
+
+def highlight_code(code: str, lang: str, attrs: str) -> str:
+    """A Pygments-highlighted ``<pre>``; ``""`` (plain, escaped by markdown-it) for unknown languages."""
+    name = _lexer_name(lang)
+    if name is None:
+        return ""
+    key = hashlib.blake2b(f"{lang}\0{code}".encode("utf-8"), digest_size=16).hexdigest()
+    _USED.append(key)
+    block = _MEMO.get(key)
+    if block is None:
+        block = _MEMO[key] = _NEW[key] = _highlight(code, _lexer(name), lang)
+    return block
+
+
+def _highlight(code: str, lexer: Any, lang: str) -> str:
+    global _FORMATTER
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+
+    _FORMATTER = _FORMATTER or HtmlFormatter(nowrap=True)
+    body = highlight(code, lexer, _FORMATTER)
+    return f'<pre class="highlight"><code class="language-{html.escape(lang)}">{body}</code></pre>'

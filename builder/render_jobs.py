@@ -1,0 +1,182 @@
+"""The per-note work of a render (note bodies, note pages), in forked worker processes when there
+is enough of it. Workers inherit the render's :class:`Context` by fork instead of unpickling it.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from builder import urls
+
+PARALLEL_MIN = 150  # below this many jobs a process pool costs more than it saves
+CHUNK = 8  # jobs per round trip to a worker: fewer round trips, yet a short wait for the last one
+
+
+@dataclass(frozen=True)
+class Context:
+    """What rendering a note needs besides the note."""
+
+    resolver: Any  # builder.render_links.Resolver
+    roots: dict[str, Path]
+    trusted: bool
+    templates: Any  # builder.site_pages.Templates
+    built_at: str
+    site: Path
+
+
+@dataclass(frozen=True)
+class Outcome:
+    body: Any  # builder.render_markdown.Body, or None when the note could not be read
+    error: str | None = None
+    highlights: tuple[str, ...] = ()  # keys of the highlighted code blocks the body uses
+    blocks: dict[str, str] | None = None  # the code blocks highlighted for it (for the site's cache)
+
+
+_CTX: list[Context] = []  # set for the duration of a render (and inherited by forked workers)
+_MD: list[Any] = []  # the markdown-it instance, made on first use in each process
+
+
+def set_context(context: Context | None) -> None:
+    """The context of the render that starts (None: the render is over)."""
+    _CTX[:] = [context] if context is not None else []
+
+
+def context() -> Context:
+    """The context of the render in progress."""
+    return _CTX[0]
+
+
+class Pool:
+    """``map`` in forked worker processes when there is enough work, else in this process."""
+
+    def __init__(self, workers: int | None) -> None:
+        import multiprocessing
+
+        self.workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
+        if "fork" not in multiprocessing.get_all_start_methods():
+            self.workers = 1
+        self.executor: Any = None
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.executor is not None:
+            self.executor.shutdown()
+
+    def map(self, fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+        """``[fn(item) for item in items]``."""
+        return self.start(fn, items)()
+
+    def start(self, fn: Callable[[Any], Any], items: list[Any]) -> Callable[[], list[Any]]:
+        """Start ``map``; call the result for its list. In workers, this process is free meanwhile."""
+        if self.workers < 2 or len(items) < PARALLEL_MIN:
+            results = [fn(item) for item in items]
+            return lambda: results
+        if self.executor is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            # the workers make short-lived objects: they collect garbage as usual
+            self.executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
+                                                initializer=gc.enable)
+        pending = self.executor.map(fn, items, chunksize=CHUNK)
+        return lambda: list(pending)
+
+
+def same_text_groups(notes: list[Any]) -> list[list[Any]]:
+    """Notes grouped by the sha256 of their text, in order of first appearance (one job each)."""
+    groups: dict[str, list[Any]] = {}
+    for note in notes:
+        groups.setdefault(note.sha256, []).append(note)
+    return list(groups.values())
+
+
+def page_job(job: tuple[Any, str, list[Any]]) -> str:
+    """Render and write one note page; returns its file path relative to the site."""
+    from builder import render_output as ro
+    from builder import site_pages as sp
+
+    ctx = context()
+    note, body_html, backlinks = job
+    html = ctx.templates.render(sp.note_page(note, body_html, backlinks), ctx.built_at)
+    ro.write_atomic(ctx.site / urls.site_file(note.url), html)
+    return urls.site_file(note.url)
+
+
+def body_job(notes: list[Any]) -> list[Outcome]:
+    """The bodies of notes that share one text: the first readable one is rendered, the others
+    reuse its HTML wherever their links render the same (kemt-wiki keeps copies of whole courses)."""
+    outcomes: list[Outcome] = []
+    model: tuple[Any, Outcome] | None = None  # a note rendered from its indexed text, and its body
+    for note in notes:
+        data, outcome = _read(note)
+        if outcome is None and model is not None and note.headings_json == model[0].headings_json \
+                and hashlib.sha256(data).hexdigest() == note.sha256:
+            outcome = _reuse(note, *model)
+        if outcome is None:
+            outcome, indexed = _render(note, data)
+            if indexed and outcome.body is not None and model is None:
+                model = (note, outcome)
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _reuse(note: Any, first: Any, done: Outcome) -> Outcome | None:
+    """``first``'s body as ``note``'s (same text and anchors), if its links render the same there."""
+    from builder import render_markdown as rm
+
+    resolve = context().resolver.resolve
+    results = tuple(resolve(note.source_id, note.path, kind, raw) for kind, raw in done.body.links)
+    body = rm.same_body(done.body, first.url, note.url, results)
+    return Outcome(body, done.error, done.highlights) if body is not None else None  # its blocks: done's
+
+
+def _read(note: Any) -> tuple[bytes, Outcome | None]:
+    try:
+        return (context().roots[note.source_id] / note.path).read_bytes(), None
+    except OSError as exc:
+        return b"", Outcome(None, f"cannot read the note for its page ({exc.strerror or exc})")
+
+
+def _render(note: Any, data: bytes) -> tuple[Outcome, bool]:
+    """Render one note's body (and whether from the text the index saw); problems become a message
+    and a plain-text body, never an exception."""
+    from builder import render_highlight as hl
+    from builder import render_markdown as rm
+
+    ctx = context()
+    text = rm.note_text(data)
+    indexed = hashlib.sha256(data).hexdigest() == note.sha256
+    if indexed:
+        anchors = {h.line - 1: h.anchor for h in note.headings}
+    else:  # changed since it was indexed: the next build re-renders it; until then, same anchors as the chunker
+        from builder.parse import headings_of, make_markdown
+
+        anchors = {h.line: h.anchor for h in headings_of(make_markdown().parse(text))}
+    if not _MD:
+        _MD.append(rm.make_renderer())
+    resolver = ctx.resolver
+
+    def resolve(kind: str, raw: str) -> Any:
+        return resolver.resolve(note.source_id, note.path, kind, raw)
+
+    hl.take_used()
+    hl.take_new()
+    try:
+        body = rm.render_body(_MD[0], text, page_url=note.url, anchors=anchors, resolve=resolve,
+                              trusted=ctx.trusted)
+        return Outcome(body, None, hl.take_used(), hl.take_new() or None), indexed
+    except Exception as exc:  # e.g. RecursionError on absurd nesting: show the text, keep the build going
+        import html
+
+        fallback = rm.Body(f"<pre>{html.escape(text)}</pre>", (), ())
+        hl.take_used()
+        hl.take_new()
+        return Outcome(fallback, f"could not render the markdown ({type(exc).__name__}); shown as plain text"), indexed

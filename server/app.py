@@ -120,6 +120,10 @@ def create_app(config: Config, *, embedder_factory: Any = None, time_limit_s: fl
 
     An index with at least ``min_vectors`` vectors is scanned from memory (see server.vectors).
     """
+    # numpy must be imported here, once: a first import racing in two request threads (the vector
+    # loader and the query embedder) fails with "partially initialized module" and degrades search.
+    import numpy  # noqa: F401
+
     reader = IndexReader(config.index, time_limit_s=time_limit_s)
     embedder = QueryEmbedder(config, embedder_factory)
     memory = VectorMemory(reader.open_fresh, min_vectors=min_vectors)

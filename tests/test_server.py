@@ -272,3 +272,48 @@ def test_in_memory_vectors_rank_exactly_like_sqlite_vec_and_follow_builds(portal
         time.sleep(0.02)
     assert memory_app.state.vector_memory.loaded()[0] != first_key[0]  # the new file's vectors
     assert ranked(memory, "rajčata okurky") == ranked(vec0, "rajčata okurky")
+
+
+def test_a_fresh_server_answers_concurrent_first_queries_with_vectors(portal, fake_ollama, tmp_path):
+    """A new server process answers concurrent first queries with vectors (a numpy first-import race
+    once degraded them with the local provider; this does not reproduce that race reliably)."""
+    import subprocess
+    import sys
+    import threading
+    import time
+    import urllib.parse
+    import urllib.request
+
+    from tests.test_browser import free_port
+
+    text = portal.path.read_text().replace("http://127.0.0.1:9", fake_ollama.url)
+    portal.path.write_text(text)
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "builder.cli", "serve", "--config", str(portal.path),
+                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"{base}/index.html", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        answers: list[dict] = []
+
+        def ask(q: str) -> None:
+            url = f"{base}/api/search?" + urllib.parse.urlencode({"q": q})
+            import json
+            answers.append(json.loads(urllib.request.urlopen(url, timeout=10).read()))
+
+        threads = [threading.Thread(target=ask, args=(q,)) for q in ["čaj", "RS485", "powerbanka", "mléko"] * 4]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert len(answers) == 16
+    assert [a["notes"] for a in answers] == [[]] * 16
+    assert all(any(h["ranks"]["vector"] for h in a["hits"]) for a in answers)

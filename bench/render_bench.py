@@ -78,7 +78,7 @@ def write_config(work: Path, sources: dict[str, Path]) -> Path:
 
 
 def index(config: Path) -> float:
-    from builder.config import load_config
+    from builder.core.config import load_config
     from builder.sync import build
     from builder.synclog import SyncLog
 
@@ -91,10 +91,10 @@ def index(config: Path) -> float:
 
 def render_once(config: Path, full: bool) -> dict[str, float]:
     """One render_site call in this process (used by the child processes)."""
-    from builder import index as db
     from builder import indexfile
-    from builder.config import load_config
-    from builder.render import render_site
+    from builder.core import index as db
+    from builder.core.config import load_config
+    from builder.render.site import render_site
     from builder.synclog import SyncLog
 
     cfg = load_config(config)

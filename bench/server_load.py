@@ -49,11 +49,10 @@ def synthetic_index(work: Path, chunks: int) -> Path:
     """A config plus an index with ``chunks`` chunks (10 per note) and random unit vectors."""
     import numpy as np
 
-    from builder import index as db
-    from builder.config import load_config
-    from builder.index import FileRecord
+    from builder.core import index as db
+    from builder.core.config import load_config
+    from builder.core.index import FileRecord
     from builder.ingest import sha256_text
-    from builder.sync import expected_meta
 
     (work / "notes").mkdir(parents=True)
     config_path = work / "portal.yaml"
@@ -64,7 +63,7 @@ def synthetic_index(work: Path, chunks: int) -> Path:
     conn = db.connect(config.index)
     db.migrate(conn)
     with db.transaction(conn):
-        db.set_meta(conn, expected_meta(config))
+        db.set_meta(conn, db.expected_identity(config))
         db.upsert_source(conn, "notes", "folder", None, None)
     db.ensure_vec_table(conn, config.embedding.dims)
     rng = random.Random(1)

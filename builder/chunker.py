@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from builder.slug import fold
+from builder.core.slug import fold
 
 if TYPE_CHECKING:  # the every-minute no-op build reads CHUNKER_VERSION without loading the parser
     from builder.parse import Heading, Note

@@ -8,13 +8,22 @@ provider fails, the chunks stay pending and the next build tries again.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from builder import index as db
-from builder.config import Config
-from builder.embedding import EmbeddingError, fingerprint, make_embedder
+from builder.core import index as db
+from builder.core.clock import now_iso
+from builder.core.config import Config
+from builder.core.embedding import (
+    EmbedderFactory,
+    EmbeddingError,
+    fingerprint,
+    make_embedder,
+)
+from builder.embed_cache import EmbeddingCache
 from builder.synclog import SyncLog
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
 
 PAGE = 256
 
@@ -34,20 +43,18 @@ def _progress(total: int) -> Any:
     return _Silent()
 
 
-def embed_pending(conn: Any, config: Config, embedder_factory: Callable[[Any], Any] | None,
+def embed_pending(conn: Connection, config: Config, embedder_factory: EmbedderFactory | None,
                   log: SyncLog) -> None:
     """Give every pending chunk its vector; log what the model had to compute."""
-    from builder.sync import now_iso
-
     model = fingerprint(config.embedding)
-    cache = db.open_cache(config.cache_path)
+    cache = EmbeddingCache(config.cache_path)
     embedder = None
     computed = reused = 0
     total = db.count_pending(conn)
     bar = _progress(total)
     try:
         while rows := db.pending_chunks(conn, PAGE):
-            cached = db.cache_get(cache, model, [r["embed_sha"] for r in rows])
+            cached = cache.get(model, [r["embed_sha"] for r in rows])
             hits = [(r["id"], cached[r["embed_sha"]]) for r in rows if r["embed_sha"] in cached]
             if hits:
                 db.store_vectors(conn, hits, now_iso())
@@ -59,7 +66,7 @@ def embed_pending(conn: Any, config: Config, embedder_factory: Callable[[Any], A
             for start in range(0, len(missing), config.embedding.batch):
                 part = missing[start:start + config.embedding.batch]
                 vectors = embedder.embed_passages([r["embed_text"] for r in part])
-                db.cache_put(cache, model, {r["embed_sha"]: v for r, v in zip(part, vectors)})
+                cache.put(model, {r["embed_sha"]: v for r, v in zip(part, vectors)})
                 db.store_vectors(conn, [(r["id"], v) for r, v in zip(part, vectors)], now_iso())
                 computed += len(part)
                 bar.update(len(part))

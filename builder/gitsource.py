@@ -25,15 +25,14 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote
+
+from builder.redact import redact
 
 MARKER = "notes-portal-clone"
 FETCHED_REF = "refs/notes-portal/head"
 REGULAR_FILE_MODES = ("100644", "100755")  # symlinks (120000) and submodules (160000) are never read
 _OPTIONS = ("-c", "core.hooksPath=/dev/null", "-c", "color.ui=false", "-c", "log.showSignature=false",
             "-c", "advice.detachedHead=false")
-_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/@:\s'\"]*)"
-                       r"(?::(?P<password>[^/\s'\"]*))?@")  # a password runs to the last @ before the path
 _REPOSITORY_VARIABLES = frozenset((
     "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
     "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE",
@@ -71,40 +70,6 @@ class Checkout:
 
     rev: str
     repaired: str | None  # what was wrong with the clone, when it had to be redone
-
-
-# ---------------------------------------------------------------- redaction
-
-
-def _secrets(url: str | None) -> list[str]:
-    match = _USERINFO.search(url or "")
-    if not match:
-        return []
-    found = [match["password"]] if match["password"] else []
-    if match["password"] is None and match["user"] and match["scheme"].lower().startswith("http"):
-        found.append(match["user"])  # https://TOKEN@host: the user name is the secret
-    return [s for secret in found for s in {secret, unquote(secret)} if s]
-
-
-def _mask(match: re.Match[str]) -> str:
-    if match["password"] is not None:
-        return f"{match['scheme']}{match['user']}:***@"
-    if match["user"] and match["scheme"].lower().startswith("http"):
-        return f"{match['scheme']}***@"
-    return match[0]
-
-
-def redact(text: str, url: str | None = None) -> str:
-    """``text`` with every URL password (and the secrets of ``url`` wherever they appear) replaced by ***."""
-    text = _USERINFO.sub(_mask, text)
-    for secret in sorted(_secrets(url), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
-
-
-def redact_url(url: str) -> str:
-    """The URL as it may be printed, logged or stored: ``https://me:***@host/repo.git``."""
-    return redact(url, url)
 
 
 # ---------------------------------------------------------------- running git

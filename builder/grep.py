@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from builder.config import Config, SourceConfig
-from builder.errors import UserError
+from builder.core.config import Config, SourceConfig
+from builder.core.errors import UserError
 from builder.sources import Scope, walk
 
 

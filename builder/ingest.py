@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from builder.index import FileRecord
+from builder.core.index import FileRecord
 
 
 @dataclass(frozen=True)
@@ -28,10 +27,6 @@ def sha256_bytes(data: bytes) -> str:
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def iso_from_ns(mtime_ns: int) -> str:
-    return datetime.fromtimestamp(mtime_ns / 1e9, tz=timezone.utc).isoformat(timespec="seconds")
 
 
 def _record(path: str, data: bytes, size: int, mtime_ns: int | None, changed_at: str | None,

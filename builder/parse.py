@@ -17,7 +17,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-from builder.slug import Slugger
+from builder.core.slug import Slugger
 
 
 @dataclass(frozen=True)

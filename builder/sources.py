@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from builder.config import SourceConfig
+from builder.core.config import SourceConfig
 
 
 @lru_cache(maxsize=512)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from builder import index as db
 from builder import indexfile
-from builder.config import Config
+from builder.core import index as db
+from builder.core.config import Config
+from builder.redact import redact_url
 
 
 def collect_status(config: Config) -> dict[str, Any]:
@@ -30,7 +31,7 @@ def collect_status(config: Config) -> dict[str, Any]:
         numbers = stats.get(source.id, {"files": 0, "chunks": 0, "pending": 0})
         status["sources"].append({
             "id": source.id, "kind": source.kind,
-            "location": str(source.root) if source.root else _redacted(source.url),
+            "location": str(source.root) if source.root else redact_url(source.url),
             "branch": source.branch,
             "files": numbers["files"], "chunks": numbers["chunks"],
             "pending_vectors": numbers["pending"] if config.embedding.enabled else 0,
@@ -41,14 +42,6 @@ def collect_status(config: Config) -> dict[str, Any]:
             "uncovered": list(row.uncovered) if row else [],
         })
     return status
-
-
-def _redacted(url: str | None) -> str | None:
-    if url is None:
-        return None
-    from builder.gitsource import redact_url
-
-    return redact_url(url)
 
 
 def format_status(status: dict[str, Any]) -> str:

@@ -9,20 +9,25 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from builder import index as db
 from builder import indexfile
-from builder.chunker import CHUNKER_VERSION
-from builder.config import Config, SourceConfig
-from builder.errors import ReindexNeeded
+from builder.core import index as db
+from builder.core.clock import iso_from_ns, now_iso
+from builder.core.config import Config, SourceConfig
+from builder.core.embedding import EmbedderFactory
 from builder.lock import BuildLock
-from builder.render import site_is_stale
+from builder.redact import redact_url
+from builder.render.stamp import site_is_stale
 from builder.sources import FileStat, Scope, is_hidden, uncovered_dirs, walk
 from builder.synclog import SyncLog
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
+
+    from builder.gitsource import GitError
 
 EXIT_OK, EXIT_REINDEX, EXIT_PARTIAL = 0, 1, 3
 
@@ -32,7 +37,7 @@ class SourceChanges:
     """What one source's scan found; empty lists and equal coverage mean a no-op."""
 
     source: SourceConfig
-    changed: tuple[Any, ...]  # FileStat of new or modified-looking files
+    changed: tuple[FileStat, ...]  # new or modified-looking files
     deleted: tuple[str, ...]
     uncovered: tuple[str, ...]
     coverage_changed: bool
@@ -50,24 +55,8 @@ class SourceFailed(Exception):
     """A source could not be scanned; ``str()`` is the redacted one-line reason for the WARN line."""
 
 
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def expected_meta(config: Config) -> dict[str, str]:
-    """What ``meta`` must say for this config's queries to be answerable."""
-    return {**config.embedding.identity(), "chunker_version": CHUNKER_VERSION}
-
-
-def meta_mismatch(meta: dict[str, str], config: Config) -> str | None:
-    """A one-line description of how the index differs from the config, or None."""
-    diffs = [f"{key} is {meta.get(key)!r} in the index but {value!r} in the config"
-             for key, value in expected_meta(config).items() if meta.get(key) != value]
-    return "; ".join(diffs) or None
-
-
 def build(config: Config, *, full: bool = False, source_id: str | None = None,
-          embedder_factory: Callable[[Any], Any] | None = None, log: SyncLog | None = None,
+          embedder_factory: EmbedderFactory | None = None, log: SyncLog | None = None,
           render: bool = True) -> int:
     """Run one build; returns the process exit code (0 ok, 1 reindex needed, 3 partial).
 
@@ -83,9 +72,7 @@ def build(config: Config, *, full: bool = False, source_id: str | None = None,
             return _full_build(config, embedder_factory, log, render)
         conn = db.connect(current, vec=False)
         try:
-            mismatch = meta_mismatch(db.get_meta(conn), config)
-            if mismatch:
-                raise ReindexNeeded(f"reindex needed: {mismatch}; run `notes-portal build --full`")
+            db.check_identity(conn, config)
             code, changed = _incremental(conn, config, selected, source_id is None, embedder_factory, log)
             if render and (changed or site_is_stale(config)):
                 code = max(code, _render(config, conn, full=False, log=log))
@@ -94,9 +81,9 @@ def build(config: Config, *, full: bool = False, source_id: str | None = None,
             conn.close()
 
 
-def _render(config: Config, conn: Any, *, full: bool, log: SyncLog) -> int:
+def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog) -> int:
     """Bring the site up to date; a site that cannot be written never fails the indexing."""
-    from builder.render import render_site
+    from builder.render.site import render_site
 
     try:
         render_site(config, conn, full=full, log=log)
@@ -106,19 +93,19 @@ def _render(config: Config, conn: Any, *, full: bool, log: SyncLog) -> int:
     return EXIT_OK
 
 
-def _full_build(config: Config, embedder_factory: Any, log: SyncLog, render: bool) -> int:
+def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: SyncLog, render: bool) -> int:
     """Build a complete new index file beside the old one, then swap it in atomically."""
     new_path = indexfile.new_generation(config.index)
     conn = db.connect(new_path)
     try:
         db.migrate(conn)
         with db.transaction(conn):
-            db.set_meta(conn, {**expected_meta(config), "sqlite_vec_version": _vec_version(conn),
+            db.set_meta(conn, {**db.expected_identity(config), "sqlite_vec_version": db.vec_version(conn),
                                "created_at": now_iso()})
         if config.embedding.enabled:
             db.ensure_vec_table(conn, config.embedding.dims)
         code, _ = _incremental(conn, config, list(config.sources), True, embedder_factory, log, force=True)
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.checkpoint(conn)
     except BaseException:
         conn.close()
         indexfile.discard(new_path)
@@ -131,12 +118,8 @@ def _full_build(config: Config, embedder_factory: Any, log: SyncLog, render: boo
         conn.close()
 
 
-def _vec_version(conn: Any) -> str:
-    return conn.execute("SELECT vec_version()").fetchone()[0]
-
-
-def _incremental(conn: Any, config: Config, selected: list[SourceConfig], all_sources: bool,
-                 embedder_factory: Any, log: SyncLog, force: bool = False) -> tuple[int, bool]:
+def _incremental(conn: Connection, config: Config, selected: list[SourceConfig], all_sources: bool,
+                 embedder_factory: EmbedderFactory | None, log: SyncLog, force: bool = False) -> tuple[int, bool]:
     """Index what changed; returns (exit code, whether any note entered, changed or left)."""
     code = EXIT_OK
     db.migrate(conn)  # an index from before a schema step gains it here; a single SELECT when current
@@ -187,17 +170,13 @@ def _incremental(conn: Any, config: Config, selected: list[SourceConfig], all_so
     return code, changed
 
 
-def _load_vec(conn: Any, config: Config) -> None:
-    import sqlite_vec
-
-    conn.enable_load_extension(True)
-    sqlite_vec.load(conn)
-    conn.enable_load_extension(False)
+def _load_vec(conn: Connection, config: Config) -> None:
+    db.load_vec(conn)
     if config.embedding.enabled:
         db.ensure_vec_table(conn, config.embedding.dims)
 
 
-def _scan(conn: Any, source: SourceConfig, row: db.SourceRow | None, force: bool) -> SourceChanges:
+def _scan(conn: Connection, source: SourceConfig, row: db.SourceRow | None, force: bool) -> SourceChanges:
     assert source.root is not None
     scope = Scope.of(source)
     if not source.root.is_dir():
@@ -214,7 +193,7 @@ def _scan(conn: Any, source: SourceConfig, row: db.SourceRow | None, force: bool
                          coverage_changed=row is None or uncovered != previous)
 
 
-def _remote_heads(config: Config, selected: list[SourceConfig]) -> dict[str, Any]:
+def _remote_heads(config: Config, selected: list[SourceConfig]) -> dict[str, str | GitError]:
     """Every git source's remote head (or its GitError), asked in parallel: one ls-remote each."""
     git_sources = [s for s in selected if s.kind == "git"]
     if not git_sources:
@@ -229,8 +208,8 @@ def _scope_key(source: SourceConfig) -> str:
     return json.dumps([source.paths, source.include, source.exclude])
 
 
-def _scan_git(conn: Any, config: Config, source: SourceConfig, row: db.SourceRow | None,
-              head: str | Exception, force: bool, log: SyncLog) -> SourceChanges:
+def _scan_git(conn: Connection, config: Config, source: SourceConfig, row: db.SourceRow | None,
+              head: str | GitError, force: bool, log: SyncLog) -> SourceChanges:
     """A git source's changes since ``indexed_rev``; when the remote head is that rev, nothing more."""
     from builder import gitsource as git
 
@@ -254,7 +233,7 @@ def _scan_git(conn: Any, config: Config, source: SourceConfig, row: db.SourceRow
         raise SourceFailed(f"cannot update our clone ({exc})") from None
 
 
-def _git_changes(conn: Any, config: Config, source: SourceConfig, row: db.SourceRow | None,
+def _git_changes(conn: Connection, config: Config, source: SourceConfig, row: db.SourceRow | None,
                  indexed: str | None, head: str, log: SyncLog) -> SourceChanges:
     """Bring our clone to ``head``; the changed files come from ``git diff-tree indexed..head``, or from
     a full listing on a first build, ``--full`` (``row`` is None), a changed scope or rewritten history."""
@@ -297,27 +276,19 @@ def _git_changes(conn: Any, config: Config, source: SourceConfig, row: db.Source
                          refresh=not same_scope or row is None or row.indexed_rev != rev, authors=authors)
 
 
-def _record_error(conn: Any, source: SourceConfig, reason: str) -> None:
+def _record_error(conn: Connection, source: SourceConfig, reason: str) -> None:
     """Remember why the source failed (``status`` shows it); its indexed_rev and notes stay."""
     with db.transaction(conn):
-        db.upsert_source(conn, source.id, source.kind, _stored_url(source), source.branch)
+        db.upsert_source(conn, source.id, source.kind, redact_url(source.url), source.branch)
         db.update_source(conn, source.id, last_error=reason, last_error_at=now_iso())
 
 
-def _stored_url(source: SourceConfig) -> str | None:
-    if source.url is None:
-        return None
-    from builder.gitsource import redact_url
-
-    return redact_url(source.url)
-
-
-def _apply(conn: Any, config: Config, scan: SourceChanges, log: SyncLog) -> None:
-    from builder.ingest import ingest, iso_from_ns, sha256_bytes
+def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog) -> None:
+    from builder.ingest import ingest, sha256_bytes
 
     source = scan.source
     root = config.source_root(source)
-    db.upsert_source(conn, source.id, source.kind, _stored_url(source), source.branch)
+    db.upsert_source(conn, source.id, source.kind, redact_url(source.url), source.branch)
     states = db.file_states(conn, source.id)
     notes = chunks = touched = 0
     for stat in scan.changed:
@@ -363,7 +334,7 @@ def _apply(conn: Any, config: Config, scan: SourceChanges, log: SyncLog) -> None
         db.update_source(conn, source.id, **values)
 
 
-def _folder_rev(conn: Any, source_id: str) -> str:
+def _folder_rev(conn: Connection, source_id: str) -> str:
     """A folder's revision: a digest of its indexed (path, sha256) pairs."""
     digest = hashlib.sha256()
     for path, state in sorted(db.file_states(conn, source_id).items()):

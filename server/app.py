@@ -7,25 +7,31 @@ with a time limit. Anything a user can type gets a 200 or a 4xx, never a 500.
 from __future__ import annotations
 
 import hmac
-import re
+from collections.abc import Sequence
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.middleware.base import (
+    BaseHTTPMiddleware,
+    DispatchFunction,
+    RequestResponseEndpoint,
+)
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
 
-from builder import index as db
-from builder.config import Config
-from builder.embedding import make_embedder
-from builder.errors import IndexMissing, ReindexNeeded, UserError
+from builder.core import index as db
+from builder.core.config import Config
+from builder.core.embedding import Embedder, EmbedderFactory, make_embedder
+from builder.core.errors import IndexMissing, ReindexNeeded, UserError
 from server.reader import IndexReader, QueryTimeout
-from server.search import MODES, SearchResult, provenance, search
+from server.search import SearchResult, check_limit, check_mode, provenance, search
 from server.vectors import MIN_VECTORS, VectorMemory
 
 MAX_Q = 500
@@ -43,21 +49,22 @@ class QueryEmbedder:
 
     RETRY_AFTER_S = 30.0
 
-    def __init__(self, config: Config, factory: Any = None) -> None:
+    def __init__(self, config: Config, factory: EmbedderFactory | None = None) -> None:
         self.config = config
         self.factory = factory or (lambda embedding: make_embedder(embedding, for_queries=True))
         self._lock = threading.Lock()
-        self._embedder: Any = None
+        self._embedder: Embedder | None = None
         self._error: str | None = None
         self._failed_at = 0.0
 
-    def get(self) -> tuple[Any, str | None]:
+    def get(self) -> tuple[Embedder | None, str | None]:
         if not self.config.embedding.enabled:
             return None, None
         with self._lock:
             if self._embedder is None and time.monotonic() - self._failed_at > self.RETRY_AFTER_S:
                 try:
-                    self._embedder = _Serialized(self.factory(self.config.embedding))
+                    made = self.factory(self.config.embedding)
+                    self._embedder = _Serialized(made) if made is not None else None
                     self._error = None
                 except Exception as exc:  # a broken provider degrades to FTS-only, loudly
                     self._error, self._failed_at = f"{type(exc).__name__}: {exc}", time.monotonic()
@@ -67,7 +74,7 @@ class QueryEmbedder:
 class _Serialized:
     """One query embedding at a time: the in-process model is not made for concurrent calls."""
 
-    def __init__(self, embedder: Any) -> None:
+    def __init__(self, embedder: Embedder) -> None:
         self._embedder = embedder
         self._lock = threading.Lock()
         self.fingerprint = embedder.fingerprint
@@ -76,7 +83,7 @@ class _Serialized:
         with self._lock:
             return self._embedder.embed_query(text)
 
-    def embed_passages(self, texts: list[str]) -> list[bytes]:
+    def embed_passages(self, texts: Sequence[str]) -> list[bytes]:
         with self._lock:
             return self._embedder.embed_passages(texts)
 
@@ -84,7 +91,7 @@ class _Serialized:
 class SiteFiles(StaticFiles):
     """The built site; the renderer's own dot-files (manifest, stamp) and any dot-path stay private."""
 
-    async def get_response(self, path: str, scope: Any) -> Response:
+    async def get_response(self, path: str, scope: Scope) -> Response:
         if any(part.startswith(".") for part in path.replace("\\", "/").split("/")):
             return await super().get_response("404-not-found-for-dot-paths", scope)
         return await super().get_response(path, scope)
@@ -94,27 +101,31 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
-def _params(request: Request, config: Config) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SearchParams:
+    query: str
+    limit: int
+    mode: str
+    source: str | None
+    tag: str | None
+
+
+def _params(request: Request, config: Config) -> SearchParams:
     """Validated query parameters; raises UserError with the message for a 400."""
     q = request.query_params.get("q")
     if q is None or not q.strip():
         raise UserError("parameter q is required")
     if len(q) > MAX_Q:
         raise UserError(f"parameter q is longer than {MAX_Q} characters")
-    raw_limit = request.query_params.get("limit", "10")
-    if not re.fullmatch(r"[0-9]{1,3}", raw_limit) or not 1 <= int(raw_limit) <= 100:
-        raise UserError(f"parameter limit must be a whole number from 1 to 100, got {raw_limit[:20]!r}")
-    mode = request.query_params.get("mode", "hybrid")
-    if mode not in MODES:
-        raise UserError(f"parameter mode must be one of {', '.join(MODES)}, got {mode[:20]!r}")
+    limit = check_limit(request.query_params.get("limit", "10"))
+    mode = check_mode(request.query_params.get("mode", "hybrid"))
     source = request.query_params.get("source") or None
     if source is not None and source not in {s.id for s in config.sources}:
         raise UserError(f"unknown source {source[:40]!r}")
-    return {"query": q, "limit": int(raw_limit), "mode": mode, "source": source,
-            "tag": request.query_params.get("tag") or None}
+    return SearchParams(q, limit, mode, source, request.query_params.get("tag") or None)
 
 
-def create_app(config: Config, *, embedder_factory: Any = None, time_limit_s: float = 2.0,
+def create_app(config: Config, *, embedder_factory: EmbedderFactory | None = None, time_limit_s: float = 2.0,
                min_vectors: int = MIN_VECTORS) -> Starlette:
     """The portal's web app for ``config``; ``embedder_factory`` replaces the provider in tests.
 
@@ -131,15 +142,14 @@ def create_app(config: Config, *, embedder_factory: Any = None, time_limit_s: fl
 
     page = SearchPage(config)
 
-    def run_search(params: dict[str, Any]) -> SearchResult:
-        emb, err = embedder.get() if params["mode"] != "bm25" else (None, None)
+    def run_search(params: SearchParams) -> SearchResult:
+        emb, err = embedder.get() if params.mode != "bm25" else (None, None)
         with reader.connection() as conn:
             def nearest(vector: bytes, k: int) -> list[int] | None:
                 return memory.nearest(conn, reader.thread_identity(), vector, k)
 
-            return search(conn, config, params["query"], limit=params["limit"], source=params["source"],
-                          tag=params["tag"], mode=params["mode"], embedder=emb, embedder_error=err,
-                          nearest=nearest)
+            return search(conn, config, params.query, limit=params.limit, source=params.source,
+                          tag=params.tag, mode=params.mode, embedder=emb, embedder_error=err, nearest=nearest)
 
     def api_search(request: Request) -> Response:
         started = time.perf_counter()
@@ -188,10 +198,10 @@ def create_app(config: Config, *, embedder_factory: Any = None, time_limit_s: fl
     return app
 
 
-def _guard(api_key: str | None) -> Any:
+def _guard(api_key: str | None) -> DispatchFunction:
     """API-key check for /api/* (constant-time) and security headers on every response."""
 
-    async def dispatch(request: Request, call_next: Any) -> Response:
+    async def dispatch(request: Request, call_next: RequestResponseEndpoint) -> Response:
         if api_key and request.url.path.startswith("/api/") and not _authorized(request, api_key):
             response: Response = _error(401, "missing or wrong API key (X-API-Key or Authorization: Bearer)")
         else:
@@ -216,6 +226,9 @@ def _health(config: Config, reader: IndexReader, embedder: QueryEmbedder) -> dic
         with reader.connection() as conn:
             counts = db.counts(conn)
             sources = db.get_sources(conn)
+            if counts["chunks_fts"] != counts["chunks"]:
+                health["error"] = (f"the full-text index holds {counts['chunks_fts']} of {counts['chunks']} chunks: "
+                                   "rebuild it with `notes-portal build --full`")
             health.update(index=True, counts=counts,
                           pending_vectors=db.count_pending(conn) if config.embedding.enabled else 0,
                           sources={sid: {"last_sync_at": row.last_sync_at, "indexed_rev": row.indexed_rev,
@@ -231,5 +244,5 @@ def _health(config: Config, reader: IndexReader, embedder: QueryEmbedder) -> dic
             err = str(exc)
             reachable = False
     health["embedding"].update(reachable=reachable, error=err if not reachable else None)
-    health["status"] = "ok" if health["index"] and reachable is not False else "degraded"
+    health["status"] = "ok" if health["index"] and reachable is not False and "error" not in health else "degraded"
     return health

@@ -14,10 +14,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from builder import index as db
-from builder.errors import IndexMissing
+from builder.core import index as db
+from builder.core.errors import IndexMissing
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
+
+Identity = tuple[int, int]  # (device, inode) of the generation file behind the index path
 
 
 class QueryTimeout(Exception):
@@ -32,38 +37,38 @@ class IndexReader:
         self.time_limit_s = time_limit_s
         self._local = threading.local()
 
-    def _identity(self) -> tuple[int, int] | None:
+    def _identity(self) -> Identity | None:
         try:
             st = os.stat(self.index_path)
         except FileNotFoundError:
             return None
         return st.st_dev, st.st_ino
 
-    def _connection(self) -> Any:
+    def _connection(self) -> Connection:
         identity = self._identity()
         if identity is None:
-            raise IndexMissing(f"no index at {self.index_path}: run `notes-portal build` first")
+            raise IndexMissing(self.index_path)
         local = self._local
         if getattr(local, "identity", None) != identity:
             if getattr(local, "conn", None) is not None:
                 local.conn.close()
-            local.conn = db.connect(Path(os.path.realpath(self.index_path)), readonly=True)
+            local.conn = db.open_index(self.index_path)
             local.identity = identity
         return local.conn
 
-    def open_fresh(self) -> tuple[tuple[int, int] | None, Any]:
+    def open_fresh(self) -> tuple[Identity, Connection]:
         """A new read-only connection of the caller's own (for a background loader) and its identity."""
         identity = self._identity()
         if identity is None:
-            raise IndexMissing(f"no index at {self.index_path}: run `notes-portal build` first")
-        return identity, db.connect(Path(os.path.realpath(self.index_path)), readonly=True)
+            raise IndexMissing(self.index_path)
+        return identity, db.open_index(self.index_path)
 
-    def thread_identity(self) -> tuple[int, int] | None:
+    def thread_identity(self) -> Identity | None:
         """The (device, inode) of the index file this thread's connection reads."""
         return getattr(self._local, "identity", None)
 
     @contextmanager
-    def connection(self) -> Iterator[Any]:
+    def connection(self) -> Iterator[Connection]:
         """This thread's connection, interrupted when a statement runs past the time limit."""
         conn = self._connection()
         deadline = time.monotonic() + self.time_limit_s

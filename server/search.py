@@ -12,17 +12,23 @@ import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from builder import index as db
-from builder.config import Config
-from builder.embedding import Embedder, EmbeddingError
-from builder.errors import ReindexNeeded, UserError
-from builder.slug import fold
-from builder.urls import hit_url
+from builder.core import index as db
+from builder.core.config import Config
+from builder.core.embedding import Embedder, EmbeddingError
+from builder.core.errors import UserError
+from builder.core.slug import fold
+from builder.core.urls import hit_url
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
+
+Nearest = Callable[[bytes, int], "list[int] | None"]
 
 RRF_K = 60
 MODES = ("hybrid", "bm25", "vector")
+MAX_LIMIT = 100
 MAX_TERMS = 24
 MAX_QUERY_CHARS = 2000
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)  # FTS5's unicode61 splits at "_" as well
@@ -65,6 +71,21 @@ class SearchResult:
                 "hits": [asdict(h) for h in self.hits]}
 
 
+def check_mode(mode: str) -> str:
+    """``mode`` when it is one of :data:`MODES`, else a :class:`UserError` naming the choices."""
+    if mode not in MODES:
+        raise UserError(f"mode must be one of {', '.join(MODES)}, got {mode[:20]!r}")
+    return mode
+
+
+def check_limit(limit: int | str) -> int:
+    """``limit`` (an int, or its decimal digits as typed) when it is from 1 to :data:`MAX_LIMIT`."""
+    text = str(limit)
+    if not re.fullmatch(r"[0-9]{1,3}", text) or not 1 <= int(text) <= MAX_LIMIT:
+        raise UserError(f"limit must be a whole number from 1 to {MAX_LIMIT}, got {text[:20]!r}")
+    return int(text)
+
+
 def query_terms(text: str) -> list[str]:
     """The words of the user's text, in order, without duplicates (at most MAX_TERMS)."""
     seen: dict[str, None] = {}
@@ -79,7 +100,7 @@ def fts_expression(terms: list[str], operator: str) -> str:
     return f" {operator} ".join(quoted)
 
 
-def _bm25_ids(conn: Any, terms: list[str], k: int, source: str | None, tag: str | None) -> list[int]:
+def _bm25_ids(conn: Connection, terms: list[str], k: int, source: str | None, tag: str | None) -> list[int]:
     if not terms:
         return []
     ids = db.fts_search(conn, fts_expression(terms, "AND"), k, source, tag)
@@ -139,23 +160,16 @@ def snippet(text: str, terms: list[str], width: int = 36) -> str:
     return ("…" if begin > 0 else "") + body + ("…" if end < len(text) else "")
 
 
-def search(conn: Any, config: Config, query: str, *, limit: int = 10, source: str | None = None,
+def search(conn: Connection, config: Config, query: str, *, limit: int = 10, source: str | None = None,
            tag: str | None = None, mode: str = "hybrid", embedder: Embedder | None = None,
-           embedder_error: str | None = None, nearest: Callable[[bytes, int], list[int] | None] | None = None,
-           ) -> SearchResult:
+           embedder_error: str | None = None, nearest: Nearest | None = None) -> SearchResult:
     """Answer one query. Raises :class:`ReindexNeeded` when the index speaks another embedding space.
 
     ``nearest`` (the server's in-memory vectors) may answer the KNN scan instead of sqlite-vec.
     """
-    from builder.sync import meta_mismatch
-
-    if mode not in MODES:
-        raise UserError(f"unknown mode {mode!r} (expected one of: {', '.join(MODES)})")
-    if not 1 <= limit <= 100:
-        raise UserError(f"limit must be between 1 and 100, got {limit}")
-    mismatch = meta_mismatch(db.get_meta(conn), config)
-    if mismatch:
-        raise ReindexNeeded(f"reindex needed: {mismatch}; run `notes-portal build --full`")
+    check_mode(mode)
+    check_limit(limit)
+    db.check_identity(conn, config)
     notes: list[str] = []
     terms = query_terms(query)
     if not terms:
@@ -176,9 +190,9 @@ def search(conn: Any, config: Config, query: str, *, limit: int = 10, source: st
     return SearchResult(query, mode, tuple(hits), tuple(notes))
 
 
-def _vector_ids(conn: Any, config: Config, query: str, k: int, source: str | None, tag: str | None,
+def _vector_ids(conn: Connection, config: Config, query: str, k: int, source: str | None, tag: str | None,
                 embedder: Embedder | None, embedder_error: str | None,
-                nearest: Callable[[bytes, int], list[int] | None] | None) -> tuple[list[int], str | None]:
+                nearest: Nearest | None) -> tuple[list[int], str | None]:
     if not config.embedding.enabled:
         return [], "embeddings disabled (provider: none): FTS-only results"
     if embedder is None:
@@ -187,19 +201,26 @@ def _vector_ids(conn: Any, config: Config, query: str, k: int, source: str | Non
         vector = embedder.embed_query(query[:MAX_QUERY_CHARS])
     except EmbeddingError as exc:
         return [], f"embeddings unavailable ({exc}): FTS-only results"
-    filtered = source is not None or tag is not None
-    ids = nearest(vector, min(4096, k * 20) if filtered else k) if nearest else None
+    ids = nearest(vector, db.vector_candidates(k, source is not None or tag is not None)) if nearest else None
     if ids is None:
         return db.knn_search(conn, vector, k, source, tag), None
     return db.filter_chunk_ids(conn, ids, source, tag)[:k], None
 
 
-def _fuse(conn: Any, terms: list[str], bm25: list[int], vector: list[int], limit: int) -> list[Hit]:
+def fuse(*rankings: list[int]) -> list[tuple[int, float]]:
+    """Reciprocal Rank Fusion: chunk ids with their summed ``1 / (RRF_K + rank)``, best first
+    (ties: the smaller id)."""
     scores: dict[int, float] = {}
-    for ranking in (bm25, vector):
+    for ranking in rankings:
         for rank, chunk_id in enumerate(ranking, start=1):
             scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (RRF_K + rank)
-    ordered = sorted(scores, key=lambda i: (-scores[i], i))[:limit]
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _fuse(conn: Connection, terms: list[str], bm25: list[int], vector: list[int], limit: int) -> list[Hit]:
+    fused = fuse(bm25, vector)[:limit]
+    scores = dict(fused)
+    ordered = [chunk_id for chunk_id, _ in fused]
     bm25_rank = {cid: r for r, cid in enumerate(bm25, start=1)}
     vec_rank = {cid: r for r, cid in enumerate(vector, start=1)}
     rows = db.chunk_details(conn, ordered)

@@ -14,39 +14,51 @@ the caller) or ``vec0``. The CLI never uses it: one query does not repay a load.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from builder import index as db
+from builder.core import index as db
+from server.reader import Identity
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
+
+    import numpy as np
+
+SnapshotKey = tuple[Identity, str]  # (index file identity, vectors_version)
 
 MIN_VECTORS = 20_000
 
 
 @dataclass(frozen=True)
 class _Snapshot:
-    key: tuple[Any, str]  # (index file identity, vectors_version)
-    ids: Any  # numpy int64 array
-    matrix: Any  # numpy float32 array, one L2-normalized row per id
+    key: SnapshotKey
+    ids: np.ndarray  # int64, one chunk id per row
+    matrix: np.ndarray  # float32, one L2-normalized row per id
 
 
 class VectorMemory:
     """Thread-safe holder of the current snapshot; ``nearest`` returns None when vec0 should answer."""
 
-    def __init__(self, open_connection: Any, min_vectors: int = MIN_VECTORS) -> None:
+    def __init__(self, open_connection: Callable[[], tuple[Identity, Connection]],
+                 min_vectors: int = MIN_VECTORS) -> None:
         self._open = open_connection  # () -> (identity, read-only connection) for a loader thread
         self.min_vectors = min_vectors
         self._snapshot: _Snapshot | None = None
         self._loading = False
         self._lock = threading.Lock()
-        self._too_small: tuple[Any, str] | None = None
+        self._too_small: SnapshotKey | None = None
 
-    def loaded(self) -> tuple[Any, str] | None:
+    def loaded(self) -> SnapshotKey | None:
         """(index file identity, vectors_version) of the matrix in memory, or None."""
         snapshot = self._snapshot
         return snapshot.key if snapshot is not None else None
 
-    def nearest(self, conn: Any, identity: Any, vector: bytes, k: int) -> list[int] | None:
+    def nearest(self, conn: Connection, identity: Identity | None, vector: bytes, k: int) -> list[int] | None:
         """Up to ``k`` chunk ids nearest to ``vector`` by cosine, or None (use vec0 instead)."""
+        if identity is None:
+            return None
         key = (identity, db.vectors_version(conn))
         snapshot = self._snapshot
         if snapshot is None or snapshot.key != key:
@@ -65,14 +77,14 @@ class VectorMemory:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [int(i) for i in snapshot.ids[top]]
 
-    def _start_load(self, key: tuple[Any, str]) -> None:
+    def _start_load(self, key: SnapshotKey) -> None:
         with self._lock:
             if self._loading:
                 return
             self._loading = True
         threading.Thread(target=self._load, args=(key,), daemon=True, name="vector-memory").start()
 
-    def _load(self, key: tuple[Any, str]) -> None:
+    def _load(self, key: SnapshotKey) -> None:
         import numpy as np
 
         try:

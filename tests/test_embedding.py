@@ -14,11 +14,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from builder import index as db
 from builder import indexfile
-from builder.config import load_config
-from builder.embedding import EmbeddingError, OllamaEmbedder, OpenAIEmbedder
-from builder.errors import ReindexNeeded
+from builder.core import index as db
+from builder.core.config import load_config
+from builder.core.embedding import EmbeddingError, OllamaEmbedder, OpenAIEmbedder
+from builder.core.errors import ReindexNeeded
 from builder.sync import build
 from server.search import search
 from tests.conftest import DIMS, FakeOllama, hashed_vector, ollama_yaml, write_config
@@ -41,7 +41,7 @@ def test_unreachable_endpoint_then_backfill(config_for, quiet_log):
     assert f"WARN embeddings unavailable (ollama at http://127.0.0.1:{port}: connection refused" in log
     assert f"{total} chunks wait for vectors; the next build retries" in log
 
-    from builder.embedding import make_embedder
+    from builder.core.embedding import make_embedder
     result = search(conn, config, "powerbanka", embedder=make_embedder(config.embedding))
     assert [h.path for h in result.hits][:1] == ["cestovani/snezka.md"]
     assert all(h.ranks["vector"] is None for h in result.hits)
@@ -121,7 +121,7 @@ def test_model_change_refuses_search_until_full_rebuild(tmp_path, config_for, qu
     # the old reader still answers from the file it opened
     assert search(conn, old, "powerbanka").hits[0].path == "cestovani/snezka.md"
     fresh = db.connect(indexfile.resolve(new.index), readonly=True)
-    from builder.embedding import make_embedder
+    from builder.core.embedding import make_embedder
     result = search(fresh, new, "powerbanka", embedder=make_embedder(new.embedding))
     assert result.hits[0].path == "cestovani/snezka.md" and result.hits[0].ranks["vector"] is not None
     assert db.get_meta(fresh)["embedding_dims"] == "16"

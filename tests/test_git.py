@@ -24,14 +24,21 @@ from typing import Any
 
 import pytest
 
-from builder import gitsource
-from builder import index as db
-from builder import indexfile
-from builder.config import Config, load_config
+from builder import gitsource, indexfile
+from builder.core import index as db
+from builder.core.config import Config, load_config
+from builder.core.index import schema
 from builder.status import collect_status, format_status
 from builder.sync import build
 from builder.synclog import SyncLog
-from tests.conftest import DIMS, HashEmbedder, ollama_yaml, write_config, write_note
+from tests.conftest import (
+    DIMS,
+    HashEmbedder,
+    ollama_yaml,
+    require_ripgrep,
+    write_config,
+    write_note,
+)
 
 EMBED = ollama_yaml("http://127.0.0.1:9", DIMS)  # never contacted: the tests pass an embedder
 NO_EMBED = "embedding:\n  provider: none\n"
@@ -648,8 +655,8 @@ def test_grep_reads_the_clone_including_non_markdown(engine: str, tmp_path: Path
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     from builder import grep as grep_module
 
-    if engine == "rg" and shutil.which("rg") is None:
-        pytest.skip("ripgrep is not installed")
+    if engine == "rg":
+        require_ripgrep()
     if engine == "python":
         monkeypatch.setattr(grep_module.shutil, "which", lambda name: None)
     up = Upstream(tmp_path, "notes")
@@ -722,7 +729,7 @@ def test_an_index_from_schema_step_1_gains_changed_by(tmp_path: Path, notes_dir:
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     folder_only = make_config(tmp_path, "notes:\n  folder: notes\n")
     with monkeypatch.context() as patch:
-        patch.setattr(db, "SCHEMA_STEPS", db.SCHEMA_STEPS[:1])
+        patch.setattr(schema, "SCHEMA_STEPS", schema.SCHEMA_STEPS[:1])
         run(folder_only)
     conn = open_index(folder_only)
     assert db.get_meta(conn)["schema_version"] == "1"
@@ -735,5 +742,5 @@ def test_an_index_from_schema_step_1_gains_changed_by(tmp_path: Path, notes_dir:
     config = make_config(tmp_path, f"notes:\n  folder: notes\nrepo:\n  git: {up.url}\n")
     assert run(config) == 0
     conn = open_index(config)
-    assert db.get_meta(conn)["schema_version"] == str(len(db.SCHEMA_STEPS))
+    assert db.get_meta(conn)["schema_version"] == str(len(schema.SCHEMA_STEPS))
     assert conn.execute("SELECT changed_by FROM files WHERE source_id = 'repo'").fetchone()[0] == "Filip"

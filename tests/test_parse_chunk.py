@@ -7,9 +7,9 @@ import textwrap
 import pytest
 
 from builder.chunker import CHARS_PER_TOKEN, HARD_MAX_TOKENS, MAX_TOKENS, chunk_note
+from builder.core.slug import Slugger, slugify
 from builder.parse import parse_note
-from builder.slug import Slugger, slugify
-from tests.conftest import SHARED
+from tests.conftest import SHARED, require_shared
 
 
 def note(text: str, path: str = "dir/my-note.md"):
@@ -132,9 +132,7 @@ def test_a_giant_line_is_bounded_and_nothing_is_dropped():
 
 
 def test_real_corpus_setext_headings_and_inline_code():
-    path = SHARED / "corpora/naucse/lessons/beginners/class/index.md"
-    if not path.exists():
-        pytest.skip(f"{path} is missing (../shared/corpora is needed)")
+    path = require_shared(SHARED / "corpora/naucse/lessons/beginners/class/index.md")
     n = parse_note("lessons/beginners/class/index.md", path.read_text(encoding="utf-8"))
     texts = [h.text for h in n.headings]
     assert "Metoda __init__" in texts or any("__init__" in t for t in texts)

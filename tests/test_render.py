@@ -9,9 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from builder import urls
-from builder.render import site_is_stale
-from tests.test_render_helpers import build_and_render, check_site, make_config, open_index, parse_page, write
+from builder.core import urls
+from builder.render.stamp import site_is_stale
+from tests.test_render_helpers import (
+    build_and_render,
+    check_site,
+    make_config,
+    open_index,
+    parse_page,
+    write,
+)
 
 
 @pytest.fixture
@@ -416,7 +423,7 @@ def test_site_is_stale_is_cheap_and_notices_a_missing_site_or_new_settings(tmp_p
     assert not site_is_stale(config)
     retitled = make_config(tmp_path, {"notes": notes}, title="Jiný název")
     assert site_is_stale(retitled)
-    probe = ("import sys, json; from builder.config import load_config; from builder.render import site_is_stale;"
+    probe = ("import sys, json; from builder.core.config import load_config; from builder.render.stamp import site_is_stale;"
              f"stale = site_is_stale(load_config({str(tmp_path / 'portal.yaml')!r}));"
              "print(json.dumps([stale] + [m in sys.modules for m in ('jinja2', 'markdown_it', 'pygments', 'nh3')]))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
@@ -425,11 +432,11 @@ def test_site_is_stale_is_cheap_and_notices_a_missing_site_or_new_settings(tmp_p
 
 
 def test_notes_with_the_same_text_share_their_body_only_where_their_links_agree(tmp_path, monkeypatch):
-    from builder import render_markdown as rm
+    from builder.render import markdown
 
     rendered = []
-    render_body = rm.render_body
-    monkeypatch.setattr(rm, "render_body", lambda md, text, **kw: rendered.append(kw["page_url"]) or
+    render_body = markdown.render_body
+    monkeypatch.setattr(markdown, "render_body", lambda md, text, **kw: rendered.append(kw["page_url"]) or
                         render_body(md, text, **kw))
     root = tmp_path / "notes"
     text = ("# Kopie\n\n[vedle](vedle.md), [[vedle]], ![obr](obr.png), [web](https://example.org), [nahoru](../x.md)."
@@ -464,10 +471,9 @@ def test_notes_with_the_same_text_share_their_body_only_where_their_links_agree(
 def test_big_renders_keep_highlighted_code_in_the_site_for_the_next_one(tmp_path, monkeypatch):
     import json
 
-    from builder import render_highlight as hl
-    from builder import render_jobs as rj
+    from builder.render import highlight, jobs
 
-    monkeypatch.setattr(rj, "PARALLEL_MIN", 1)  # every render is a big one
+    monkeypatch.setattr(jobs, "PARALLEL_MIN", 1)  # every render is a big one
     root = tmp_path / "notes"
     write(root, "py.md", "# Py\n\n```python\ndef f():\n    return 1\n```\n\n```mermaid\ngraph\n```\n")
     write(root, "c.md", "# C\n\n```c\nint x = 1;\n```\n")
@@ -475,7 +481,7 @@ def test_big_renders_keep_highlighted_code_in_the_site_for_the_next_one(tmp_path
     config = make_config(tmp_path, {"notes": root})
     build_and_render(config)
     out = config.site.output
-    cache = hl.cache_file(out)
+    cache = highlight.cache_file(out)
 
     def stored() -> set[str]:
         return set(json.loads(cache.read_text("utf-8")))
@@ -484,12 +490,12 @@ def test_big_renders_keep_highlighted_code_in_the_site_for_the_next_one(tmp_path
         return (out / rel).read_text("utf-8").split('class="note-body"')[1]
 
     assert cache.parent.name == ".render-cache" and len(stored()) == 2  # mermaid has no lexer
-    before, highlight = body("notes/py.html"), hl._highlight
-    monkeypatch.setattr(hl, "_MEMO", {})
-    monkeypatch.setattr(hl, "_highlight", lambda *a: pytest.fail("highlighted again"))
+    before, original = body("notes/py.html"), highlight._highlight
+    monkeypatch.setattr(highlight, "_MEMO", {})
+    monkeypatch.setattr(highlight, "_highlight", lambda *a: pytest.fail("highlighted again"))
     build_and_render(config, full=True)  # every block comes from the site's cache
     assert body("notes/py.html") == before and '<span class="k">def</span>' in before
-    monkeypatch.setattr(hl, "_highlight", highlight)
+    monkeypatch.setattr(highlight, "_highlight", original)
     (root / "py.md").write_text("# Py\n\n```python\ndef g():\n    return 2\n```\n", encoding="utf-8")
     build_and_render(config)
     keys = stored()
@@ -508,8 +514,8 @@ def test_big_renders_keep_highlighted_code_in_the_site_for_the_next_one(tmp_path
 
 
 def test_wikilink_title_keys_equal_slugify():
-    from builder.render_links import _key
-    from builder.slug import slugify
+    from builder.core.slug import slugify
+    from builder.render.links import _key
 
     samples = ["Poznámka 12 – čaj", "Příliš žluťoučký kůň", "ℌello", "K", "İstanbul", "Straße", "Æble", "日本語",
                "Ελληνικά", "Москва", "a\u034fb", "e\u0301", "👍 ok", "ÉCOLE Noël", "Ľadový čaj", "ﬁ", "①", "²", "Ǆ",
@@ -520,7 +526,7 @@ def test_wikilink_title_keys_equal_slugify():
 
 @pytest.mark.parametrize("source_id", ["tags", "static", "api", "search"])
 def test_reserved_source_ids_are_refused_by_the_config(tmp_path, notes, source_id):
-    from builder.errors import ConfigError
+    from builder.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=rf"sources\.{source_id}: source id '{source_id}' is reserved for the "
                                           r"site's own pages \(api, search, static, tags\); choose another"):

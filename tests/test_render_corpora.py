@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from builder import urls
-from tests.conftest import DIMS, HashEmbedder, ollama_yaml
-from tests.test_render_helpers import EXAMPLES, KEMT, build_and_render, check_site, make_config, open_index
+from builder.core import urls
+from tests.conftest import DIMS, HashEmbedder, ollama_yaml, require_shared
+from tests.test_render_helpers import (
+    EXAMPLES,
+    KEMT,
+    build_and_render,
+    check_site,
+    make_config,
+    open_index,
+)
 
 
 def assert_chunk_anchors_on_pages(config, ids: dict[str, set[str]]) -> int:
@@ -48,8 +53,8 @@ def test_example_notes_render_completely(tmp_path: Path):
     assert run.report.notes_rendered == 32
 
 
-@pytest.mark.skipif(not KEMT.is_dir(), reason=f"kemt-wiki corpus not found at {KEMT} (../shared is not here)")
 def test_kemt_wiki_renders_completely(tmp_path: Path):
+    require_shared(KEMT)
     config = make_config(tmp_path, {"kemt": KEMT}, title="KEMT wiki")
     run = build_and_render(config, workers=2)
     site = config.site.output

@@ -14,10 +14,10 @@ from urllib.parse import unquote, urlsplit
 
 import html5lib
 
-from builder import index as db
 from builder import indexfile
-from builder.config import Config, load_config
-from builder.render import RenderReport, render_site
+from builder.core import index as db
+from builder.core.config import Config, load_config
+from builder.render.site import RenderReport, render_site
 from builder.sync import build
 from builder.synclog import SyncLog
 

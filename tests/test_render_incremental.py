@@ -8,8 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from builder import render
-from tests.test_render_helpers import build_and_render, check_site, make_config, parse_page, site_files, write
+from builder.core import templates as page_templates
+from builder.render.stamp import site_is_stale
+from tests.test_render_helpers import (
+    build_and_render,
+    check_site,
+    make_config,
+    parse_page,
+    site_files,
+    write,
+)
 
 DAY = 86400.0
 
@@ -133,15 +141,15 @@ def test_changed_attachment_is_copied_again(portal):
 def test_template_change_or_full_rerenders_everything(portal, tmp_path, monkeypatch):
     config, _ = portal
     templates = tmp_path / "templates"
-    shutil.copytree(render.TEMPLATE_DIR, templates)
-    monkeypatch.setattr(render, "TEMPLATE_DIR", templates)
-    assert render.site_is_stale(config)  # other template files than the site was rendered with …
+    shutil.copytree(page_templates.TEMPLATE_DIR, templates)
+    monkeypatch.setattr(page_templates, "TEMPLATE_DIR", templates)
+    assert site_is_stale(config)  # other template files than the site was rendered with …
     run = build_and_render(config)
     assert run.report.written == ()  # … but with the same content: nothing to redo
-    assert not render.site_is_stale(config)
+    assert not site_is_stale(config)
     note = templates / "note.html"
     note.write_text(note.read_text("utf-8").replace("Linked from", "Odkazují sem"), encoding="utf-8")
-    assert render.site_is_stale(config)
+    assert site_is_stale(config)
     run = build_and_render(config)
     everything = set(site_files(config.site.output))
     assert set(run.report.written) == everything and len(everything) == 18

@@ -16,14 +16,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import CHROMIUM, require_browser
 from tests.test_render_helpers import EXAMPLES, build_and_render, make_config
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed at /usr/bin/chromium")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _tools() -> None:
+    require_browser()
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -47,7 +51,7 @@ def served(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
+    from playwright import sync_api
     with sync_api.sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         yield chromium

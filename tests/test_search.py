@@ -6,11 +6,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builder import index as db
 from builder import indexfile
-from builder.errors import UserError
+from builder.core import index as db
+from builder.core.errors import UserError
 from builder.sync import build
-from server.search import RRF_K, fts_expression, query_terms, search, snippet
+from server.search import fts_expression, fuse, query_terms, search, snippet
 from tests.conftest import HashEmbedder, ollama_yaml
 
 EMBED = ollama_yaml("http://127.0.0.1:9")
@@ -38,21 +38,38 @@ def test_hit_shape_and_provenance(indexed):
     assert (top.source, top.path, top.title, top.breadcrumb, top.anchor) == (
         "notes", "recepty/teh-tarik.md", "Teh Tarik", "Teh Tarik > Suroviny", "suroviny")
     assert top.line_start == 9
-    assert top.ranks["bm25"] == 1 and top.ranks["vector"] is not None
-    assert top.score == pytest.approx(1 / (RRF_K + 1) + 1 / (RRF_K + top.ranks["vector"]), abs=1e-6)
+    assert top.ranks["bm25"] == 1 and top.ranks["vector"] >= 1
+    assert top.url == "notes/recepty/teh-tarik.html#suroviny"
+    scores = [hit.score for hit in result.hits]
+    assert scores == sorted(scores, reverse=True) and len(set(h.url for h in result.hits)) == len(scores)
     assert "<mark>dvě</mark>" in top.snippet and "<mark>čaje</mark>" in top.snippet
     assert set(result.to_json()) == {"query", "mode", "notes", "hits"}
     assert set(result.to_json()["hits"][0]) == {"source", "path", "title", "breadcrumb", "anchor", "line_start",
                                                "snippet", "score", "ranks", "url"}
 
 
-def test_diacritics_and_inflection_match(indexed):
+def test_fusion_orders_by_summed_reciprocal_ranks():
+    # bm25 ranks A=1 B=2 C=3, vectors C=1 A=2 D=3 (hand-computed with k=60):
+    # A 1/61+1/62 = .03252, C 1/63+1/61 = .03227, B 1/62 = .01613, D 1/63 = .01587
+    assert [chunk_id for chunk_id, _ in fuse([10, 20, 30], [30, 10, 40])] == [10, 30, 20, 40]
+    assert [chunk_id for chunk_id, _ in fuse([7, 5], [])] == [7, 5]
+    assert [chunk_id for chunk_id, _ in fuse([5], [7])] == [5, 7]  # a tie goes to the smaller id
+
+
+def test_words_match_without_diacritics_and_as_prefixes(indexed):
     config, conn = indexed
     hits = search(conn, config, "rozbocovac zasuvky", mode="bm25").hits
-    assert hits[0].path == "cestovani/snezka.md"
-    hits = search(conn, config, "převodníkem", mode="bm25").hits  # prefix "převodník*" after AND→OR fallback
-    assert hits == () or hits[0].path == "projekty/sauter-bus.md"
+    assert [h.path for h in hits] == ["cestovani/snezka.md"]
+    hits = search(conn, config, "prevod", mode="bm25").hits  # a prefix of "Převodník", typed without accents
+    assert [h.path for h in hits] == ["projekty/sauter-bus.md"]
     hits = search(conn, config, "převodník", mode="bm25").hits
+    assert [h.path for h in hits] == ["projekty/sauter-bus.md"]
+
+
+@pytest.mark.xfail(strict=True, reason="issue 10: an inflected form longer than the indexed one needs stemming")
+def test_an_inflected_query_form_finds_another_form_lexically(indexed):
+    config, conn = indexed
+    hits = search(conn, config, "převodníkem", mode="bm25").hits  # the note says "Převodník"
     assert [h.path for h in hits] == ["projekty/sauter-bus.md"]
 
 
@@ -80,10 +97,11 @@ def test_modes_filters_and_limits(indexed):
     assert {h.path for h in tagged.hits} == {"recepty/teh-tarik.md"}
     other = search(conn, config, "čaj", source="elsewhere", embedder=embedder)
     assert other.hits == ()
-    assert len(search(conn, config, "a", limit=1, embedder=embedder).hits) <= 1
-    with pytest.raises(UserError, match="limit must be between 1 and 100, got 0"):
+    assert len(search(conn, config, "čaj", embedder=embedder).hits) > 1
+    assert len(search(conn, config, "čaj", limit=1, embedder=embedder).hits) == 1
+    with pytest.raises(UserError, match="limit must be a whole number from 1 to 100, got .0."):
         search(conn, config, "x", limit=0)
-    with pytest.raises(UserError, match="unknown mode 'fuzzy'"):
+    with pytest.raises(UserError, match="mode must be one of hybrid, bm25, vector, got .fuzzy."):
         search(conn, config, "x", mode="fuzzy")
 
 
@@ -94,12 +112,16 @@ def test_modes_filters_and_limits(indexed):
 ])
 def test_hostile_queries_answer_cleanly(indexed, query):
     config, conn = indexed
+    before = db.counts(conn)
     for mode in ("hybrid", "bm25", "vector"):
         result = search(conn, config, query, mode=mode, embedder=HashEmbedder())
-        assert isinstance(result.hits, tuple)
+        assert {h.path for h in result.hits} <= INDEXED
+        assert all(_escaped(h.snippet) for h in result.hits)
         if not query_terms(query):
             assert result.hits == () and result.notes == ("the query has no words to search for",)
-    assert db.counts(conn)["chunks"] > 0  # nothing was dropped
+        if "čaj" in query and mode == "bm25":
+            assert "recepty/teh-tarik.md" in {h.path for h in result.hits}
+    assert db.counts(conn) == before  # nothing was dropped
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -107,7 +129,17 @@ def test_hostile_queries_answer_cleanly(indexed, query):
 def test_any_text_is_a_clean_answer(indexed, query):
     config, conn = indexed
     result = search(conn, config, query, mode="bm25")
-    assert all(hit.snippet is not None for hit in result.hits)
+    assert {h.path for h in result.hits} <= INDEXED
+    assert all(_escaped(hit.snippet) for hit in result.hits)
+
+
+INDEXED = {"recepty/teh-tarik.md", "projekty/sauter-bus.md", "cestovani/snezka.md"}
+
+
+def _escaped(snippet: str) -> bool:
+    """A snippet is escaped text with <mark> around matches: no other markup, never empty."""
+    bare = snippet.replace("<mark>", "").replace("</mark>", "")
+    return bool(bare.strip()) and "<" not in bare and ">" not in bare
 
 
 def test_empty_index_says_so(config_for, notes_dir, quiet_log):

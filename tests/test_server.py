@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from builder import index as db
 from builder import indexfile
-from builder.config import load_config
-from builder.render import render_site
+from builder.core import index as db
+from builder.core.config import load_config
+from builder.render.site import render_site
 from builder.sync import build
 from server.app import SECURITY_HEADERS, create_app
 from tests.conftest import HashEmbedder, ollama_yaml
@@ -62,14 +62,14 @@ def test_search_result_shape_and_url_lands_on_the_section(client):
     ({}, "parameter q is required"),
     ({"q": "   "}, "parameter q is required"),
     ({"q": "x" * 501}, "parameter q is longer than 500 characters"),
-    ({"q": "čaj", "limit": "0"}, "parameter limit must be a whole number from 1 to 100, got '0'"),
-    ({"q": "čaj", "limit": "101"}, "parameter limit must be a whole number from 1 to 100, got '101'"),
-    ({"q": "čaj", "limit": "ten"}, "parameter limit must be a whole number from 1 to 100, got 'ten'"),
-    ({"q": "čaj", "limit": "-1"}, "parameter limit must be a whole number from 1 to 100, got '-1'"),
-    ({"q": "čaj", "limit": "²"}, "parameter limit must be a whole number from 1 to 100, got '²'"),
-    ({"q": "čaj", "limit": "١٢"}, "parameter limit must be a whole number from 1 to 100, got '١٢'"),
-    ({"q": "čaj", "limit": "5.0"}, "parameter limit must be a whole number from 1 to 100, got '5.0'"),
-    ({"q": "čaj", "mode": "fuzzy"}, "parameter mode must be one of hybrid, bm25, vector, got 'fuzzy'"),
+    ({"q": "čaj", "limit": "0"}, "limit must be a whole number from 1 to 100, got '0'"),
+    ({"q": "čaj", "limit": "101"}, "limit must be a whole number from 1 to 100, got '101'"),
+    ({"q": "čaj", "limit": "ten"}, "limit must be a whole number from 1 to 100, got 'ten'"),
+    ({"q": "čaj", "limit": "-1"}, "limit must be a whole number from 1 to 100, got '-1'"),
+    ({"q": "čaj", "limit": "²"}, "limit must be a whole number from 1 to 100, got '²'"),
+    ({"q": "čaj", "limit": "١٢"}, "limit must be a whole number from 1 to 100, got '١٢'"),
+    ({"q": "čaj", "limit": "5.0"}, "limit must be a whole number from 1 to 100, got '5.0'"),
+    ({"q": "čaj", "mode": "fuzzy"}, "mode must be one of hybrid, bm25, vector, got 'fuzzy'"),
     ({"q": "čaj", "source": "secret"}, "unknown source 'secret'"),
 ])
 def test_bad_parameters_are_400_with_a_message(client, params, message):
@@ -118,10 +118,22 @@ def test_provider_down_answers_fts_only_and_says_so(portal):
 def test_health_reports_counts_and_sources(client):
     health = client.get("/api/health").json()
     assert health["index"] is True and health["status"] == "ok"
-    assert health["counts"]["chunks"] == health["counts"]["vec_chunks"] > 0
+    assert health["counts"]["chunks"] == health["counts"]["chunks_fts"] == health["counts"]["vec_chunks"] > 0
     assert health["pending_vectors"] == 0 and health["embedding"] == {"provider": "ollama", "reachable": True,
                                                                        "error": None}
     assert set(health["sources"]) == {"notes"} and health["sources"]["notes"]["last_sync_at"]
+
+
+def test_health_notices_a_full_text_index_out_of_step(portal, client):
+    chunks = client.get("/api/health").json()["counts"]["chunks"]
+    conn = db.connect(indexfile.resolve(portal.index))
+    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
+    conn.close()
+    health = client.get("/api/health").json()
+    assert health["counts"]["chunks"] == chunks and health["counts"]["chunks_fts"] == 0
+    assert health["status"] == "degraded"
+    assert health["error"] == (f"the full-text index holds 0 of {chunks} chunks: "
+                               "rebuild it with `notes-portal build --full`")
 
 
 def test_new_index_is_served_without_restart(portal, client, notes_dir, quiet_log):

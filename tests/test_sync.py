@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from builder import index as db
 from builder import indexfile
+from builder.core import index as db
 from builder.sync import build
 from tests.conftest import DIMS, HashEmbedder, ollama_yaml, write_note
 
@@ -39,6 +39,7 @@ def test_first_build_indexes_every_note_with_vectors(config_for, quiet_log):
     assert paths == {"recepty/teh-tarik.md", "projekty/sauter-bus.md", "cestovani/snezka.md"}
     counts = db.counts(conn)
     assert counts["chunks"] == counts["chunks_fts"] == counts["vec_chunks"] > 0
+    assert db.fts_integrity_error(conn) is None
     assert db.count_pending(conn) == 0
     meta = db.get_meta(conn)
     assert meta["embedding_model"] == "test-embed:1" and meta["embedding_dims"] == str(DIMS)
@@ -57,7 +58,18 @@ def test_deleting_a_note_leaves_no_orphan_vectors(config_for, notes_dir, quiet_l
     assert not doomed & vec_rowids(conn)
     chunk_ids = {r[0] for r in conn.execute("SELECT id FROM chunks")}
     assert vec_rowids(conn) == chunk_ids  # no orphans at all, none missing
-    assert db.counts(conn)["chunks_fts"] == len(chunk_ids)
+    assert db.counts(conn)["chunks_fts"] == len(chunk_ids) and db.fts_integrity_error(conn) is None
+
+
+def test_fts_figures_come_from_the_full_text_index_itself(config_for, quiet_log):
+    config = config_for(EMBED)
+    run(config, quiet_log)
+    conn = open_index(config)
+    chunks = db.counts(conn)["chunks"]
+    assert db.counts(conn)["chunks_fts"] == chunks > 0 and db.fts_integrity_error(conn) is None
+    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")  # the content table stays
+    assert db.counts(conn)["chunks"] == chunks and db.counts(conn)["chunks_fts"] == 0
+    assert db.fts_integrity_error(conn) == "database disk image is malformed"  # FTS5's word for "out of sync"
 
 
 def test_renamed_note_moves_without_a_model_call(config_for, notes_dir, quiet_log):
@@ -90,7 +102,7 @@ def test_second_build_over_unchanged_sources_changes_nothing(config_for, quiet_l
 
 
 def test_noop_cli_build_prints_nothing(config_for, quiet_log):
-    config = config_for(EMBED.replace("provider: ollama", "provider: ollama"))
+    config = config_for(EMBED)
     run(config, quiet_log)
     proc = subprocess.run([sys.executable, "-m", "builder.cli", "build", "--config", str(config.path)],
                           capture_output=True, text=True)
@@ -109,35 +121,53 @@ def test_touched_but_unchanged_note_is_not_rechunked(config_for, notes_dir, quie
     assert conn.execute("SELECT mtime_ns FROM files WHERE path = 'projekty/sauter-bus.md'").fetchone()[0] == 1_000_000_000
 
 
-def test_concurrent_builds_exactly_one_indexes(config_for, notes_dir, tmp_path):
-    """Two processes start together; a slow embedder keeps the first inside the lock."""
+HELD_BUILD = """
+import sys, time
+from pathlib import Path
+from builder.core.config import load_config
+from builder.sync import build
+from tests.conftest import HashEmbedder
+
+inside, release = Path(sys.argv[2]), Path(sys.argv[3])
+
+class Held(HashEmbedder):
+    def embed_passages(self, texts):
+        inside.touch()  # we hold the build lock now
+        deadline = time.monotonic() + 60
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return super().embed_passages(texts)
+
+print("done", build(load_config(sys.argv[1]), embedder_factory=Held))
+"""
+
+
+def test_a_build_started_while_another_holds_the_lock_leaves_without_indexing(config_for, tmp_path):
+    """The first build is held inside the lock until the second has finished: they certainly overlap."""
     config = config_for(EMBED)
-    for i in range(30):
-        write_note(notes_dir, f"bulk/n{i}.md", f"# Note {i}\n\nText number {i} about tea and trains.\n")
-    script = tmp_path / "slow_build.py"
-    script.write_text(
-        "import sys, time\n"
-        "from builder.config import load_config\n"
-        "from builder.sync import build\n"
-        "from tests.conftest import HashEmbedder\n"
-        "class Slow(HashEmbedder):\n"
-        "    def embed_passages(self, texts):\n"
-        "        time.sleep(0.05)\n"
-        "        return super().embed_passages(texts)\n"
-        "code = build(load_config(sys.argv[1]), embedder_factory=Slow)\n"
-        "print('done', code)\n", encoding="utf-8")
+    script = tmp_path / "held_build.py"
+    script.write_text(HELD_BUILD, encoding="utf-8")
+    inside, release = tmp_path / "inside", tmp_path / "release"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    procs = [subprocess.Popen([sys.executable, str(script), str(config.path)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
-    results = [p.communicate(timeout=120) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0]
-    assert all(out == "done 0\n" for out, _ in results)
-    log_lines = config.log_path.read_text(encoding="utf-8").splitlines()
-    indexed = [line for line in log_lines if "notes: indexed" in line]
-    assert len(indexed) == 1, log_lines  # exactly one of the two indexed
-    assert not config.lock_path.exists()
-    conn = open_index(config)
-    assert db.counts(conn)["files"] == 33
+    first = subprocess.Popen([sys.executable, str(script), str(config.path), str(inside), str(release)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not inside.exists():
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.01)
+        second = subprocess.run([sys.executable, "-c", "from builder.cli import main; import sys; sys.exit(main())",
+                                 "build", "--config", str(config.path)], capture_output=True, text=True, env=env,
+                                timeout=60)
+        assert (second.returncode, second.stdout, second.stderr) == (0, "", "")
+        assert first.poll() is None  # still held: the two overlapped
+    finally:
+        release.touch()
+    out, err = first.communicate(timeout=60)
+    assert (first.returncode, out) == (0, "done 0\n"), err
+    indexed = [line for line in config.log_path.read_text(encoding="utf-8").splitlines() if "notes: indexed" in line]
+    assert len(indexed) == 1  # the first build's; the second indexed nothing
+    assert db.counts(open_index(config))["files"] == 3
 
 
 def test_stale_lock_of_a_dead_process_is_reclaimed_with_a_warning(config_for, quiet_log):
@@ -162,7 +192,7 @@ def test_live_lock_makes_the_build_exit_silently(config_for, quiet_log):
 
 
 def test_coverage_line_names_markdown_outside_paths(tmp_path, notes_dir, quiet_log):
-    from builder.config import load_config
+    from builder.core.config import load_config
     from tests.conftest import write_config
 
     config = load_config(write_config(tmp_path, f"""
@@ -246,13 +276,13 @@ def test_symlink_outside_the_root_is_not_followed(config_for, notes_dir, tmp_pat
 
 
 def test_scope_precedence_paths_include_exclude(tmp_path, notes_dir, quiet_log):
-    from builder.config import load_config
+    from builder.core.config import load_config
     from tests.conftest import write_config
 
     write_note(notes_dir, "projekty/inbox/draft.md", "# Draft\n")
     write_note(notes_dir, "projekty/readme.txt", "plain text\n")
     write_note(notes_dir, "projekty/plan.markdown", "# Plan\n")
-    config = load_config(write_config(tmp_path, f"""
+    config = load_config(write_config(tmp_path, """
         index: data/index.sqlite
         embedding:
           provider: none
@@ -269,7 +299,7 @@ def test_scope_precedence_paths_include_exclude(tmp_path, notes_dir, quiet_log):
 
 
 def test_source_removed_from_config_leaves_the_index(tmp_path, notes_dir, quiet_log):
-    from builder.config import load_config
+    from builder.core.config import load_config
     from tests.conftest import write_config
 
     other = tmp_path / "other"
@@ -314,7 +344,7 @@ def test_unwritable_site_keeps_the_index_fresh_and_says_so(config_for, notes_dir
 
 
 def test_build_source_only_touches_that_source(tmp_path, notes_dir, quiet_log):
-    from builder.config import load_config
+    from builder.core.config import load_config
     from tests.conftest import write_config
 
     other = tmp_path / "other"

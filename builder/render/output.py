@@ -9,10 +9,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from builder import urls
+from builder.core import urls
 
 MANIFEST = ".render-manifest.json"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 2: entry keys spelled out
 
 
 def load_manifest(site: Path) -> dict[str, Any]:

@@ -7,7 +7,7 @@
   lands on its section; nested headings get fresh ids that cannot collide with those.
 - Links, images and ``[[wikilinks]]`` go through a resolver; broken ones become
   ``<span class="broken-link">`` and are recorded for the log.
-- Code fences are highlighted by Pygments (:mod:`builder.render_highlight`); raw HTML is
+- Code fences are highlighted by Pygments (:mod:`builder.render.highlight`); raw HTML is
   sanitized by nh3 unless trusted.
 """
 
@@ -27,11 +27,11 @@ from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.tasklists import tasklists_plugin
 
-from builder import urls
+from builder.core import urls
+from builder.core.slug import Slugger
 from builder.parse import inline_text
-from builder.render_highlight import highlight_code
-from builder.render_links import Link
-from builder.slug import Slugger
+from builder.render.highlight import highlight_code
+from builder.render.links import Link
 
 _WIKILINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")  # the pattern builder.parse collects links with
 

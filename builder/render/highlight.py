@@ -53,7 +53,7 @@ def remember(blocks: dict[str, str]) -> None:
 
 def save(path: Path, keys: Iterable[str]) -> None:
     """Store the remembered blocks among ``keys`` in ``path``; drop other versions' files."""
-    from builder.render_output import write_atomic
+    from builder.render.output import write_atomic
 
     blocks = {key: _MEMO[key] for key in sorted(set(keys)) if key in _MEMO}
     try:

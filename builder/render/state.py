@@ -1,10 +1,11 @@
 """What the incremental render remembers between builds and what it concludes from it.
 
-The render manifest keeps, per note, an entry: the sha256 of the text it was rendered from, its
-links and what they resolved to, and digests of what other pages show of it (``td``: its table
-of contents entry, ``tg``: title and tags, ``an``: heading anchors, ``rd``: link answers), plus
-the highlighted code blocks its body uses (``hl``). These functions compare entries with today's
-notes to find what must be rendered again.
+The render manifest keeps, per note, an entry: the sha256 of the text it was rendered from
+(``sha``), its links (``links``) and what they resolved to (``resolved``), digests of what other
+pages show of it (``toc_digest``: its table of contents entry, ``tags_digest``: URL, title and
+tags, ``anchors_digest``: heading anchors, ``links_digest``: the link answers), and the keys of
+the highlighted code blocks its body uses (``highlights``). These functions compare entries with
+today's notes to find what must be rendered again.
 """
 
 from __future__ import annotations
@@ -12,11 +13,17 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from builder import urls
-from builder.config import Config
+from builder.core import urls
+from builder.core.config import Config
 from builder.synclog import SyncLog
+
+if TYPE_CHECKING:
+    from builder.render.jobs import Outcome
+    from builder.render.links import Resolver
+    from builder.render.markdown import Body
+    from builder.render.pages import NoteInfo
 
 
 @dataclass(frozen=True)
@@ -32,39 +39,39 @@ def sha(*parts: str) -> str:
     return hashlib.blake2b("\0".join(parts).encode("utf-8"), digest_size=16).hexdigest()
 
 
-def note_fp(env_fp: str, note: Any, entry: dict[str, Any], backlinks: list[Any]) -> str:
+def note_fp(env_fp: str, note: NoteInfo, entry: dict[str, Any], backlinks: list[NoteInfo]) -> str:
     """Everything a note page shows besides what its text (sha256) and the templates decide."""
-    return sha(env_fp, note.sha256, note.title, note.changed_at or "", entry["rd"],
+    return sha(env_fp, note.sha256, note.title, note.changed_at or "", entry["links_digest"],
                *(f"{b.url}\x1f{b.title}" for b in backlinks))
 
 
-def universe(config: Config, notes: list[Any]) -> str:
+def universe(config: Config, notes: list[NoteInfo]) -> str:
     """What finding a link's target note depends on: every note's path and title, and the scopes.
     Unchanged → links of unchanged notes still land on the same notes (anchors and files apart)."""
     scopes = [[s.id, str(config.source_root(s)), s.paths, s.include, s.exclude] for s in config.sources]
     return sha(json.dumps(scopes), *(f"{n.key}\x1f{n.title}" for n in notes))
 
 
-def entry(note: Any, body: Any, highlights: tuple[str, ...]) -> dict[str, Any]:
-    """A note's manifest entry: its links and their answers (``rd``: digest of the answers)."""
-    res = [r.as_list() for r in body.results]
-    found = {"sha": note.sha256, "links": [list(k) for k in body.links], "res": res,
-             "rd": sha(*("\x1f".join(r) for r in res)), "td": sha(note.toc_entry),
-             "tg": sha(note.url, note.title, *note.tags), "an": sha(*note.anchor_list)}
+def entry(note: NoteInfo, body: Body, highlights: tuple[str, ...]) -> dict[str, Any]:
+    """A note's manifest entry (see the module docstring)."""
+    resolved = [r.as_list() for r in body.results]
+    found = {"sha": note.sha256, "links": [list(k) for k in body.links], "resolved": resolved,
+             "links_digest": sha(*("\x1f".join(r) for r in resolved)), "toc_digest": sha(note.toc_entry),
+             "tags_digest": sha(note.url, note.title, *note.tags), "anchors_digest": sha(*note.anchor_list)}
     if highlights:
-        found["hl"] = list(highlights)
+        found["highlights"] = list(highlights)
     return found
 
 
-def recheck(notes: list[Any], old: dict[str, Any], same_universe: bool,
-            resolver: Any) -> tuple[dict[str, Any], list[Any]]:
+def recheck(notes: list[NoteInfo], old: dict[str, Any], same_universe: bool,
+            resolver: Resolver) -> tuple[dict[str, Any], list[NoteInfo]]:
     """Entries of notes whose text is unchanged and whose links still land where they did, and the
     notes whose body must be rendered. Links are re-resolved where the answer may have moved: all
     of them after a note was added, removed or renamed; else links to files and to notes whose
     headings changed (a ``#fragment`` is mapped onto the target's anchors)."""
     resolve = resolver.resolve
     moved = {n.key for n in notes if n.key in old and old[n.key]["sha"] != n.sha256
-             and old[n.key].get("an") != sha(*n.anchor_list)}
+             and old[n.key].get("anchors_digest") != sha(*n.anchor_list)}
 
     def may_differ(source_id: str, kind: str, r: list[str]) -> bool:
         return (not same_universe or (kind != "wiki" and r[0] in ("attachment", "broken"))
@@ -77,14 +84,14 @@ def recheck(notes: list[Any], old: dict[str, Any], same_universe: bool,
         if found is None or found["sha"] != note.sha256:
             stale.append(note)
         elif all(r == resolve(note.source_id, note.path, kind, raw).as_list()
-                 for (kind, raw), r in zip(found["links"], found["res"]) if may_differ(note.source_id, kind, r)):
+                 for (kind, raw), r in zip(found["links"], found["resolved"]) if may_differ(note.source_id, kind, r)):
             entries[note.key] = found
         else:
             stale.append(note)
     return entries, stale
 
 
-def affected(notes: list[Any], stale: list[Any], old: dict[str, Any], entries: dict[str, Any]) -> set[str]:
+def affected(notes: list[NoteInfo], stale: list[NoteInfo], old: dict[str, Any], entries: dict[str, Any]) -> set[str]:
     """Notes whose page may differ from the last render: the re-rendered ones and every note that one
     of them (or a removed note) links to, before or after (its "linked from" list may have changed).
     Every other page's inputs are its unchanged text and unchanged backlinks."""
@@ -93,16 +100,16 @@ def affected(notes: list[Any], stale: list[Any], old: dict[str, Any], entries: d
     for key in changed:
         source_id = key.partition(":")[0]
         for item in (old.get(key), entries.get(key)):
-            found.update(f"{source_id}:{r[2]}" for r in (item["res"] if item else ()) if r[0] == "note")
+            found.update(f"{source_id}:{r[2]}" for r in (item["resolved"] if item else ()) if r[0] == "note")
     return found
 
 
-def backlinks(notes: list[Any], entries: dict[str, Any], only: set[str] | None) -> dict[str, list[Any]]:
+def backlinks(notes: list[NoteInfo], entries: dict[str, Any], only: set[str] | None) -> dict[str, list[NoteInfo]]:
     """Target note key → the notes linking to it (each once, never itself); for ``only`` these targets."""
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, dict[str, NoteInfo]] = {}
     for note in notes:
         item = entries.get(note.key)
-        for r in item["res"] if item else ():
+        for r in item["resolved"] if item else ():
             if r[0] == "note":
                 target = f"{note.source_id}:{r[2]}"
                 if target != note.key and (only is None or target in only):
@@ -110,7 +117,7 @@ def backlinks(notes: list[Any], entries: dict[str, Any], only: set[str] | None) 
     return {key: list(sources.values()) for key, sources in found.items()}
 
 
-def dirty(notes: list[Any], stale: list[Any], old: dict[str, Any], entries: dict[str, Any]) -> Dirty:
+def dirty(notes: list[NoteInfo], stale: list[NoteInfo], old: dict[str, Any], entries: dict[str, Any]) -> Dirty:
     """Which tables of contents and whether tag pages may have changed: only a note that was added,
     removed, or re-rendered with another outline (``td``) or title/tags (``tg``) changes them. A
     note's folder page lists it; the source's page also counts the notes of every folder."""
@@ -121,19 +128,19 @@ def dirty(notes: list[Any], stale: list[Any], old: dict[str, Any], entries: dict
         source_id, _, path = key.partition(":")
         if not before or not now:
             tocs.add(urls.toc_url(source_id))
-        if not before or not now or before.get("td") != now.get("td"):
+        if not before or not now or before.get("toc_digest") != now.get("toc_digest"):
             tocs.add(urls.folder_toc_url(source_id, urls.top_folder(path)))
-        tags = tags or not before or not now or before.get("tg") != now.get("tg")
+        tags = tags or not before or not now or before.get("tags_digest") != now.get("tags_digest")
     return Dirty(frozenset(tocs), tags)
 
 
-def log_broken(stale: list[Any], bodies: dict[str, Any], entries: dict[str, Any], log: SyncLog) -> int:
+def log_broken(stale: list[NoteInfo], bodies: dict[str, Outcome], entries: dict[str, Any], log: SyncLog) -> int:
     """One WARN line per broken link of each note rendered now (not again while it stays unchanged)."""
     count = 0
     for note in stale:
         if bodies[note.key].error:
             log.warn(f"{note.source_id}: {note.path}: {bodies[note.key].error}")
-        for r in entries[note.key]["res"] if note.key in entries else ():
+        for r in entries[note.key]["resolved"] if note.key in entries else ():
             if r[0] == "broken":
                 count += 1
                 log.warn(f"{note.source_id}: {note.path}: broken link {r[3]}")

@@ -8,10 +8,10 @@ line saying why, and the caller degrades instead of crashing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from builder.config import EmbeddingConfig
+from builder.core.config import EmbeddingConfig
 
 
 class EmbeddingError(Exception):
@@ -24,6 +24,9 @@ class Embedder(Protocol):
     def embed_passages(self, texts: Sequence[str]) -> list[bytes]: ...
 
     def embed_query(self, text: str) -> bytes: ...
+
+
+EmbedderFactory = Callable[[EmbeddingConfig], "Embedder | None"]  # make_embedder, or a stand-in in tests
 
 
 def _normalized(rows: Any, dims: int, who: str) -> list[bytes]:

@@ -14,8 +14,7 @@ import re
 from functools import lru_cache
 from urllib.parse import quote, unquote
 
-from builder.config import RESERVED_SOURCE_IDS  # noqa: F401  (re-exported; the config rejects them)
-from builder.slug import slugify
+from builder.core.slug import slugify
 
 HOME_URL = "index.html"
 SEARCH_URL = "search.html"

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from builder.errors import ConfigError
+from builder.core.errors import ConfigError
 
 # Top-level site paths of the portal itself; a source with such an id would collide with them.
 RESERVED_SOURCE_IDS = frozenset({"tags", "static", "api", "search"})
@@ -69,7 +69,7 @@ class EmbeddingConfig:
 class SourceConfig:
     id: str
     kind: str  # "folder" or "git"
-    root: Path | None = None  # folder sources: the folder; git sources: the clone (set by sync)
+    root: Path | None = None  # folder sources: the folder; git sources: None (Config.source_root names the clone)
     url: str | None = None
     branch: str | None = None
     paths: tuple[str, ...] = ("**",)

@@ -1,9 +1,10 @@
-"""The data behind every page of the site and its Jinja2 rendering.
+"""The data behind every page of the site: notes as the index describes them, and a
+:class:`~builder.core.templates.Page` for each note, table of contents, tag, home and fixed page.
 
 A :class:`Page` carries everything its template shows as plain JSON-able data, so its
 fingerprint (a hash of that data) tells the incremental build whether the file on disk is
 still right without rendering it. Note pages are the exception: their body is markdown, so
-:mod:`builder.render` fingerprints their inputs instead.
+:mod:`builder.render.site` fingerprints their inputs instead.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ import heapq
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from builder import urls
-from builder.slug import fold, slugify
+from builder.core import urls
+from builder.core.slug import fold, slugify
+from builder.core.templates import Page
+
+if TYPE_CHECKING:
+    from sqlite3 import Row
 
 RECENT_NOTES = 15
 HOME_TAGS = 40
@@ -74,23 +78,8 @@ class NoteInfo:
         return fold(self.title), self.path
 
 
-@dataclass(frozen=True)
-class Page:
-    url: str  # site-relative
-    template: str
-    kind: str  # note | toc | tag | tags | home | search | 404
-    title: str
-    context: dict[str, Any] = field(default_factory=dict)
-    breadcrumbs: tuple[tuple[str, str | None], ...] = ()
-
-    def data(self) -> str:
-        """Everything the page shows, canonically serialized (the fingerprint input)."""
-        return json.dumps([self.template, self.title, self.context, self.breadcrumbs],
-                          sort_keys=True, ensure_ascii=False, default=str)
-
-
-def note_from_row(row: Any) -> NoteInfo:
-    """A ``files`` row (see :func:`builder.index.notes_for_render`) as a :class:`NoteInfo`."""
+def note_from_row(row: Row) -> NoteInfo:
+    """A ``files`` row (see :func:`builder.core.index.notes_for_render`) as a :class:`NoteInfo`."""
     source_id, path, tags = row["source_id"], row["path"], row["tags"]
     return NoteInfo(source_id, path, row["title"], tuple(json.loads(tags)) if tags and tags != "[]" else (),
                     row["headings"] or "[]", row["changed_at"], row["sha256"], f"{source_id}:{path}",
@@ -266,30 +255,6 @@ def fixed_pages() -> list[Page]:
     return [Page(urls.SEARCH_URL, "search.html", "search", "Search", {},
                  (("Home", urls.HOME_URL), ("Search", None))),
             Page(urls.NOT_FOUND_URL, "404.html", "404", "Not found", {})]
-
-
-# ---------------------------------------------------------------- Jinja2
-
-
-class Templates:
-    """The Jinja2 environment (autoescaping) and the site-wide template variables."""
-
-    def __init__(self, template_dir: Path, site_title: str, asset_version: str) -> None:
-        import jinja2
-
-        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir)),
-                                      autoescape=True, trim_blocks=True, lstrip_blocks=True,
-                                      undefined=jinja2.StrictUndefined)
-        self.site_title = site_title
-        self.asset_version = asset_version
-
-    def render(self, page: Page, built_at: str) -> str:
-        # The 404 page is served by the server at any depth: only absolute URLs work there.
-        root = "/" if page.kind == "404" else urls.root_of(page.url)
-        template = self.env.get_template(page.template)
-        return template.render(**page.context, root=root, site_title=self.site_title, built_at=built_at,
-                               asset_v=self.asset_version, breadcrumbs=page.breadcrumbs,
-                               page_kind=page.kind, page_title=page.title)
 
 
 def sitemap(page_urls: list[str]) -> str:

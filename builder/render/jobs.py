@@ -10,29 +10,35 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from builder import urls
+from builder.core import urls
+
+if TYPE_CHECKING:
+    from builder.core.templates import Templates
+    from builder.render.links import Link, Resolver
+    from builder.render.markdown import Body
+    from builder.render.pages import NoteInfo
 
 PARALLEL_MIN = 150  # below this many jobs a process pool costs more than it saves
-CHUNK = 8  # jobs per round trip to a worker: fewer round trips, yet a short wait for the last one
+JOBS_PER_ROUND_TRIP = 8  # fewer round trips to a worker, yet a short wait for the last one
 
 
 @dataclass(frozen=True)
 class Context:
     """What rendering a note needs besides the note."""
 
-    resolver: Any  # builder.render_links.Resolver
+    resolver: Resolver
     roots: dict[str, Path]
     trusted: bool
-    templates: Any  # builder.site_pages.Templates
+    templates: Templates
     built_at: str
     site: Path
 
 
 @dataclass(frozen=True)
 class Outcome:
-    body: Any  # builder.render_markdown.Body, or None when the note could not be read
+    body: Body | None  # None when the note could not be read
     error: str | None = None
     highlights: tuple[str, ...] = ()  # keys of the highlighted code blocks the body uses
     blocks: dict[str, str] | None = None  # the code blocks highlighted for it (for the site's cache)
@@ -86,35 +92,34 @@ class Pool:
             # the workers make short-lived objects: they collect garbage as usual
             self.executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
                                                 initializer=gc.enable)
-        pending = self.executor.map(fn, items, chunksize=CHUNK)
+        pending = self.executor.map(fn, items, chunksize=JOBS_PER_ROUND_TRIP)
         return lambda: list(pending)
 
 
-def same_text_groups(notes: list[Any]) -> list[list[Any]]:
+def same_text_groups(notes: list[NoteInfo]) -> list[list[NoteInfo]]:
     """Notes grouped by the sha256 of their text, in order of first appearance (one job each)."""
-    groups: dict[str, list[Any]] = {}
+    groups: dict[str, list[NoteInfo]] = {}
     for note in notes:
         groups.setdefault(note.sha256, []).append(note)
     return list(groups.values())
 
 
-def page_job(job: tuple[Any, str, list[Any]]) -> str:
+def page_job(job: tuple[NoteInfo, str, list[NoteInfo]]) -> str:
     """Render and write one note page; returns its file path relative to the site."""
-    from builder import render_output as ro
-    from builder import site_pages as sp
+    from builder.render import output, pages
 
     ctx = context()
     note, body_html, backlinks = job
-    html = ctx.templates.render(sp.note_page(note, body_html, backlinks), ctx.built_at)
-    ro.write_atomic(ctx.site / urls.site_file(note.url), html)
+    html = ctx.templates.render(pages.note_page(note, body_html, backlinks), ctx.built_at)
+    output.write_atomic(ctx.site / urls.site_file(note.url), html)
     return urls.site_file(note.url)
 
 
-def body_job(notes: list[Any]) -> list[Outcome]:
+def body_job(notes: list[NoteInfo]) -> list[Outcome]:
     """The bodies of notes that share one text: the first readable one is rendered, the others
     reuse its HTML wherever their links render the same (kemt-wiki keeps copies of whole courses)."""
     outcomes: list[Outcome] = []
-    model: tuple[Any, Outcome] | None = None  # a note rendered from its indexed text, and its body
+    model: tuple[NoteInfo, Outcome] | None = None  # a note rendered from its indexed text, and its body
     for note in notes:
         data, outcome = _read(note)
         if outcome is None and model is not None and note.headings_json == model[0].headings_json \
@@ -128,31 +133,30 @@ def body_job(notes: list[Any]) -> list[Outcome]:
     return outcomes
 
 
-def _reuse(note: Any, first: Any, done: Outcome) -> Outcome | None:
+def _reuse(note: NoteInfo, first: NoteInfo, done: Outcome) -> Outcome | None:
     """``first``'s body as ``note``'s (same text and anchors), if its links render the same there."""
-    from builder import render_markdown as rm
+    from builder.render import markdown
 
     resolve = context().resolver.resolve
     results = tuple(resolve(note.source_id, note.path, kind, raw) for kind, raw in done.body.links)
-    body = rm.same_body(done.body, first.url, note.url, results)
+    body = markdown.same_body(done.body, first.url, note.url, results)
     return Outcome(body, done.error, done.highlights) if body is not None else None  # its blocks: done's
 
 
-def _read(note: Any) -> tuple[bytes, Outcome | None]:
+def _read(note: NoteInfo) -> tuple[bytes, Outcome | None]:
     try:
         return (context().roots[note.source_id] / note.path).read_bytes(), None
     except OSError as exc:
         return b"", Outcome(None, f"cannot read the note for its page ({exc.strerror or exc})")
 
 
-def _render(note: Any, data: bytes) -> tuple[Outcome, bool]:
+def _render(note: NoteInfo, data: bytes) -> tuple[Outcome, bool]:
     """Render one note's body (and whether from the text the index saw); problems become a message
     and a plain-text body, never an exception."""
-    from builder import render_highlight as hl
-    from builder import render_markdown as rm
+    from builder.render import highlight, markdown
 
     ctx = context()
-    text = rm.note_text(data)
+    text = markdown.note_text(data)
     indexed = hashlib.sha256(data).hexdigest() == note.sha256
     if indexed:
         anchors = {h.line - 1: h.anchor for h in note.headings}
@@ -161,22 +165,23 @@ def _render(note: Any, data: bytes) -> tuple[Outcome, bool]:
 
         anchors = {h.line: h.anchor for h in headings_of(make_markdown().parse(text))}
     if not _MD:
-        _MD.append(rm.make_renderer())
+        _MD.append(markdown.make_renderer())
     resolver = ctx.resolver
 
-    def resolve(kind: str, raw: str) -> Any:
+    def resolve(kind: str, raw: str) -> Link:
         return resolver.resolve(note.source_id, note.path, kind, raw)
 
-    hl.take_used()
-    hl.take_new()
+    highlight.take_used()
+    highlight.take_new()
     try:
-        body = rm.render_body(_MD[0], text, page_url=note.url, anchors=anchors, resolve=resolve,
-                              trusted=ctx.trusted)
-        return Outcome(body, None, hl.take_used(), hl.take_new() or None), indexed
+        body = markdown.render_body(_MD[0], text, page_url=note.url, anchors=anchors, resolve=resolve,
+                                    trusted=ctx.trusted)
+        return Outcome(body, None, highlight.take_used(), highlight.take_new() or None), indexed
     except Exception as exc:  # e.g. RecursionError on absurd nesting: show the text, keep the build going
         import html
 
-        fallback = rm.Body(f"<pre>{html.escape(text)}</pre>", (), ())
-        hl.take_used()
-        hl.take_new()
-        return Outcome(fallback, f"could not render the markdown ({type(exc).__name__}); shown as plain text"), indexed
+        fallback = markdown.Body(f"<pre>{html.escape(text)}</pre>", (), ())
+        highlight.take_used()
+        highlight.take_new()
+        error = f"could not render the markdown ({type(exc).__name__}); shown as plain text"
+        return Outcome(fallback, error), indexed

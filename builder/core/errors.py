@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class UserError(Exception):
     """An error the user can fix; the CLI prints ``str(error)`` and exits with ``exit_code``."""
@@ -23,3 +25,15 @@ class IndexMissing(UserError):
     """No index has been built yet at the configured path."""
 
     exit_code = 1
+
+    def __init__(self, index: Path) -> None:
+        super().__init__(f"no index at {index}: run `notes-portal build` first")
+
+
+class IndexUnreadable(UserError):
+    """The index file exists but SQLite cannot read it (damaged, not a database, wrong permissions)."""
+
+    exit_code = 1
+
+    def __init__(self, reason: object) -> None:
+        super().__init__(f"the index cannot be read ({reason}); rebuild it with `notes-portal build --full`")

@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from builder import urls
-from builder.slug import slugify
+from builder.core import urls
+from builder.core.slug import slugify
 from builder.sources import Scope, matches
 
-_NON_WORD = re.compile(r"[^a-z0-9]+")  # as in builder.slug
+_NON_WORD = re.compile(r"[^a-z0-9]+")  # as in builder.core.slug
 _MARKS = re.compile("[\u0300-\u034e\u0350-\u036f]")  # combining diacritics (U+034F joins, it is no mark)
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _FRAGMENT_SAFE = "-._~!$&'()*+,;=:@/?"

@@ -1,0 +1,71 @@
+"""The SQLite index: every SQL statement the index sees is in this package.
+
+One file holds ``files``, ``chunks``, ``chunks_fts`` (FTS5, external content
+kept by triggers) and ``vec_chunks`` (sqlite-vec ``vec0``, ``rowid = chunks.id``).
+Its modules: :mod:`.connection` (opening it), :mod:`.schema` (numbered schema
+steps, ``meta`` and the identity check), :mod:`.notes` (what the build writes,
+what tables of contents read), :mod:`.queries` (what a search reads). Callers
+use the names re-exported here: ``from builder.core import index as db``.
+"""
+
+from builder.core.index.connection import (
+    checkpoint,
+    connect,
+    load_vec,
+    open_index,
+    sqlite_module,
+    transaction,
+    vec_version,
+)
+from builder.core.index.notes import (
+    FileRecord,
+    FileState,
+    SourceRow,
+    count_pending,
+    counts,
+    delete_file,
+    delete_source,
+    file_states,
+    get_sources,
+    notes_for_render,
+    notes_for_toc,
+    pending_chunks,
+    replace_file,
+    set_last_change,
+    source_stats,
+    store_vectors,
+    touch_file,
+    update_source,
+    upsert_source,
+    vectors_version,
+)
+from builder.core.index.queries import (
+    all_vectors,
+    chunk_details,
+    count_vectors,
+    filter_chunk_ids,
+    fts_search,
+    knn_search,
+    vector_candidates,
+)
+from builder.core.index.schema import (
+    CHUNKER_VERSION,
+    check_identity,
+    ensure_vec_table,
+    expected_identity,
+    fts_integrity_error,
+    get_meta,
+    has_vec_table,
+    migrate,
+    set_meta,
+)
+
+__all__ = [
+    "CHUNKER_VERSION", "FileRecord", "FileState", "SourceRow", "all_vectors", "check_identity", "checkpoint",
+    "chunk_details", "connect", "count_pending", "count_vectors", "counts", "delete_file", "delete_source",
+    "ensure_vec_table", "expected_identity", "file_states", "filter_chunk_ids", "fts_integrity_error",
+    "fts_search", "get_meta", "get_sources", "has_vec_table", "knn_search", "load_vec", "migrate",
+    "notes_for_render", "notes_for_toc", "open_index", "pending_chunks", "replace_file", "set_last_change", "set_meta",
+    "source_stats", "sqlite_module", "store_vectors", "touch_file", "transaction", "update_source",
+    "upsert_source", "vec_version", "vector_candidates", "vectors_version",
+]

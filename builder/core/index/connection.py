@@ -1,0 +1,86 @@
+"""Opening the index: the right sqlite3 module, sqlite-vec, WAL, explicit transactions."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from builder.core.errors import IndexMissing
+
+if TYPE_CHECKING:
+    # pysqlite3's Connection has the same API; the standard class names the type.
+    from sqlite3 import Connection
+
+
+def sqlite_module() -> ModuleType:
+    """The standard sqlite3 when it can load extensions, else pysqlite3 (same API)."""
+    import sqlite3
+
+    if hasattr(sqlite3.Connection, "enable_load_extension"):
+        return sqlite3
+    import pysqlite3.dbapi2 as pysqlite3  # type: ignore[import-not-found]
+
+    return pysqlite3
+
+
+def connect(path: Path, *, readonly: bool = False, vec: bool = True, timeout: float = 10.0) -> Connection:
+    """Open a database file (autocommit, explicit transactions); load sqlite-vec when ``vec``."""
+    sqlite3 = sqlite_module()
+    if readonly:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=timeout,
+                               check_same_thread=True)
+    else:
+        conn = sqlite3.connect(str(path), isolation_level=None, timeout=timeout)
+    conn.row_factory = sqlite3.Row
+    # SQLite's lower() folds ASCII only; tags are Czech and Slovak.
+    conn.create_function("casefold", 1, lambda v: v.casefold() if isinstance(v, str) else v, deterministic=True)
+    if vec:
+        load_vec(conn)
+    if not readonly:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+def open_index(index: Path, *, vec: bool = True) -> Connection:
+    """A read-only connection to the generation the configured ``index`` path points at now.
+    Raises :class:`IndexMissing` when no build has made one yet."""
+    if not index.exists():
+        raise IndexMissing(index)
+    return connect(Path(os.path.realpath(index)), readonly=True, vec=vec)
+
+
+def load_vec(conn: Connection) -> None:
+    """Load the sqlite-vec extension into an open connection."""
+    import sqlite_vec
+
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    conn.enable_load_extension(False)
+
+
+def vec_version(conn: Connection) -> str:
+    """The sqlite-vec version loaded into ``conn``."""
+    return str(conn.execute("SELECT vec_version()").fetchone()[0])
+
+
+def checkpoint(conn: Connection) -> None:
+    """Move the WAL into the database file and empty it (before a generation is swapped in)."""
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+@contextmanager
+def transaction(conn: Connection) -> Iterator[Connection]:
+    """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on any exception: all or nothing."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

@@ -1,0 +1,272 @@
+"""Sources, notes and chunks: what the build writes and what the tables of contents read.
+
+Vectors do not cascade (sqlite-vec tables are not foreign-key targets): every
+delete of chunks deletes their ``vec_chunks`` rows explicitly, in the same
+transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from textwrap import dedent
+from typing import TYPE_CHECKING, Any
+
+from builder.core.index.connection import transaction
+from builder.core.index.schema import has_vec_table
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection, Row
+
+# Rows of ``files`` (alias f) carrying the tag :tag, compared Unicode-casefolded; NULL: any note.
+TAG_FILTER = "(:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(f.tags) WHERE casefold(value) = casefold(:tag)))"
+
+
+# ---------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    source_id: str
+    kind: str
+    url: str | None
+    branch: str | None
+    indexed_rev: str | None
+    last_sync_at: str | None
+    last_error: str | None
+    last_error_at: str | None
+    uncovered: tuple[str, ...]
+    scope: str | None = None  # git sources: the paths/include/exclude indexed_rev was indexed with
+
+
+def get_sources(conn: Connection) -> dict[str, SourceRow]:
+    """Every source the index knows, by id."""
+    rows = conn.execute("SELECT * FROM sources ORDER BY source_id").fetchall()
+    return {r["source_id"]: SourceRow(r["source_id"], r["kind"], r["url"], r["branch"], r["indexed_rev"],
+                                      r["last_sync_at"], r["last_error"], r["last_error_at"],
+                                      tuple(json.loads(r["uncovered"])),
+                                      r["scope"] if "scope" in r.keys() else None)  # read-only pre-step-2 file
+            for r in rows}
+
+
+def upsert_source(conn: Connection, source_id: str, kind: str, url: str | None, branch: str | None) -> None:
+    """Create the source's row, or update its kind, (redacted) URL and branch."""
+    conn.execute(dedent("""
+        INSERT INTO sources (source_id, kind, url, branch) VALUES (:source_id, :kind, :url, :branch)
+        ON CONFLICT (source_id) DO UPDATE SET kind = excluded.kind, url = excluded.url,
+                                              branch = excluded.branch
+    """), {"source_id": source_id, "kind": kind, "url": url, "branch": branch})
+
+
+_SOURCE_COLUMNS = frozenset({"indexed_rev", "last_sync_at", "last_error", "last_error_at", "uncovered", "scope"})
+
+
+def update_source(conn: Connection, source_id: str, **values: Any) -> None:
+    """Set some of indexed_rev, last_sync_at, last_error, last_error_at, uncovered (a list), scope."""
+    if not values or not set(values) <= _SOURCE_COLUMNS:
+        raise ValueError(f"update_source: bad columns {sorted(values)}")
+    if "uncovered" in values:
+        values["uncovered"] = json.dumps(list(values["uncovered"]), ensure_ascii=False)
+    assignments = ", ".join(f"{name} = :{name}" for name in sorted(values))  # names from the allow-list
+    conn.execute(f"UPDATE sources SET {assignments} WHERE source_id = :source_id",
+                 {**values, "source_id": source_id})
+
+
+def delete_source(conn: Connection, source_id: str) -> None:
+    """Remove a source that left the config: its vectors, chunks, files and the row itself."""
+    with transaction(conn):
+        _delete_vectors(conn, "source_id = :source_id", {"source_id": source_id})
+        conn.execute("DELETE FROM sources WHERE source_id = :source_id", {"source_id": source_id})
+
+
+# ---------------------------------------------------------------- files and chunks
+
+
+@dataclass(frozen=True)
+class FileState:
+    sha256: str
+    size: int
+    mtime_ns: int | None
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """Everything the index stores about one note besides its chunks."""
+
+    path: str
+    title: str
+    tags: tuple[str, ...]
+    headings: tuple[dict[str, Any], ...]
+    links: tuple[str, ...]
+    front_matter: dict[str, Any]
+    status: str
+    status_note: str | None
+    sha256: str
+    size: int
+    mtime_ns: int | None
+    changed_at: str | None
+    changed_by: str | None = None  # git sources: the author of the last commit that touched the note
+
+
+def file_states(conn: Connection, source_id: str) -> dict[str, FileState]:
+    """Path → (sha256, size, mtime) of every file of the source that the index holds."""
+    rows = conn.execute("SELECT path, sha256, size, mtime_ns FROM files WHERE source_id = :source_id",
+                        {"source_id": source_id})
+    return {r["path"]: FileState(r["sha256"], r["size"], r["mtime_ns"]) for r in rows}
+
+
+def _delete_vectors(conn: Connection, where: str, params: dict[str, Any]) -> None:
+    """Delete the vectors of the chunks selected by ``where`` (a fixed condition with named parameters)."""
+    if has_vec_table(conn):
+        conn.execute(f"DELETE FROM vec_chunks WHERE rowid IN (SELECT id FROM chunks WHERE {where})", params)
+        _bump_vectors_version(conn)
+
+
+def _bump_vectors_version(conn: Connection) -> None:
+    """Readers that keep vectors in memory reload when this counter moves (see server.vectors)."""
+    conn.execute(dedent("""
+        INSERT INTO meta (key, value) VALUES ('vectors_version', '1')
+        ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1
+    """))
+
+
+def replace_file(conn: Connection, source_id: str, record: FileRecord, chunks: Sequence[dict[str, Any]],
+                 now: str) -> None:
+    """Swap one note's row and chunks in a single transaction: a crash leaves it old or new."""
+    key = {"source_id": source_id, "path": record.path}
+    with transaction(conn):
+        _delete_vectors(conn, "source_id = :source_id AND path = :path", key)
+        conn.execute("DELETE FROM chunks WHERE source_id = :source_id AND path = :path", key)
+        conn.execute(dedent("""
+            INSERT INTO files (source_id, path, title, tags, headings, links, front_matter, status,
+                               status_note, sha256, size, mtime_ns, changed_at, changed_by, indexed_at)
+            VALUES (:source_id, :path, :title, :tags, :headings, :links, :front_matter, :status,
+                    :status_note, :sha256, :size, :mtime_ns, :changed_at, :changed_by, :indexed_at)
+            ON CONFLICT (source_id, path) DO UPDATE SET
+              title = excluded.title, tags = excluded.tags, headings = excluded.headings,
+              links = excluded.links, front_matter = excluded.front_matter, status = excluded.status,
+              status_note = excluded.status_note, sha256 = excluded.sha256, size = excluded.size,
+              mtime_ns = excluded.mtime_ns, changed_at = excluded.changed_at,
+              changed_by = excluded.changed_by, indexed_at = excluded.indexed_at
+        """), {**key, "title": record.title, "tags": _json(record.tags), "headings": _json(record.headings),
+               "links": _json(record.links), "front_matter": _json(record.front_matter),
+               "status": record.status, "status_note": record.status_note, "sha256": record.sha256,
+               "size": record.size, "mtime_ns": record.mtime_ns, "changed_at": record.changed_at,
+               "changed_by": record.changed_by, "indexed_at": now})
+        conn.executemany(dedent("""
+            INSERT INTO chunks (source_id, path, chunk_idx, breadcrumb, anchor, line_start, line_end,
+                                text, embed_sha)
+            VALUES (:source_id, :path, :chunk_idx, :breadcrumb, :anchor, :line_start, :line_end,
+                    :text, :embed_sha)
+        """), [{**key, **chunk} for chunk in chunks])
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def touch_file(conn: Connection, source_id: str, path: str, size: int, mtime_ns: int | None) -> None:
+    """Content unchanged (same sha256), only size/mtime moved: remember them, keep the chunks."""
+    conn.execute("UPDATE files SET size = :size, mtime_ns = :mtime_ns "
+                 "WHERE source_id = :source_id AND path = :path",
+                 {"source_id": source_id, "path": path, "size": size, "mtime_ns": mtime_ns})
+
+
+def set_last_change(conn: Connection, source_id: str, path: str, changed_at: str | None,
+                    changed_by: str | None) -> None:
+    """Record when and by whom a note was last changed (git: its last commit) without touching its chunks."""
+    conn.execute(dedent("""
+        UPDATE files SET changed_at = :changed_at, changed_by = :changed_by
+        WHERE source_id = :source_id AND path = :path
+    """), {"source_id": source_id, "path": path, "changed_at": changed_at, "changed_by": changed_by})
+
+
+def delete_file(conn: Connection, source_id: str, path: str) -> None:
+    """Delete a note: vectors explicitly, then the row (the cascade takes chunks and FTS rows)."""
+    key = {"source_id": source_id, "path": path}
+    with transaction(conn):
+        _delete_vectors(conn, "source_id = :source_id AND path = :path", key)
+        conn.execute("DELETE FROM files WHERE source_id = :source_id AND path = :path", key)
+
+
+# ---------------------------------------------------------------- vectors
+
+
+def pending_chunks(conn: Connection, limit: int) -> list[Row]:
+    """Chunks still waiting for a vector (oldest first), with the exact text to embed."""
+    return conn.execute(dedent("""
+        SELECT id, embed_sha, breadcrumb || char(10) || char(10) || text AS embed_text
+        FROM chunks WHERE embedded_at IS NULL ORDER BY id LIMIT :limit
+    """), {"limit": limit}).fetchall()
+
+
+def count_pending(conn: Connection) -> int:
+    """How many chunks still wait for a vector."""
+    return int(conn.execute("SELECT count(*) FROM chunks WHERE embedded_at IS NULL").fetchone()[0])
+
+
+def store_vectors(conn: Connection, vectors: Iterable[tuple[int, bytes]], now: str) -> None:
+    """Insert vectors for chunk ids and mark those chunks embedded, in one transaction."""
+    rows = [{"id": chunk_id, "embedding": blob, "now": now} for chunk_id, blob in vectors]
+    with transaction(conn):
+        conn.executemany("DELETE FROM vec_chunks WHERE rowid = :id", rows)
+        conn.executemany("INSERT INTO vec_chunks (rowid, embedding) VALUES (:id, :embedding)", rows)
+        conn.executemany("UPDATE chunks SET embedded_at = :now WHERE id = :id", rows)
+        _bump_vectors_version(conn)
+
+
+def vectors_version(conn: Connection) -> str:
+    """A counter that moves whenever vectors are stored or deleted."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'vectors_version'").fetchone()
+    return row[0] if row else "0"
+
+
+# ---------------------------------------------------------------- counts and listings
+
+
+_COUNTS = {  # what each figure counts; chunks_fts: the rows FTS5 actually indexed (not its content table)
+    "files": "SELECT count(*) FROM files",
+    "chunks": "SELECT count(*) FROM chunks",
+    "chunks_fts": "SELECT count(*) FROM chunks_fts_docsize",
+    "vec_chunks": "SELECT count(*) FROM vec_chunks",
+}
+
+
+def counts(conn: Connection) -> dict[str, int]:
+    """Rows of notes, chunks, FTS5-indexed chunks and vectors."""
+    return {name: 0 if name == "vec_chunks" and not has_vec_table(conn) else int(conn.execute(sql).fetchone()[0])
+            for name, sql in _COUNTS.items()}
+
+
+def source_stats(conn: Connection) -> dict[str, dict[str, int]]:
+    """Per source: notes, chunks and chunks still waiting for vectors."""
+    stats: dict[str, dict[str, int]] = {}
+    for row in conn.execute("SELECT source_id, count(*) AS n FROM files WHERE status = 'ok' GROUP BY source_id"):
+        stats.setdefault(row["source_id"], {"files": 0, "chunks": 0, "pending": 0})["files"] = row["n"]
+    for row in conn.execute(dedent("""
+        SELECT source_id, count(*) AS n, sum(embedded_at IS NULL) AS pending FROM chunks GROUP BY source_id
+    """)):
+        entry = stats.setdefault(row["source_id"], {"files": 0, "chunks": 0, "pending": 0})
+        entry["chunks"], entry["pending"] = row["n"], row["pending"] or 0
+    return stats
+
+
+def notes_for_toc(conn: Connection, source_id: str | None, tag: str | None) -> list[Row]:
+    """Published notes with title, tags and headings, ordered by source and path."""
+    return conn.execute(dedent(f"""
+        SELECT source_id, path, title, tags, headings FROM files AS f
+        WHERE status = 'ok'
+          AND (:source_id IS NULL OR source_id = :source_id)
+          AND {TAG_FILTER}
+        ORDER BY source_id, path
+    """), {"source_id": source_id, "tag": tag}).fetchall()
+
+
+def notes_for_render(conn: Connection) -> list[Row]:
+    """Every published note with what its page, the tables of contents and tag pages show."""
+    return conn.execute(dedent("""
+        SELECT source_id, path, title, tags, headings, changed_at, sha256 FROM files
+        WHERE status = :status
+        ORDER BY source_id, path
+    """), {"status": "ok"}).fetchall()

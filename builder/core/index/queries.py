@@ -1,0 +1,100 @@
+"""The read path's SQL: BM25 over ``chunks_fts``, KNN over ``vec_chunks``, hit details."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from textwrap import dedent
+from typing import TYPE_CHECKING
+
+from builder.core.index.notes import TAG_FILTER
+from builder.core.index.schema import has_vec_table
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection, Row
+
+MAX_VECTOR_CANDIDATES = 4096
+
+
+def vector_candidates(k: int, filtered: bool) -> int:
+    """How many nearest vectors to fetch so that ``k`` remain after a source/tag filter drops some."""
+    return min(MAX_VECTOR_CANDIDATES, k * 20) if filtered else k
+
+
+def fts_search(conn: Connection, match: str, limit: int, source_id: str | None, tag: str | None) -> list[int]:
+    """Chunk ids matching the FTS5 expression ``match``, best BM25 first."""
+    if source_id is None and tag is None:  # FTS5 ranks and limits alone: no join per matching row
+        rows = conn.execute(dedent("""
+            SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH :match
+            ORDER BY bm25(chunks_fts, 2.0, 1.0) LIMIT :limit
+        """), {"match": match, "limit": limit}).fetchall()
+        return [row[0] for row in rows]
+    rows = conn.execute(dedent(f"""
+        SELECT c.id FROM chunks_fts
+        JOIN chunks AS c ON c.id = chunks_fts.rowid
+        JOIN files AS f ON f.source_id = c.source_id AND f.path = c.path
+        WHERE chunks_fts MATCH :match
+          AND (:source_id IS NULL OR c.source_id = :source_id)
+          AND {TAG_FILTER}
+        ORDER BY bm25(chunks_fts, 2.0, 1.0)
+        LIMIT :limit
+    """), {"match": match, "limit": limit, "source_id": source_id, "tag": tag}).fetchall()
+    return [row[0] for row in rows]
+
+
+def knn_search(conn: Connection, vector: bytes, k: int, source_id: str | None, tag: str | None) -> list[int]:
+    """Chunk ids nearest to ``vector`` (cosine) by sqlite-vec's scan, filtered by source/tag afterwards."""
+    if not has_vec_table(conn):
+        return []
+    filtered = source_id is not None or tag is not None
+    rows = conn.execute(dedent(f"""
+        WITH knn AS (
+          SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH :vector AND k = :k
+        )
+        SELECT c.id FROM knn
+        JOIN chunks AS c ON c.id = knn.rowid
+        JOIN files AS f ON f.source_id = c.source_id AND f.path = c.path
+        WHERE (:source_id IS NULL OR c.source_id = :source_id)
+          AND {TAG_FILTER}
+        ORDER BY knn.distance
+    """), {"vector": vector, "k": vector_candidates(k, filtered), "source_id": source_id,
+           "tag": tag}).fetchall()
+    return [row[0] for row in rows][:k]
+
+
+def filter_chunk_ids(conn: Connection, ids: Sequence[int], source_id: str | None, tag: str | None) -> list[int]:
+    """``ids`` (in their order) that still exist and belong to the source / carry the tag."""
+    rows = conn.execute(dedent(f"""
+        SELECT c.id FROM json_each(:ids) AS j
+        JOIN chunks AS c ON c.id = j.value
+        JOIN files AS f ON f.source_id = c.source_id AND f.path = c.path
+        WHERE (:source_id IS NULL OR c.source_id = :source_id)
+          AND {TAG_FILTER}
+        ORDER BY j.key
+    """), {"ids": json.dumps([int(i) for i in ids]), "source_id": source_id, "tag": tag}).fetchall()
+    return [row[0] for row in rows]
+
+
+def chunk_details(conn: Connection, ids: Sequence[int]) -> dict[int, Row]:
+    """The display fields of the given chunks, keyed by id."""
+    if not ids:
+        return {}
+    rows = conn.execute(dedent("""
+        SELECT c.id, c.source_id, c.path, c.breadcrumb, c.anchor, c.line_start, c.line_end, c.text,
+               f.title, f.tags
+        FROM chunks AS c JOIN files AS f ON f.source_id = c.source_id AND f.path = c.path
+        WHERE c.id IN (SELECT value FROM json_each(:ids))
+    """), {"ids": json.dumps(list(ids))}).fetchall()
+    return {row["id"]: row for row in rows}
+
+
+def all_vectors(conn: Connection) -> list[Row]:
+    """Every (chunk id, vector) of the index, for an in-memory scan."""
+    if not has_vec_table(conn):
+        return []
+    return conn.execute("SELECT rowid, embedding FROM vec_chunks").fetchall()
+
+
+def count_vectors(conn: Connection) -> int:
+    """How many chunks have their vector."""
+    return int(conn.execute("SELECT count(*) FROM chunks WHERE embedded_at IS NOT NULL").fetchone()[0])

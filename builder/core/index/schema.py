@@ -1,0 +1,176 @@
+"""The index's schema (numbered steps), its ``meta`` table and its identity check.
+
+Each schema step runs once, in one transaction, and is recorded in
+``meta.schema_version``; a file from before a step gains it on the next build.
+The identity (embedding space, chunker, text analysis) is written into ``meta``
+when a generation is created and checked before every query and incremental
+build: an index made another way answers ``reindex needed`` instead of mixing
+two worlds.
+"""
+
+from __future__ import annotations
+
+from textwrap import dedent
+from typing import TYPE_CHECKING
+
+from builder.core.config import Config
+from builder.core.errors import ReindexNeeded
+from builder.core.index.connection import sqlite_module, transaction
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
+
+# Bump whenever builder/chunker.py would cut a note differently: an index made by the old chunker
+# then asks for a ``build --full`` instead of holding chunks of two kinds.
+CHUNKER_VERSION = "1"
+
+SCHEMA_STEPS: tuple[str, ...] = (
+    # 1: the reference schema, with status columns for notes that yield no chunks
+    """
+    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS sources (
+      source_id     TEXT PRIMARY KEY,
+      kind          TEXT NOT NULL CHECK (kind IN ('git', 'folder')),
+      url           TEXT,
+      branch        TEXT,
+      indexed_rev   TEXT,
+      last_sync_at  TEXT,
+      last_error    TEXT,
+      last_error_at TEXT,
+      uncovered     TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE TABLE IF NOT EXISTS files (
+      source_id    TEXT NOT NULL REFERENCES sources(source_id) ON DELETE CASCADE,
+      path         TEXT NOT NULL,
+      title        TEXT NOT NULL,
+      tags         TEXT NOT NULL DEFAULT '[]',
+      headings     TEXT NOT NULL DEFAULT '[]',
+      links        TEXT NOT NULL DEFAULT '[]',
+      front_matter TEXT NOT NULL DEFAULT '{}',
+      status       TEXT NOT NULL DEFAULT 'ok' CHECK (status IN ('ok', 'unpublished', 'skipped')),
+      status_note  TEXT,
+      sha256       TEXT NOT NULL,
+      size         INTEGER NOT NULL,
+      mtime_ns     INTEGER,
+      changed_at   TEXT,
+      indexed_at   TEXT NOT NULL,
+      PRIMARY KEY (source_id, path)
+    );
+    CREATE TABLE IF NOT EXISTS chunks (
+      id          INTEGER PRIMARY KEY AUTOINCREMENT,
+      source_id   TEXT NOT NULL,
+      path        TEXT NOT NULL,
+      chunk_idx   INTEGER NOT NULL,
+      breadcrumb  TEXT NOT NULL,
+      anchor      TEXT NOT NULL,
+      line_start  INTEGER NOT NULL,
+      line_end    INTEGER NOT NULL,
+      text        TEXT NOT NULL,
+      embed_sha   TEXT NOT NULL,
+      embedded_at TEXT,
+      UNIQUE (source_id, path, chunk_idx),
+      FOREIGN KEY (source_id, path) REFERENCES files(source_id, path) ON DELETE CASCADE
+    );
+    CREATE INDEX IF NOT EXISTS idx_chunks_pending ON chunks(id) WHERE embedded_at IS NULL;
+    CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+      breadcrumb, text,
+      content='chunks', content_rowid='id',
+      tokenize='unicode61 remove_diacritics 2',
+      prefix='2 3 4'
+    );
+    CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+      INSERT INTO chunks_fts(rowid, breadcrumb, text) VALUES (new.id, new.breadcrumb, new.text);
+    END;
+    CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+      INSERT INTO chunks_fts(chunks_fts, rowid, breadcrumb, text)
+        VALUES ('delete', old.id, old.breadcrumb, old.text);
+    END;
+    CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF breadcrumb, text ON chunks BEGIN
+      INSERT INTO chunks_fts(chunks_fts, rowid, breadcrumb, text)
+        VALUES ('delete', old.id, old.breadcrumb, old.text);
+      INSERT INTO chunks_fts(rowid, breadcrumb, text) VALUES (new.id, new.breadcrumb, new.text);
+    END;
+    """,
+    # 2: who last changed a note (git sources; the renderer shows it) and the scope a git source was
+    # indexed with (a changed paths/include/exclude re-scans it)
+    """
+    ALTER TABLE files ADD COLUMN changed_by TEXT;
+    ALTER TABLE sources ADD COLUMN scope TEXT;
+    """,
+)
+
+
+
+def migrate(conn: Connection) -> None:
+    """Apply the schema steps this file has not seen yet, each once and in its own transaction."""
+    conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    current = int(row[0]) if row else 0
+    for number, step in enumerate(SCHEMA_STEPS, start=1):
+        if number > current:
+            with transaction(conn):
+                for statement in _statements(step):
+                    conn.execute(statement)
+                set_meta(conn, {"schema_version": str(number)})
+
+
+def _statements(script: str) -> list[str]:
+    """Split a schema step into statements (triggers contain ';' inside BEGIN … END)."""
+    complete = sqlite_module().complete_statement
+    out, buffer = [], ""
+    for line in dedent(script).splitlines(keepends=True):
+        buffer += line
+        if buffer.strip() and complete(buffer):
+            out.append(buffer.strip())
+            buffer = ""
+    return out
+
+
+def ensure_vec_table(conn: Connection, dims: int) -> None:
+    """Create ``vec_chunks`` for ``dims``-dimensional cosine vectors (dims is a validated int)."""
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS vec_chunks USING vec0("
+                 f"embedding float[{int(dims)}] distance_metric=cosine)")
+
+
+def has_vec_table(conn: Connection) -> bool:
+    """Does this index have its vector table (an index built with ``provider: none`` has none)?"""
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vec_chunks'").fetchone()
+    return row is not None
+
+
+def get_meta(conn: Connection) -> dict[str, str]:
+    """Every ``meta`` key and value."""
+    return {row["key"]: row["value"] for row in conn.execute("SELECT key, value FROM meta")}
+
+
+def set_meta(conn: Connection, values: dict[str, str]) -> None:
+    """Insert or overwrite ``meta`` keys (inside the caller's transaction)."""
+    conn.executemany(
+        "INSERT INTO meta (key, value) VALUES (:key, :value) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        [{"key": k, "value": v} for k, v in values.items()],
+    )
+
+
+def expected_identity(config: Config) -> dict[str, str]:
+    """What ``meta`` must say for this config's queries to be answerable."""
+    return {**config.embedding.identity(), "chunker_version": CHUNKER_VERSION}
+
+
+def check_identity(conn: Connection, config: Config) -> None:
+    """Raise :class:`ReindexNeeded` when the index was made another way than ``config`` asks for."""
+    meta = get_meta(conn)
+    diffs = [f"{key} is {meta.get(key)!r} in the index but {value!r} in the config"
+             for key, value in expected_identity(config).items() if meta.get(key) != value]
+    if diffs:
+        raise ReindexNeeded(f"reindex needed: {'; '.join(diffs)}; run `notes-portal build --full`")
+
+
+def fts_integrity_error(conn: Connection) -> str | None:
+    """FTS5's own ``integrity-check`` of ``chunks_fts`` against its content table: None when sound.
+    Needs a writable connection (the check is spelled as an INSERT)."""
+    try:
+        conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+    except sqlite_module().DatabaseError as exc:
+        return str(exc)
+    return None

@@ -1,0 +1,233 @@
+"""The render: bring the site folder up to date with the index, incrementally.
+
+Incremental by fingerprints. ``<site>/.render-manifest.json`` records, for every file this
+renderer wrote, a hash of everything that went into it, and for every note the links found in
+its body with what they resolved to. A build re-renders a note when its text changed or one of
+its links now resolves differently (a target appeared, moved or vanished); a note page also
+when its backlinks, title, tags or dates changed; other pages when the data they show changed.
+Anything not written by this run and listed in the old manifest is deleted. Every file is
+written atomically (temp file + ``os.replace``). A renderer or template change (see
+:mod:`builder.render.stamp`), ``--full``, or ``site.title``/``render.allow_html`` changes
+re-render everything; such big renders reuse the highlighted code kept in
+``<site>/.render-cache/`` (:mod:`builder.render.highlight`), and notes with the same text are
+rendered once where their links allow (:mod:`builder.render.jobs`).
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from builder.core import index as db
+from builder.core import templates, urls
+from builder.core.config import Config
+from builder.render import highlight, jobs, output, pages, state
+from builder.render.links import Resolver, SourceNotes
+from builder.render.stamp import RENDER_VERSION, STAMP, code_files, stamp_text
+from builder.sources import Scope
+from builder.synclog import SyncLog
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
+
+
+@dataclass(frozen=True)
+class RenderReport:
+    """What one render did; ``written``/``removed`` are paths relative to the site folder."""
+
+    written: tuple[str, ...]
+    removed: tuple[str, ...]
+    unchanged: int
+    notes_rendered: int  # note pages written
+    broken_links: int
+    seconds: float
+
+
+def _code_fingerprint(config: Config, files: list[Path]) -> str:
+    """Everything that shapes every page: the renderer's code and templates (their bytes), the
+    markdown libraries' versions and the site settings."""
+    import markdown_it
+    import mdit_py_plugins
+    import nh3
+    import pygments
+
+    code = hashlib.sha256(RENDER_VERSION.encode())
+    for path in files:
+        data = path.read_bytes()
+        code.update(f"{path.name}\0{len(data)}\0".encode() + data)
+    versions = [markdown_it.__version__, mdit_py_plugins.__version__, pygments.__version__, nh3.__version__]
+    code.update(json.dumps([config.site.title, config.allow_html, versions]).encode())
+    return code.hexdigest()
+
+
+# ---------------------------------------------------------------- the render
+
+
+def render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, workers: int | None = None) -> RenderReport:
+    """Bring ``config.site.output`` up to date with the index behind ``conn`` (``full``: rewrite all)."""
+    started = time.perf_counter()
+    # The render keeps ~10^6 objects alive (manifest, notes) and makes no reference cycles worth
+    # collecting: the collector would rescan them all again and again (~12% of an incremental render).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _render(config, conn, full=full, log=log, workers=workers, started=started)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, workers: int | None,
+            started: float) -> RenderReport:
+
+    site = config.site.output
+    site.mkdir(parents=True, exist_ok=True)
+    files = code_files()
+    env_fp, asset_v = _code_fingerprint(config, files), templates.asset_version()
+    previous = output.load_manifest(site)
+    trust = not full and previous.get("env") == env_fp
+    old = previous.get("notes", {}) if trust else {}
+    out = output.Output(site, previous.get("pages", {}) if trust else {})
+    notes, kinds = _published(config, [pages.note_from_row(r) for r in db.notes_for_render(conn)])
+    universe = state.universe(config, notes)
+    resolver = _resolver(config, notes)
+    roots = {s.id: config.source_root(s) for s in config.sources}
+    highlights = highlight.cache_file(site)
+    jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v)
+    jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site))
+    try:
+        with jobs.Pool(workers) as pool:
+            entries, stale = state.recheck(notes, old, trust and previous.get("universe") == universe, resolver)
+            big = len(stale) >= jobs.PARALLEL_MIN  # worth reading and writing the site's highlighted code
+            if big:
+                highlight.load(highlights)  # before the workers fork: they inherit it
+            bodies = _bodies(pool, stale)
+            entries.update({n.key: state.entry(n, bodies[n.key].body, bodies[n.key].highlights)
+                            for n in stale if bodies[n.key].body})
+            broken = state.log_broken(stale, bodies, entries, log)
+            affected = state.affected(notes, stale, old, entries) if trust else None
+            backlinks = state.backlinks(notes, entries, affected)
+            pending = [n for n in notes if n.key in entries and not out.kept(n.url, affected is None or
+                                                                             n.key in affected)
+                       and out.wants(n.url, state.note_fp(env_fp, n, entries[n.key], backlinks.get(n.key, [])))]
+            bodies.update(_bodies(pool, [n for n in pending if n.key not in bodies]))
+            page_jobs = [(n, bodies[n.key].body.html, backlinks.get(n.key, [])) for n in pending if bodies[n.key].body]
+            # the workers write note pages while this process makes the others; the notes sent along
+            # must not change meanwhile (they are pickled by another thread)
+            pages.settle([n for job in page_jobs for n in (job[0], *job[2])])
+            note_pages = pool.start(jobs.page_job, page_jobs)
+            out.keep(n.url for n in notes if n.key not in entries)
+            dirty = state.dirty(notes, stale, old, entries) if trust else None
+            page_urls = _site_pages(out, env_fp, [n for n in notes if n.key in entries], kinds, dirty)
+            out.written.extend(note_pages())
+    finally:
+        jobs.set_context(None)
+
+    output.copy_static(out, templates.static_dir())
+    output.copy_attachments(out, {r[1]: roots[key.partition(":")[0]] / r[2]
+                              for key, entry in entries.items() for r in entry["resolved"] if r[0] == "attachment"})
+    removed = out.remove_stale(previous.get("pages", {}))
+    if big:
+        highlight.save(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
+    out.save_manifest({"version": output.MANIFEST_VERSION, "env": env_fp, "universe": universe, "pages": out.pages,
+                       "notes": entries}, previous)
+    stamp = stamp_text(config, files)
+    if not (site / STAMP).is_file() or (site / STAMP).read_text(encoding="utf-8") != stamp:
+        output.write_atomic(site / STAMP, stamp)
+    seconds = time.perf_counter() - started
+    if out.written or removed:
+        log.info(f"render: {len(out.written)} files written ({len(page_jobs)} note pages of {len(page_urls)} pages), "
+                 f"{len(removed)} removed, {broken} broken links, {seconds:.2f} s")
+    return RenderReport(tuple(out.written), tuple(removed), out.unchanged, len(page_jobs), broken, seconds)
+
+
+def _bodies(pool: jobs.Pool, notes: list[pages.NoteInfo]) -> dict[str, jobs.Outcome]:
+    """Note key → its rendered body (:class:`builder.render.jobs.Outcome`); one job per text."""
+
+    groups = jobs.same_text_groups(notes)
+    bodies = {note.key: outcome for group, outcomes in zip(groups, pool.map(jobs.body_job, groups))
+              for note, outcome in zip(group, outcomes)}
+    for outcome in bodies.values():
+        if outcome.blocks:
+            highlight.remember(outcome.blocks)
+    return bodies
+
+
+def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], kinds: dict[str, str],
+                dirty: state.Dirty | None) -> list[str]:
+    """Tables of contents, tag pages, home, search, 404 and the sitemap; returns every page URL.
+    ``dirty`` (:class:`builder.render.state.Dirty`) names the pages that may have changed; None:
+    any may have. Big pages are fingerprinted from their inputs, never built to compare."""
+
+    ctx = jobs.context()
+    render = ctx.templates.render
+    by_source: dict[str, list[pages.NoteInfo]] = {sid: [] for sid in kinds}
+    for note in notes:
+        by_source[note.source_id].append(note)
+    toc_urls = []
+    for sid, members in by_source.items():
+        folders: dict[str, list[pages.NoteInfo]] = {}
+        for note in members:
+            folders.setdefault(urls.top_folder(note.path), []).append(note)
+        url = urls.toc_url(sid)
+        toc_urls.append(url)
+        if not out.kept(url, dirty is None or url in dirty.tocs):
+            counts = pages.folder_counts(members)
+            if out.wants(url, state.sha(env_fp, sid, kinds[sid], json.dumps(counts, ensure_ascii=False),
+                                     *(n.toc_entry for n in folders.get("", [])))):
+                out.write(url, render(pages.toc_index_page(sid, kinds[sid], members, counts), ctx.built_at))
+        for folder, group in sorted(folders.items()):
+            url = urls.folder_toc_url(sid, folder)
+            if not folder:
+                continue
+            toc_urls.append(url)
+            if not out.kept(url, dirty is None or url in dirty.tocs) and \
+                    out.wants(url, state.sha(env_fp, sid, folder, *(n.toc_entry for n in group))):
+                out.write(url, render(pages.toc_folder_page(sid, folder, group), ctx.built_at))
+    groups = pages.tag_groups(notes)
+    tag_urls = [f"tags/{slug}/index.html" for slug in groups]
+    for url, (slug, (name, members)) in zip(tag_urls, groups.items()):
+        if not out.kept(url, dirty is None or dirty.tags) and \
+                out.wants(url, state.sha(env_fp, name, *(f"{n.url}\x1f{n.title}\x1f{' '.join(n.tags)}"
+                                                         for n in members))):
+            out.write(url, render(pages.tag_page(slug, name, members), ctx.built_at))
+    fixed = [pages.tags_page(groups), pages.home_page(list(kinds.items()), notes, groups), *pages.fixed_pages()]
+    for page in fixed:
+        if out.wants(page.url, state.sha(env_fp, page.data())):
+            out.write(page.url, render(page, ctx.built_at))
+    page_urls = sorted([n.url for n in notes] + toc_urls + tag_urls + [p.url for p in fixed if p.kind != "404"])
+    if out.wants(urls.SITEMAP_URL, state.sha(env_fp, *page_urls)):
+        out.write(urls.SITEMAP_URL, pages.sitemap(page_urls))
+    return page_urls
+
+
+# ---------------------------------------------------------------- notes and links
+
+
+def _published(config: Config, notes: list[pages.NoteInfo]) -> tuple[list[pages.NoteInfo], dict[str, str]]:
+    """Notes of configured sources, inside today's scope (a note outside it never gets a page)."""
+    kinds: dict[str, str] = {}
+    scopes = {}
+    for source in config.sources:
+        kinds[source.id], scopes[source.id] = source.kind, Scope.of(source)
+    return [n for n in notes if n.source_id in scopes and scopes[n.source_id].wants(n.path)], kinds
+
+
+def _resolver(config: Config, notes: list[pages.NoteInfo]) -> Resolver:
+    by_source: dict[str, list[tuple[str, str]]] = {}
+    by_key: dict[str, pages.NoteInfo] = {}
+    for note in notes:
+        by_source.setdefault(note.source_id, []).append((note.path, note.title))
+        by_key[note.key] = note
+
+    def anchors(source_id: str) -> Callable[[str], tuple[str, ...]]:
+        return lambda path: by_key[f"{source_id}:{path}"].anchor_list
+
+    return Resolver({s.id: SourceNotes(s.id, config.source_root(s), Scope.of(s), by_source.get(s.id, []),
+                                       anchors(s.id)) for s in config.sources})

@@ -1,0 +1,101 @@
+"""Is the site stale? The renderer's code fingerprint and the stamp the every-minute build checks.
+
+What shapes every page is the renderer's code, the templates and a few settings.
+The code is found, not listed: every module of this package and every project
+module they import, directly or not (read from their source with :mod:`ast`),
+plus every file under ``templates/``. A render records those files with their
+size and mtime in ``<site>/.render-stamp``; the no-op build only ``stat``\\ s them
+again, so it imports neither Jinja2 nor markdown-it.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from builder.core import templates
+from builder.core.config import Config
+from builder.render.output import MANIFEST
+
+RENDER_VERSION = "1"
+STAMP = ".render-stamp"
+PACKAGE_DIR = Path(__file__).resolve().parent
+PROJECT_DIR = PACKAGE_DIR.parent.parent  # holds the top-level package "builder"
+PROJECT_PACKAGE = "builder"
+
+
+def _module_file(name: str) -> Path | None:
+    base = PROJECT_DIR.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Project modules ``path`` imports anywhere in its code (lazy imports inside functions too),
+    with the packages they live in (importing a module runs its packages' ``__init__``)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    found: set[str] = set()
+    for name in names:
+        parts = name.split(".")
+        if parts[0] == PROJECT_PACKAGE:
+            found.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return found
+
+
+def code_files() -> list[Path]:
+    """The renderer's modules, the project modules they import (transitively) and the templates."""
+    seen: set[Path] = set()
+    todo = sorted(PACKAGE_DIR.glob("*.py"))
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        todo.extend(f for f in map(_module_file, _imported_modules(path)) if f is not None and f not in seen)
+    template_files = [Path(d) / f for d, _, names in sorted(os.walk(templates.TEMPLATE_DIR)) for f in sorted(names)]
+    return sorted(seen) + template_files
+
+
+def settings_digest(config: Config) -> str:
+    """The settings every page depends on, and where the renderer and templates are installed (an
+    install elsewhere may differ while the files the last render used are still there)."""
+    data = json.dumps([RENDER_VERSION, str(PACKAGE_DIR), str(templates.TEMPLATE_DIR), config.site.title,
+                       config.allow_html, [s.id for s in config.sources]])
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+def _stats(files: list[Path]) -> list[list[object]]:
+    out: list[list[object]] = []
+    for path in files:
+        st = os.stat(path)
+        out.append([str(path), st.st_size, st.st_mtime_ns])
+    return out
+
+
+def stamp_text(config: Config, files: list[Path]) -> str:
+    """What ``.render-stamp`` holds after a render that used ``files``."""
+    return json.dumps({"settings": settings_digest(config), "files": _stats(files)}, ensure_ascii=False)
+
+
+def site_is_stale(config: Config) -> bool:
+    """True when the site is missing or the templates, renderer or site settings changed since the
+    last render (a JSON read and one ``stat`` per code file: cheap enough for the every-minute build)."""
+    site = config.site.output
+    try:
+        stamp = json.loads((site / STAMP).read_text(encoding="utf-8"))
+        files = [Path(entry[0]) for entry in stamp["files"]]
+        return (not (site / MANIFEST).is_file() or stamp["settings"] != settings_digest(config)
+                or _stats(files) != stamp["files"])
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return True

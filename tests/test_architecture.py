@@ -1,0 +1,179 @@
+"""The layers the folders show, checked on the source's own imports (read with :mod:`ast`).
+
+- ``builder/core/`` is shared pure code: it imports nothing else of the project;
+- ``server/`` (the read path) imports only ``server/`` and ``builder/core/``: never build
+  orchestration, the renderer, sources or git;
+- the rest of ``builder/`` (the write path) never imports ``server/``;
+- ``builder/cli/`` is the composition root and may import both sides;
+- no import cycle between modules (imports inside functions count; ``if TYPE_CHECKING:`` ones do not
+  run, so they count for the layers only).
+
+The checker is tried on small trees with a known fault first, so a checker that finds nothing
+cannot pass for a clean project.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("builder", "server")
+ALLOWED = {  # layer → the layers it may import
+    "core": {"core"},
+    "write": {"core", "write"},
+    "read": {"core", "read"},
+    "cli": {"core", "write", "read", "cli"},
+}
+
+
+def layer(module: str) -> str:
+    if module == "builder.core" or module.startswith("builder.core."):
+        return "core"
+    if module == "builder.cli" or module.startswith("builder.cli."):
+        return "cli"
+    return "read" if module.split(".")[0] == "server" else "write"
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str
+    line: int
+    runtime: bool  # False: under ``if TYPE_CHECKING:``
+
+
+def modules(root: Path) -> dict[str, Path]:
+    """Every project module under ``root`` by dotted name (a package by its ``__init__``)."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _type_checking_lines(tree: ast.Module) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for inner in node.body:
+                lines.update(range(inner.lineno, (inner.end_lineno or inner.lineno) + 1))
+    return lines
+
+
+def edges(root: Path) -> list[Edge]:
+    """Every import of one project module by another, with the line it is on."""
+    known = modules(root)
+    out = []
+    for name, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        typing_only = _type_checking_lines(tree)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, *([base] if base else [])])
+                # ``from pkg import sub`` imports the submodule; ``from pkg import name`` the package
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+            for target in dict.fromkeys(targets):
+                while target and target not in known and "." in target:
+                    target = target.rpartition(".")[0]  # ``import a.b.c`` where c is a name in a.b
+                if target in known and target != name:
+                    out.append(Edge(name, target, node.lineno, node.lineno not in typing_only))
+    return out
+
+
+def layer_violations(root: Path) -> list[str]:
+    return [f"{e.source} ({layer(e.source)}) imports {e.target} ({layer(e.target)}) at line {e.line}"
+            for e in edges(root) if layer(e.target) not in ALLOWED[layer(e.source)]]
+
+
+def cycles(root: Path) -> list[list[str]]:
+    """Strongly connected groups of modules (Tarjan) over the imports that run."""
+    graph: dict[str, set[str]] = {name: set() for name in modules(root)}
+    for e in edges(root):
+        if e.runtime:
+            graph[e.source].add(e.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in {"builder/__init__.py": "", "builder/core/__init__.py": "", "server/__init__.py": "",
+                      **files}.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize(("files", "expected"), [
+    ({"server/app.py": "def f():\n    from builder.sync import build\n", "builder/sync.py": ""},
+     ["server.app (read) imports builder.sync (write) at line 2"]),
+    ({"server/pages.py": "from builder.render import pages\n", "builder/render/__init__.py": "",
+      "builder/render/pages.py": ""},
+     ["server.pages (read) imports builder.render.pages (write) at line 1"]),
+    ({"builder/core/index.py": "import builder.sync\n", "builder/sync.py": ""},
+     ["builder.core.index (core) imports builder.sync (write) at line 1"]),
+    ({"builder/sync.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from server import app\n",
+      "server/app.py": ""},
+     ["builder.sync (write) imports server.app (read) at line 3"]),
+    ({"builder/cli/__init__.py": "from server.app import create_app\nfrom builder.sync import build\n",
+      "server/app.py": "", "builder/sync.py": ""}, []),
+])
+def test_the_layer_check_finds_a_wrong_import(tmp_path, files, expected):
+    assert layer_violations(_tree(tmp_path, files)) == expected
+
+
+def test_the_cycle_check_finds_a_cycle_through_a_lazy_import(tmp_path):
+    root = _tree(tmp_path, {
+        "builder/sync.py": "from builder import embed_run\n",
+        "builder/embed_run.py": "def f():\n    from builder.sync import now\n",
+        "builder/lock.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from builder.sync import x\n",
+    })
+    assert cycles(root) == [["builder.embed_run", "builder.sync"]]
+
+
+def test_the_project_keeps_its_layers():
+    assert len(modules(ROOT)) > 40 and len(edges(ROOT)) > 100  # the checker sees the real tree
+    assert layer_violations(ROOT) == []
+
+
+def test_the_project_has_no_import_cycle():
+    assert cycles(ROOT) == []

@@ -7,9 +7,9 @@ with a time limit. Anything a user can type gets a 200 or a 4xx, never a 500.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Sequence
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 

@@ -33,6 +33,8 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("build", parents=[common], help="sync sources and refresh the index (cron: every minute)")
     p.add_argument("--full", action="store_true", help="rebuild into a new index file and swap it in")
+    p.add_argument("--wait", action="store_true",
+                   help="when another build is running, wait for it and run after it (default: leave at once)")
     p.add_argument("--source", metavar="ID", help="only this source")
     p.set_defaults(func=cmd_build)
 

@@ -30,7 +30,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     config = config_of(args)
     if args.source:
         config.source(args.source)
-    return build(config, full=args.full, source_id=args.source)
+    return build(config, full=args.full, source_id=args.source, wait=args.wait)
 
 
 def _open_index(config: Config) -> Connection:

@@ -21,6 +21,7 @@ from builder.core.index.notes import (
     FileRecord,
     FileState,
     SourceRow,
+    content_token,
     count_pending,
     counts,
     delete_file,
@@ -62,7 +63,8 @@ from builder.core.index.schema import (
 
 __all__ = [
     "CHUNKER_VERSION", "FileRecord", "FileState", "SourceRow", "all_vectors", "check_identity", "checkpoint",
-    "chunk_details", "connect", "count_pending", "count_vectors", "counts", "delete_file", "delete_source",
+    "chunk_details", "connect", "content_token", "count_pending", "count_vectors", "counts", "delete_file",
+    "delete_source",
     "ensure_vec_table", "expected_identity", "file_states", "filter_chunk_ids", "fts_integrity_error",
     "fts_search", "get_meta", "get_sources", "has_vec_table", "knn_search", "load_vec", "migrate",
     "notes_for_render", "notes_for_toc", "open_index", "pending_chunks", "replace_file", "set_last_change", "set_meta",

@@ -225,8 +225,9 @@ def test_a_person_at_a_terminal_is_told_which_build_holds_the_lock(config_for):
             if terminal != -1:
                 os.close(terminal)
     assert shown.returncode == 0
-    assert said.replace("\r", "") == (f"notes-portal: another build (pid {os.getpid()}, started 2026-12-01T04:00:00+0000) "
-                                      "is running; this build leaves the work to it (use --wait to run after it)\n")
+    assert said.replace("\r", "") == (f"notes-portal: another build (pid {os.getpid()}, "
+                                      "started 2026-12-01T04:00:00+0000) is running; "
+                                      "this build leaves the work to it (use --wait to run after it)\n")
     assert indexfile.resolve(config.index) is None
 
 

@@ -21,6 +21,7 @@ from builder.core.index.notes import (
     FileRecord,
     FileState,
     SourceRow,
+    chunk_last_line,
     content_token,
     count_pending,
     counts,
@@ -28,6 +29,7 @@ from builder.core.index.notes import (
     delete_source,
     file_states,
     get_sources,
+    note_headings,
     notes_for_render,
     notes_for_toc,
     pending_chunks,
@@ -63,11 +65,11 @@ from builder.core.index.schema import (
 
 __all__ = [
     "CHUNKER_VERSION", "FileRecord", "FileState", "SourceRow", "all_vectors", "check_identity", "checkpoint",
-    "chunk_details", "connect", "content_token", "count_pending", "count_vectors", "counts", "delete_file",
+    "chunk_details", "chunk_last_line", "connect", "content_token", "count_pending", "count_vectors", "counts", "delete_file",
     "delete_source",
     "ensure_vec_table", "expected_identity", "file_states", "filter_chunk_ids", "fts_integrity_error",
     "fts_search", "get_meta", "get_sources", "has_vec_table", "knn_search", "load_vec", "migrate",
-    "notes_for_render", "notes_for_toc", "open_index", "pending_chunks", "replace_file", "set_last_change", "set_meta",
+    "note_headings", "notes_for_render", "notes_for_toc", "open_index", "pending_chunks", "replace_file", "set_last_change", "set_meta",
     "source_stats", "sqlite_module", "store_vectors", "touch_file", "transaction", "update_source",
     "upsert_source", "vec_version", "vector_candidates", "vectors_version",
 ]

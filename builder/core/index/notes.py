@@ -14,7 +14,7 @@ from textwrap import dedent
 from typing import TYPE_CHECKING, Any
 
 from builder.core.index.connection import transaction
-from builder.core.index.schema import has_vec_table
+from builder.core.index.schema import chunk_stems, has_vec_table
 
 if TYPE_CHECKING:
     from sqlite3 import Connection, Row
@@ -164,10 +164,10 @@ def replace_file(conn: Connection, source_id: str, record: FileRecord, chunks: S
                "changed_by": record.changed_by, "indexed_at": now})
         conn.executemany(dedent("""
             INSERT INTO chunks (source_id, path, chunk_idx, breadcrumb, anchor, line_start, line_end,
-                                text, embed_sha)
+                                text, embed_sha, stems)
             VALUES (:source_id, :path, :chunk_idx, :breadcrumb, :anchor, :line_start, :line_end,
-                    :text, :embed_sha)
-        """), [{**key, **chunk} for chunk in chunks])
+                    :text, :embed_sha, :stems)
+        """), [{**key, **chunk, "stems": chunk_stems(chunk["breadcrumb"], chunk["text"])} for chunk in chunks])
         _bump(conn, "content_version")
 
 

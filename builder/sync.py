@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ from builder import indexfile
 from builder.core import index as db
 from builder.core.clock import iso_from_ns, now_iso
 from builder.core.config import Config, SourceConfig
-from builder.core.embedding import EmbedderFactory
+from builder.core.embedding import EmbedderFactory, passage_fits
 from builder.lock import BuildLock, describe_holder
 from builder.redact import redact_url
 from builder.render.stamp import site_is_stale
@@ -349,6 +349,7 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog) 
     unreadable: list[str] = []
     for name in scan.undecodable:
         log.warn(f"{source.id}: {name}: the file name is not valid UTF-8, so it cannot be indexed; rename it")
+    fits: Callable[[str], bool] | None = None
     for stat in scan.changed:
         try:
             data = (root / stat.path).read_bytes()
@@ -364,8 +365,10 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog) 
                 db.set_last_change(conn, source.id, stat.path, iso_from_ns(stat.mtime_ns), author)
             touched += 1
             continue
+        if fits is None and config.embedding.provider == "local":
+            fits = passage_fits(config.embedding)  # loads the model's tokenizer once, and only for new text
         result = ingest(stat.path, data, mtime_ns=stat.mtime_ns, changed_at=iso_from_ns(stat.mtime_ns),
-                        max_bytes=config.max_note_bytes)
+                        max_bytes=config.max_note_bytes, fits=fits)
         for warning in result.warnings:
             log.warn(f"{source.id}: {warning}")
         record = result.record if author is None else replace(result.record, changed_by=author)

@@ -65,12 +65,12 @@ from builder.core.index.schema import (
 )
 
 __all__ = [
-    "CHUNKER_VERSION", "FileRecord", "FileState", "SourceRow", "all_vectors", "check_identity", "checkpoint",
-    "chunk_details", "chunk_last_line", "connect", "content_token", "count_pending", "count_vectors", "counts", "delete_file",
-    "delete_source",
-    "ensure_vec_table", "expected_identity", "file_states", "filter_chunk_ids", "fts_integrity_error",
-    "fts_search", "get_meta", "get_sources", "has_stems", "has_vec_table", "knn_search", "load_vec", "migrate",
-    "note_headings", "notes_for_render", "notes_for_toc", "open_index", "pending_chunks", "replace_file", "set_last_change", "set_meta",
-    "source_stats", "sqlite_module", "store_vectors", "touch_file", "transaction", "update_source",
-    "upsert_source", "vec_version", "vector_candidates", "vectors_version",
+    "all_vectors", "check_identity", "checkpoint", "chunk_details", "chunk_last_line", "CHUNKER_VERSION",
+    "connect", "content_token", "count_pending", "count_vectors", "counts", "delete_file", "delete_source",
+    "ensure_vec_table", "expected_identity", "file_states", "FileRecord", "FileState", "filter_chunk_ids",
+    "fts_integrity_error", "fts_search", "get_meta", "get_sources", "has_stems", "has_vec_table", "knn_search",
+    "load_vec", "migrate", "note_headings", "notes_for_render", "notes_for_toc", "open_index", "pending_chunks",
+    "replace_file", "set_last_change", "set_meta", "source_stats", "SourceRow", "sqlite_module",
+    "store_vectors", "touch_file", "transaction", "update_source", "upsert_source", "vec_version",
+    "vector_candidates", "vectors_version",
 ]

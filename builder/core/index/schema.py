@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 # Bump whenever builder/chunker.py would cut a note differently: an index made by the old chunker
 # then asks for a ``build --full`` instead of holding chunks of two kinds.
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"  # 2: chunks fit the local model's 512 tokens
 
 def _add_stems(conn: Connection) -> None:
     """Step 3: the ``stems`` column (Czech/Slovak word keys, see :mod:`builder.core.analysis`) in
@@ -226,7 +226,8 @@ def set_meta(conn: Connection, values: dict[str, str]) -> None:
 
 def expected_identity(config: Config) -> dict[str, str]:
     """What ``meta`` must say for this config's queries to be answerable."""
-    return {**config.embedding.identity(), "chunker_version": CHUNKER_VERSION}
+    fit = "model-512" if config.embedding.provider == "local" else "chars"  # see builder.chunker
+    return {**config.embedding.identity(), "chunker_version": CHUNKER_VERSION, "chunk_fit": fit}
 
 
 def check_identity(conn: Connection, config: Config) -> None:

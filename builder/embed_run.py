@@ -59,7 +59,11 @@ def embed_pending(conn: Connection, config: Config, embedder_factory: EmbedderFa
     could not be stored (a provider that is down only degrades search: that is not a failure here)."""
     stored = True
     model = fingerprint(config.embedding)
-    cache = EmbeddingCache(config.cache_path)
+    try:
+        cache = EmbeddingCache(config.cache_path)
+    except db.sqlite_module().Error as exc:  # e.g. no room for its WAL files on a full disk
+        log.warn(f"cannot open the embedding cache ({exc}); the chunks wait for vectors and the next build retries")
+        return False
     embedder = None
     computed = reused = 0
     total = db.count_pending(conn)

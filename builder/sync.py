@@ -88,7 +88,12 @@ def build(config: Config, *, full: bool = False, source_id: str | None = None,
             log.info(f"removed {leftover}, left by a build that did not finish")
         if full or current is None:
             return _full_build(config, embedder_factory, log, render)
-        conn = db.connect(current, vec=False)
+        try:
+            conn = db.connect(current, vec=False)
+        except db.sqlite_module().OperationalError as exc:  # a full disk leaves no room for its -shm file
+            log.warn(f"cannot open the index for writing ({exc}); the previous index keeps serving and the "
+                     "next build tries again")
+            return EXIT_PARTIAL
         try:
             db.check_identity(conn, config)
             indexed = _incremental(conn, config, selected, source_id is None, embedder_factory, log)

@@ -142,6 +142,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         load_queries,
     )
     from builder.core import index as db
+    from builder.core.errors import ReindexNeeded
     from builder.sync import EXIT_PARTIAL, build
     from builder.synclog import SyncLog
     from server.search import search
@@ -151,7 +152,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     queries = load_queries(queries_path)
     corpora = Path(args.corpora) if args.corpora else queries_path.resolve().parent.parent / "corpora"
     evaluated = eval_config(config, corpora, sorted({q.corpus for q in queries}))
-    code = build(evaluated, log=SyncLog(evaluated.log_path, echo_info=False), render=False, wait=True)
+    log = SyncLog(evaluated.log_path, echo_info=False)
+    try:
+        code = build(evaluated, log=log, render=False, wait=True)
+    except ReindexNeeded:  # the eval's own index, made by an older chunker or model: make it again
+        code = build(evaluated, log=log, render=False, wait=True, full=True)
     if code not in (0, EXIT_PARTIAL):
         return code
     conn = _open_index(evaluated)

@@ -43,6 +43,10 @@ def connect(path: Path, *, readonly: bool = False, vec: bool = True, timeout: fl
     if not readonly:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        # Keep the WAL small (checkpoint every ~1 MB, and shrink it back to that): a build on a nearly full
+        # disk must not need 4 MB of WAL more than the index itself takes.
+        conn.execute("PRAGMA wal_autocheckpoint=256")
+        conn.execute("PRAGMA journal_size_limit=1048576")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
 

@@ -22,9 +22,7 @@ from starlette.middleware.base import (
 )
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
-from starlette.types import Scope
+from starlette.routing import Route
 
 from builder.core import index as db
 from builder.core.config import Config
@@ -32,6 +30,7 @@ from builder.core.embedding import Embedder, EmbedderFactory, make_embedder
 from builder.core.errors import IndexMissing, ReindexNeeded, UserError
 from server.reader import IndexReader, QueryTimeout
 from server.search import SearchResult, check_limit, check_mode, provenance, search
+from server.site import SiteFiles
 from server.vectors import MIN_VECTORS, VectorMemory
 
 MAX_Q = 500
@@ -86,15 +85,6 @@ class _Serialized:
     def embed_passages(self, texts: Sequence[str]) -> list[bytes]:
         with self._lock:
             return self._embedder.embed_passages(texts)
-
-
-class SiteFiles(StaticFiles):
-    """The built site; the renderer's own dot-files (manifest, stamp) and any dot-path stay private."""
-
-    async def get_response(self, path: str, scope: Scope) -> Response:
-        if any(part.startswith(".") for part in path.replace("\\", "/").split("/")):
-            return await super().get_response("404-not-found-for-dot-paths", scope)
-        return await super().get_response(path, scope)
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -190,7 +180,7 @@ def create_app(config: Config, *, embedder_factory: EmbedderFactory | None = Non
         Route("/api/search", api_search),
         Route("/api/health", api_health),
         Route("/search", search_page),
-        Mount("/", app=SiteFiles(directory=config.site.output, html=True, check_dir=False), name="site"),
+        Route("/{path:path}", SiteFiles(config.site.output, [s.id for s in config.sources]).serve),
     ]
     middleware = [Middleware(BaseHTTPMiddleware, dispatch=_guard(config.api_key))]
     app = Starlette(routes=routes, middleware=middleware)
@@ -206,7 +196,8 @@ def _guard(api_key: str | None) -> DispatchFunction:
             response: Response = _error(401, "missing or wrong API key (X-API-Key or Authorization: Bearer)")
         else:
             response = await call_next(request)
-        response.headers.update(SECURITY_HEADERS)
+        for name, value in SECURITY_HEADERS.items():  # a response's own policy (an SVG's sandbox) is kept
+            response.headers.setdefault(name, value)
         return response
 
     return dispatch

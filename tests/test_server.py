@@ -19,7 +19,8 @@ from server.app import SECURITY_HEADERS, create_app
 from tests.conftest import HashEmbedder, ollama_yaml
 
 
-def _build_and_render(config, log):
+def build_and_render(config, log):
+    """Build the index and render the whole site (shared by the server's test modules)."""
     assert build(config, embedder_factory=HashEmbedder, log=log) == 0
     conn = db.connect(indexfile.resolve(config.index))
     render_site(config, conn, full=True, log=log)
@@ -29,7 +30,7 @@ def _build_and_render(config, log):
 @pytest.fixture
 def portal(config_for, quiet_log):
     config = config_for(ollama_yaml("http://127.0.0.1:9"))
-    _build_and_render(config, quiet_log(config))
+    build_and_render(config, quiet_log(config))
     return config
 
 
@@ -151,7 +152,7 @@ def test_api_key_guards_the_api_only(config_for, quiet_log, api_key_yaml):
     base = config_for(ollama_yaml("http://127.0.0.1:9"))
     base.path.write_text(base.path.read_text() + api_key_yaml)
     config = load_config(base.path)
-    _build_and_render(config, quiet_log(config))
+    build_and_render(config, quiet_log(config))
     client = TestClient(create_app(config, embedder_factory=HashEmbedder))
     denied = client.get("/api/search", params={"q": "čaj"})
     assert denied.status_code == 401 and denied.json()["error"].startswith("missing or wrong API key")
@@ -166,9 +167,15 @@ def test_auth_off_by_default(client):
     assert client.get("/api/health").status_code == 200
 
 
-@pytest.mark.parametrize("path", ["/", "/index.html", "/api/search?q=x", "/api/health", "/nope", "/search?q=x"])
-def test_security_headers_everywhere(client, path):
+@pytest.mark.parametrize("path, status, title", [
+    ("/", 200, "Home · Notes"), ("/index.html", 200, "Home · Notes"), ("/api/search?q=x", 200, None),
+    ("/api/health", 200, None), ("/nope", 404, "Not found · Notes"), ("/search?q=x", 200, "Search: x · Notes"),
+])
+def test_security_headers_everywhere(client, path, status, title):
     response = client.get(path)
+    assert response.status_code == status
+    if title is not None:
+        assert re.search(r"<title>([^<]*)</title>", response.text).group(1) == title
     for name, value in SECURITY_HEADERS.items():
         assert response.headers[name] == value
     assert "'unsafe-inline'" not in response.headers["Content-Security-Policy"]
@@ -183,10 +190,15 @@ def test_no_path_traversal_out_of_the_site(client, path):
     assert "index: data/index.sqlite" not in response.text and "root:" not in response.text
 
 
-@pytest.mark.parametrize("path", ["/.render-manifest.json", "/.render-stamp", "/notes/.hidden.html"])
+@pytest.mark.parametrize("path", ["/.render-manifest.json", "/.render-stamp", "/notes/.hidden.html",
+                                  "/notes/.git/config", "/notes/.git/", "/notes/.git", "/notes/%2Ehidden.html",
+                                  "/notes/.%2e/.render-manifest.json"])
 def test_dot_files_of_the_site_are_not_served(client, portal, path):
     assert (portal.site.output / ".render-manifest.json").exists()
-    response = client.get(path)
+    (portal.site.output / "notes" / ".git").mkdir()
+    (portal.site.output / "notes" / ".git" / "config").write_text("[core]\n", encoding="utf-8")
+    (portal.site.output / "notes" / ".hidden.html").write_text("<p>hidden</p>\n", encoding="utf-8")
+    response = client.get(path, follow_redirects=False)
     assert response.status_code == 404 and "Not found" in response.text
 
 

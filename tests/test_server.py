@@ -120,8 +120,9 @@ def test_health_reports_counts_and_sources(client):
     health = client.get("/api/health").json()
     assert health["index"] is True and health["status"] == "ok"
     assert health["counts"]["chunks"] == health["counts"]["chunks_fts"] == health["counts"]["vec_chunks"] > 0
-    assert health["pending_vectors"] == 0 and health["embedding"] == {"provider": "ollama", "reachable": True,
-                                                                       "error": None}
+    assert health["pending_vectors"] == 0
+    assert (health["embedding"]["provider"], health["embedding"]["error"]) == ("ollama", None)
+    assert health["vector_memory"] == {"loaded": False, "vectors": 0, "error": None, "failed_at": None}
     assert set(health["sources"]) == {"notes"} and health["sources"]["notes"]["last_sync_at"]
 
 

@@ -1,4 +1,4 @@
-"""The Starlette app: the built site under ``/``, ``/api/search``, ``/api/health``, ``/search``.
+"""The Starlette app: the built site under ``/``, ``/api/search``, ``/api/health``, ``/search``, ``/auth``.
 
 Queries only read: the index is opened read-only through a small connection pool,
 with a time limit on the SQL. The query is embedded first, with its own time limit,
@@ -11,19 +11,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from builder.core.config import Config
 from builder.core.embedding import EmbedderFactory
 from builder.core.errors import IndexMissing, IndexUnreadable, ReindexNeeded, UserError
-from server.auth import ApiKey
+from server.auth import COOKIE, COOKIE_MAX_AGE_S, ApiKey, back_to, read_form
 from server.embedder import QueryEmbedder
 from server.health import health
 from server.reader import IndexReader, QueryTimeout
@@ -39,7 +40,8 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
 }
-KEY_MISSING = "missing or wrong API key (X-API-Key or Authorization: Bearer)"
+ASK_KEY = "Searching this portal needs its key."
+KEY_MISSING = "missing or wrong API key (X-API-Key, Authorization: Bearer, or sign in at /auth)"
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -96,11 +98,12 @@ class Portal:
         self.site = SiteFiles(config.site.output, [s.id for s in config.sources])
 
     def routes(self) -> list[Route]:
-        """Every route; the API's are guarded by the key."""
+        """Every route; each one that queries the index is guarded by the key."""
         return [
             Route("/api/search", guarded(self.key, self.api_search, self.api_denied)),
             Route("/api/health", guarded(self.key, self.api_health, self.api_denied)),
-            Route("/search", self.search_page),
+            Route("/search", guarded(self.key, self.search_page, self.page_denied)),
+            Route("/auth", self.auth, methods=["GET", "POST"]),
             Route("/{path:path}", self.site.serve),
         ]
 
@@ -144,9 +147,34 @@ class Portal:
                  "provenance": provenance(h)} for h in result.hits]
         return HTMLResponse(self.pages.render(query=query, notes=list(result.notes), hits=hits))
 
+    async def auth(self, request: Request) -> Response:
+        """``GET /auth``: the sign-in form; ``POST /auth``: check the key, set the cookie, go back."""
+        if not self.key.required:
+            return RedirectResponse(back_to(request.query_params.get("next")), status_code=303)
+        if request.method != "POST":
+            return self._sign_in_form(ASK_KEY, back_to(request.query_params.get("next")), 200)
+        form = await read_form(request)
+        if form is None:
+            return self._sign_in_form("The form was too large.", "./", 413)
+        next_url = back_to(form.get("next"))
+        if not self.key.matches(form.get("key")):
+            return self._sign_in_form("That is not the portal's key.", next_url, 401)
+        response = RedirectResponse(next_url, status_code=303)
+        response.set_cookie(COOKIE, self.key.cookie_value(), max_age=COOKIE_MAX_AGE_S, path="/", httponly=True,
+                            samesite="strict", secure=request.url.scheme == "https")
+        return response
+
     def api_denied(self, request: Request) -> Response:
         """What an API request without the key gets."""
         return _error(401, KEY_MISSING)
+
+    def page_denied(self, request: Request) -> Response:
+        """What the results page without the key gets: the sign-in form, which leads back to it."""
+        here = quote(request.url.path) + (f"?{request.url.query}" if request.url.query else "")
+        return self._sign_in_form(ASK_KEY, back_to(here), 401)
+
+    def _sign_in_form(self, message: str, next_url: str, status: int) -> Response:
+        return HTMLResponse(self.pages.render_auth(message=message, next_url=next_url), status_code=status)
 
 
 def create_app(config: Config, *, embedder_factory: EmbedderFactory | None = None, time_limit_s: float = 2.0,
@@ -171,7 +199,7 @@ Endpoint = Callable[[Request], Response]
 
 
 def guarded(key: ApiKey, endpoint: Endpoint, denied: Endpoint) -> Endpoint:
-    """``endpoint`` for requests that carry the key, ``denied`` for the others."""
+    """``endpoint`` for requests that carry the key (or its sign-in cookie), ``denied`` for the others."""
 
     def check(request: Request) -> Response:
         return endpoint(request) if key.allows(request) else denied(request)

@@ -149,7 +149,7 @@ def test_new_index_is_served_without_restart(portal, client, notes_dir, quiet_lo
 
 
 @pytest.mark.parametrize("api_key_yaml", ["server:\n  api_key: s3cret-key\n"])
-def test_api_key_guards_the_api_only(config_for, quiet_log, api_key_yaml):
+def test_api_key_guards_the_query_endpoints(config_for, quiet_log, api_key_yaml):
     base = config_for(ollama_yaml("http://127.0.0.1:9"))
     base.path.write_text(base.path.read_text() + api_key_yaml)
     config = load_config(base.path)
@@ -161,6 +161,8 @@ def test_api_key_guards_the_api_only(config_for, quiet_log, api_key_yaml):
     assert client.get("/api/search", params={"q": "čaj"}, headers={"X-API-Key": "s3cret-key"}).status_code == 200
     assert client.get("/api/health", headers={"Authorization": "Bearer s3cret-key"}).status_code == 200
     assert client.get("/api/health", headers={"Authorization": "Bearer s3cret"}).status_code == 401
+    assert client.get("/search", params={"q": "čaj"}).status_code == 401
+    assert client.get("/search", params={"q": "čaj"}, headers={"X-API-Key": "s3cret-key"}).status_code == 200
     assert client.get("/index.html").status_code == 200  # the static site stays open
 
 

@@ -110,11 +110,11 @@ class Portal:
     def run_search(self, params: SearchParams) -> SearchResult:
         """The query's vector first (its own time limit), then the SQL (the reader's time limit)."""
         vector, error = self.embedder.embed(params.query) if params.mode != "bm25" else (None, None)
-        with self.reader.connection() as (conn, identity):
+        with self.reader.connection() as lease:
             def nearest(query_vector: bytes, k: int) -> list[int] | None:
-                return self.memory.nearest(conn, identity, query_vector, k)
+                return self.memory.nearest(lease.conn, lease.identity, query_vector, k)
 
-            return search(conn, self.config, params.query, limit=params.limit, source=params.source,
+            return search(lease.conn, self.config, params.query, limit=params.limit, source=params.source,
                           tag=params.tag, mode=params.mode, query_vector=vector, embedder_error=error,
                           nearest=nearest)
 

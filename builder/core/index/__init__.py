@@ -13,6 +13,7 @@ from builder.core.index.connection import (
     connect,
     load_vec,
     open_index,
+    snapshot_only,
     sqlite_module,
     transaction,
     vec_version,
@@ -70,7 +71,7 @@ __all__ = [
     "ensure_vec_table", "expected_identity", "file_states", "FileRecord", "FileState", "filter_chunk_ids",
     "fts_integrity_error", "fts_search", "get_meta", "get_sources", "has_stems", "has_vec_table", "knn_search",
     "load_vec", "migrate", "note_headings", "notes_for_render", "notes_for_toc", "open_index", "pending_chunks",
-    "replace_file", "set_last_change", "set_meta", "source_stats", "SourceRow", "sqlite_module",
+    "replace_file", "set_last_change", "set_meta", "source_stats", "snapshot_only", "SourceRow", "sqlite_module",
     "store_vectors", "touch_file", "transaction", "update_source", "upsert_source", "vec_version",
     "vector_candidates", "vectors_version",
 ]

@@ -111,7 +111,7 @@ class Portal:
         """The query's vector first (its own time limit), then the SQL (the reader's time limit)."""
         vector, error = self.embedder.embed(params.query) if params.mode != "bm25" else (None, None)
         with self.reader.connection() as lease:
-            def nearest(query_vector: bytes, k: int) -> list[int] | None:
+            def nearest(query_vector: bytes, k: int) -> list[tuple[int, float]] | None:
                 return self.memory.nearest(lease.conn, lease.identity, query_vector, k)
 
             return search(lease.conn, self.config, params.query, limit=params.limit, source=params.source,

@@ -47,11 +47,12 @@ def test_search_result_shape_and_url_lands_on_the_section(client):
     response = client.get("/api/search", params={"q": "Zapojení převodník"})
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"query", "mode", "notes", "hits", "took_ms"}
-    assert (body["query"], body["mode"], body["notes"]) == ("Zapojení převodník", "hybrid", [])
+    assert set(body) == {"query", "mode", "weak", "corrected", "notes", "hits", "took_ms"}
+    assert (body["query"], body["mode"], body["weak"], body["corrected"], body["notes"]) == (
+        "Zapojení převodník", "hybrid", False, None, [])
     top = body["hits"][0]
-    assert set(top) == {"source", "path", "title", "breadcrumb", "anchor", "line_start", "snippet", "score",
-                        "ranks", "url"}
+    assert set(top) == {"source", "path", "title", "breadcrumb", "anchor", "line_start", "line_end", "snippet",
+                        "score", "ranks", "url", "more", "copies"}
     assert top["url"] == "notes/projekty/sauter-bus.html#zapojeni"
     assert top["ranks"]["bm25"] == 1 and isinstance(top["ranks"]["vector"], int)
     assert "<mark>Převodník</mark>" in top["snippet"]

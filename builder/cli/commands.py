@@ -166,9 +166,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     def ask(query: Query, mode: str) -> tuple[list[HitRef], bool | None]:
         result = search(conn, evaluated, query.text, limit=10, mode=mode, embedder=embedder, embedder_error=error,
                         source=query.corpus if args.per_corpus else None)
-        return ([HitRef(h.source, h.path, h.breadcrumb, h.line_start,
-                        db.chunk_last_line(conn, h.source, h.path, h.line_start)) for h in result.hits],
-                getattr(result, "weak", None))
+        hits = [HitRef(h.source, h.path, h.breadcrumb, h.line_start, h.line_end,
+                       tuple(HitRef(c["source"], c["path"], c["breadcrumb"], c["line_start"], c["line_end"])
+                             for c in h.copies))
+                for h in result.hits]
+        return hits, result.weak
 
     @cache
     def headings(source: str, path: str) -> tuple[tuple[str, int], ...]:

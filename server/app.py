@@ -144,8 +144,10 @@ class Portal:
             return HTMLResponse(self.pages.render(query=query[:MAX_Q], notes=[str(exc)], hits=[]),
                                 status_code=_status_of(exc))
         hits = [{"url": h.url, "title": h.title, "breadcrumb": h.breadcrumb, "snippet": h.snippet,
-                 "provenance": provenance(h)} for h in result.hits]
-        return HTMLResponse(self.pages.render(query=query, notes=list(result.notes), hits=hits))
+                 "provenance": provenance(h), "more": list(h.more), "copies": list(h.copies)}
+                for h in result.hits]
+        return HTMLResponse(self.pages.render(query=query, notes=list(result.notes), hits=hits,
+                                              weak=result.weak and bool(hits)))
 
     async def auth(self, request: Request) -> Response:
         """``GET /auth``: the sign-in form; ``POST /auth``: check the key, set the cookie, go back."""

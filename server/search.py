@@ -229,11 +229,14 @@ def _weak(best_coverage: float, lexical: list[tuple[int, float]], semantic: list
     return fusion.is_weak(best_coverage, notes(lexical), notes(semantic) if mode != "bm25" else None)
 
 
+WEAK = "nothing in your notes matches these words; closest by meaning:"
+
+
 def provenance(hit: Hit) -> str:
-    """``bm25 #2, vec #1`` — which half found the hit, at which rank."""
+    """``words #2, meaning #1`` — which half found the hit, at which rank (the words the search box uses)."""
     parts = []
     if hit.ranks.get("bm25"):
-        parts.append(f"bm25 #{hit.ranks['bm25']}")
+        parts.append(f"words #{hit.ranks['bm25']}")
     if hit.ranks.get("vector"):
-        parts.append(f"vec #{hit.ranks['vector']}")
+        parts.append(f"meaning #{hit.ranks['vector']}")
     return ", ".join(parts)

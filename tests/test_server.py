@@ -345,3 +345,12 @@ def test_a_fresh_server_answers_concurrent_first_queries_with_vectors(portal, fa
     assert len(answers) == 16
     assert [a["notes"] for a in answers] == [[]] * 16
     assert all(any(h["ranks"]["vector"] for h in a["hits"]) for a in answers)
+
+
+def test_the_results_page_and_the_api_say_when_nothing_matches(client):
+    body = client.get("/api/search", params={"q": "xylofonový koncert"}).json()
+    assert body["weak"] is True and body["hits"]  # the closest by meaning, marked as such
+    page = client.get("/search", params={"q": "xylofonový koncert"})
+    assert '<p class="search-weak">nothing in your notes matches these words; closest by meaning:</p>' in page.text
+    page = client.get("/search", params={"q": "Zapojení převodník"})
+    assert "search-weak" not in page.text

@@ -52,7 +52,7 @@ def _query_embedder(config: Config) -> tuple[Embedder | None, str | None]:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from server.search import provenance, search
+    from server.search import WEAK, provenance, search
 
     config = config_of(args)
     if args.source:
@@ -68,11 +68,17 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     if not result.hits:
         print("(no matches)")
+    elif result.weak:
+        print(WEAK)
     for rank, hit in enumerate(result.hits, start=1):
         anchor = f"#{hit.anchor}" if hit.anchor else ""
         print(f"{rank:2}. {hit.breadcrumb}  [{provenance(hit)}]")
         print(f"    {hit.source}:{hit.path}:{hit.line_start}{anchor}")
         print(f"    {_plain_snippet(hit.snippet)}")
+        for other in hit.more:
+            print(f"      also {other['breadcrumb']}  {hit.source}:{hit.path}:{other['line_start']}#{other['anchor']}")
+        for copy in hit.copies:
+            print(f"      the same text in {copy['source']}:{copy['path']}")
     return 0
 
 

@@ -115,6 +115,7 @@ class Portal:
                 return self.memory.nearest(lease.conn, lease.identity, query_vector, k)
 
             return search(lease.conn, self.config, params.query, limit=params.limit, source=params.source,
+                          max_per_note=self.config.max_per_note,
                           tag=params.tag, mode=params.mode, query_vector=vector, embedder_error=error,
                           nearest=nearest)
 

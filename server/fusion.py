@@ -24,7 +24,7 @@ from dataclasses import dataclass
 RRF_K = 10
 STRONG_RATIO = 1.3
 CONFIDENT_WEIGHT = 1.5
-COVERAGE = 2 / 3
+COVERAGE = 3 / 4
 AGREEMENT_DEPTH = 5
 
 

@@ -24,7 +24,8 @@ def folder(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("body, message", [
     (BASE + "colour: blue\n", "portal.yaml:7: colour: unknown key (allowed: embedding, git, index, limits, "
-                              "render, server, site, sources)"),
+                              "render, search, server, site, sources)"),
+    (BASE + "search:\n  max_per_note: 0\n", "portal.yaml:8: search.max_per_note: must be at least 1, got 0"),
     (BASE + "    pathz: ['**']\n", "portal.yaml:7: sources.notes.pathz: unknown key (allowed: branch, exclude, "
                                    "folder, git, include, paths)"),
     (BASE.replace("provider: none", "provider: chroma"),

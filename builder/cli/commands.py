@@ -60,6 +60,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     conn = _open_index(config)
     embedder, error = _query_embedder(config) if args.mode != "bm25" else (None, None)
     result = search(conn, config, args.query, limit=args.limit, source=args.source, tag=args.tag,
+                    max_per_note=config.max_per_note,
                     mode=args.mode, embedder=embedder, embedder_error=error)
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))

@@ -95,6 +95,7 @@ class Config:
     git_timeout: float = 30.0
     allow_html: bool = False
     api_key: str | None = None
+    max_per_note: int = 2  # search: at most this many sections of one note among the hits
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -247,7 +248,8 @@ def load_config(path: str | Path) -> Config:
 
 
 def _build(r: _Reader, raw: Any, base: Path) -> Config:
-    top = r.mapping(raw, (), {"site", "index", "embedding", "sources", "limits", "git", "render", "server"})
+    top = r.mapping(raw, (), {"site", "index", "embedding", "sources", "limits", "git", "render", "server",
+                              "search"})
     site_raw = r.mapping(top.get("site"), ("site",), {"title", "output"})
     site = SiteConfig(
         title=r.string(site_raw, ("site", "title"), "Notes") or "Notes",
@@ -258,6 +260,7 @@ def _build(r: _Reader, raw: Any, base: Path) -> Config:
     git = r.mapping(top.get("git"), ("git",), {"timeout"})
     render = r.mapping(top.get("render"), ("render",), {"allow_html"})
     server = r.mapping(top.get("server"), ("server",), {"api_key"})
+    search = r.mapping(top.get("search"), ("search",), {"max_per_note"})
     sources = _sources(r, top.get("sources"), base)
     _check_site_output(r, site.output, index.parent, sources)
     return Config(
@@ -270,6 +273,7 @@ def _build(r: _Reader, raw: Any, base: Path) -> Config:
         git_timeout=float(r.number(git, ("git", "timeout"), 30.0, minimum=0.1)),
         allow_html=r.boolean(render, ("render", "allow_html"), False),
         api_key=r.string(server, ("server", "api_key")),
+        max_per_note=r.number(search, ("search", "max_per_note"), 2, integer=True, minimum=1),
     )
 
 

@@ -117,6 +117,8 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
                             for n in stale if bodies[n.key].body})
             broken = state.log_broken(stale, bodies, entries, log)
             affected = state.affected(notes, stale, old, entries) if trust else None
+            if affected is not None:  # a page that is missing or that an unfinished render touched is
+                affected |= {n.key for n in notes if not out.current(n.url)}  # written whole, backlinks too
             backlinks = state.backlinks(notes, entries, affected)
             pending = [n for n in notes if n.key in entries and not out.kept(n.url, affected is None or
                                                                              n.key in affected)

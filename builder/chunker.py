@@ -10,25 +10,30 @@ The policy (reference plan, "Chunking"):
   items of checklists) with ~64 tokens of overlap; a code fence or a table is
   never split unless it alone exceeds the hard limit that keeps every chunk
   embeddable without silent truncation;
-- ~4 characters per token.
+- ~4 characters per token (bump ``CHUNKER_VERSION`` in builder/core/index/schema.py when the
+  chunks would come out differently); with a ``fits`` check (the local model's own token count), a section
+  whose chunks do not fit is cut again with a smaller budget until every chunk does, so the tail of
+  a long section still reaches the vector (multilingual-e5 reads 512 tokens, ~3.2 characters each
+  in Czech and Slovak).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from builder.core.slug import fold
 
-if TYPE_CHECKING:  # the every-minute no-op build reads CHUNKER_VERSION without loading the parser
+if TYPE_CHECKING:  # chunks are made from parsed notes; the parser is imported by whoever parses
     from builder.parse import Heading, Note
 
-CHUNKER_VERSION = "1"
 CHARS_PER_TOKEN = 4
 MIN_TOKENS = 200
 MAX_TOKENS = 800
 OVERLAP_TOKENS = 64
 HARD_MAX_TOKENS = 1600  # no chunk is longer: bigger fences/tables are cut at line boundaries
+MIN_BUDGET = 96  # a fits check never makes chunks smaller than this (a giant breadcrumb is not split)
 
 
 @dataclass(frozen=True)
@@ -142,9 +147,9 @@ def _merge_siblings(note: Note, sections: list[_Section]) -> list[tuple[_Section
     return groups
 
 
-def _explode(lines: tuple[str, ...], unit: _Unit) -> list[_Unit]:
+def _explode(lines: tuple[str, ...], unit: _Unit, budget: int) -> list[_Unit]:
     """Cut a unit that alone exceeds the budget at its inner boundaries (or any line if it must)."""
-    limit = MAX_TOKENS if unit.kind in ("paragraph", "list", "other") else HARD_MAX_TOKENS
+    limit = budget if unit.kind in ("paragraph", "list", "other") else _hard(budget)
     if tokens_of(_text(lines, unit.start, unit.end)) <= limit:
         return [unit]
     cuts = unit.splits or tuple(range(unit.start + 1, unit.end))
@@ -153,17 +158,22 @@ def _explode(lines: tuple[str, ...], unit: _Unit) -> list[_Unit]:
     return pieces
 
 
-def _split(lines: tuple[str, ...], units: list[_Unit]) -> list[tuple[int, int, str]]:
-    """Pack units into pieces of at most MAX_TOKENS with overlap; returns (start, end, text)."""
-    flat = [piece for unit in units for piece in _explode(lines, unit)]
-    if _size(lines, flat) <= MAX_TOKENS:
+def _hard(budget: int) -> int:
+    """The most a fence or table may take: twice the budget, at most HARD_MAX_TOKENS."""
+    return min(HARD_MAX_TOKENS, 2 * budget)
+
+
+def _split(lines: tuple[str, ...], units: list[_Unit], budget: int) -> list[tuple[int, int, str]]:
+    """Pack units into pieces of at most ``budget`` tokens with overlap; returns (start, end, text)."""
+    flat = [piece for unit in units for piece in _explode(lines, unit, budget)]
+    if _size(lines, flat) <= budget:
         text = _join(lines, flat)
         return [(flat[0].start, flat[-1].end, text)] if text else []
     pieces: list[tuple[int, int, str]] = []
     current: list[_Unit] = []
     overlap = ""
     for unit in flat:
-        if current and _size(lines, current + [unit]) + tokens_of(overlap) > MAX_TOKENS:
+        if current and _size(lines, current + [unit]) + tokens_of(overlap) > budget:
             pieces.append((current[0].start, current[-1].end, _with_overlap(overlap, _join(lines, current))))
             overlap = _overlap(lines, current[-1])
             current = []
@@ -196,9 +206,9 @@ def _overlap(lines: tuple[str, ...], last: _Unit) -> str:
     return tail.strip()
 
 
-def _bounded(pieces: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+def _bounded(pieces: list[tuple[int, int, str]], budget: int) -> list[tuple[int, int, str]]:
     """Cut any piece still over the hard limit (a single giant line) at whitespace; nothing is dropped."""
-    hard = HARD_MAX_TOKENS * CHARS_PER_TOKEN
+    hard = _hard(budget) * CHARS_PER_TOKEN
     out = []
     for start, end, text in pieces:
         while len(text) > hard:
@@ -216,13 +226,19 @@ def _join(lines: tuple[str, ...], units: list[_Unit]) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def chunk_note(note: Note) -> list[Chunk]:
-    """The chunks of one parsed note, in document order, numbered from 0."""
+def chunk_note(note: Note, fits: Callable[[str], bool] | None = None) -> list[Chunk]:
+    """The chunks of one parsed note, in document order, numbered from 0. ``fits`` tells whether a
+    chunk's embedded text (``breadcrumb\n\ntext``) fits the embedding model whole."""
     chunks: list[Chunk] = []
     for section, units in _merge_siblings(note, _sections(note)):
         anchor = section.heading.anchor if section.heading else ""
         breadcrumb = " > ".join(section.crumbs)
-        for n, (start, end, text) in enumerate(_bounded(_split(note.source_lines, units))):
+        budget = MAX_TOKENS
+        pieces = _bounded(_split(note.source_lines, units, budget), budget)
+        while fits is not None and budget > MIN_BUDGET and not all(fits(f"{breadcrumb}\n\n{p[2]}") for p in pieces):
+            budget = budget * 3 // 4
+            pieces = _bounded(_split(note.source_lines, units, budget), budget)
+        for n, (start, end, text) in enumerate(pieces):
             if n == 0 and section.heading is not None:
                 start = section.heading.line  # the section's first chunk begins at its heading
             chunks.append(Chunk(idx=len(chunks), breadcrumb=breadcrumb, anchor=anchor,

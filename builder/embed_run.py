@@ -43,11 +43,27 @@ def _progress(total: int) -> Any:
     return _Silent()
 
 
+def _check(vectors: list[bytes], expected: int, dims: int) -> None:
+    """A provider must answer one vector of ``dims`` float32 per text: else the chunks without one
+    would stay pending and be asked for again forever, or vec0 would refuse the batch."""
+    if len(vectors) != expected:
+        raise EmbeddingError(f"the provider returned {len(vectors)} vectors for {expected} texts")
+    wrong = next((len(v) // 4 for v in vectors if len(v) != dims * 4), None)
+    if wrong is not None:
+        raise EmbeddingError(f"the provider returned vectors of {wrong} dimensions, the config says dims: {dims}")
+
+
 def embed_pending(conn: Connection, config: Config, embedder_factory: EmbedderFactory | None,
-                  log: SyncLog) -> None:
-    """Give every pending chunk its vector; log what the model had to compute."""
+                  log: SyncLog) -> bool:
+    """Give every pending chunk its vector; log what the model had to compute. False when vectors
+    could not be stored (a provider that is down only degrades search: that is not a failure here)."""
+    stored = True
     model = fingerprint(config.embedding)
-    cache = EmbeddingCache(config.cache_path)
+    try:
+        cache = EmbeddingCache(config.cache_path)
+    except db.sqlite_module().Error as exc:  # e.g. no room for its WAL files on a full disk
+        log.warn(f"cannot open the embedding cache ({exc}); the chunks wait for vectors and the next build retries")
+        return False
     embedder = None
     computed = reused = 0
     total = db.count_pending(conn)
@@ -66,15 +82,21 @@ def embed_pending(conn: Connection, config: Config, embedder_factory: EmbedderFa
             for start in range(0, len(missing), config.embedding.batch):
                 part = missing[start:start + config.embedding.batch]
                 vectors = embedder.embed_passages([r["embed_text"] for r in part])
+                _check(vectors, len(part), config.embedding.dims)
                 cache.put(model, {r["embed_sha"]: v for r, v in zip(part, vectors)})
                 db.store_vectors(conn, [(r["id"], v) for r, v in zip(part, vectors)], now_iso())
                 computed += len(part)
                 bar.update(len(part))
-    except EmbeddingError as exc:
+    except db.sqlite_module().Error as exc:  # the index could not take them (a full disk)
+        stored = False
+        log.warn(f"cannot store vectors in the index ({exc}); the chunks wait for vectors and the next build retries")
+    except Exception as exc:  # a provider's failure, of any kind, leaves chunks pending: never a crash
+        reason = str(exc) if isinstance(exc, EmbeddingError) else f"{type(exc).__name__}: {exc}"
         left = db.count_pending(conn)
-        log.warn(f"embeddings unavailable ({exc}): {left} chunks wait for vectors; the next build retries")
+        log.warn(f"embeddings unavailable ({reason}): {left} chunks wait for vectors; the next build retries")
     finally:
         bar.close()
         cache.close()
     if computed or reused:
         log.info(f"embedded {computed + reused} chunks ({computed} computed, {reused} from the cache)")
+    return stored

@@ -58,10 +58,12 @@ class Change:
 
 @dataclass(frozen=True)
 class TreeDiff:
-    """Regular files added or modified between two commits (a rename's new path included) and paths gone."""
+    """Regular files added or modified between two commits (a rename's new path included) and paths
+    gone; ``undecodable``: names that are not UTF-8 (shown escaped), which no note can have."""
 
     changed: tuple[str, ...]
     deleted: tuple[str, ...]
+    undecodable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -236,8 +238,16 @@ def ensure_checkout(root: Path, url: str, branch: str | None, want: str, timeout
 # ---------------------------------------------------------------- what changed
 
 
-def _path(raw: bytes) -> str:
-    return raw.decode("utf-8", errors="replace")
+def _path(raw: bytes) -> str | None:
+    """A path from git's ``-z`` output, or None when it is not UTF-8 (it could never be a note's key)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _escaped(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="backslashreplace")
 
 
 def is_ancestor(root: Path, old: str, new: str, timeout: float) -> bool:
@@ -246,15 +256,19 @@ def is_ancestor(root: Path, old: str, new: str, timeout: float) -> bool:
     return code == 0
 
 
-def list_files(root: Path, rev: str, timeout: float) -> tuple[str, ...]:
-    """Every regular file in ``rev``'s tree."""
+def list_files(root: Path, rev: str, timeout: float) -> TreeDiff:
+    """Every regular file in ``rev``'s tree (as a diff from nothing)."""
     _, out = run_git(["ls-tree", "-r", "-z", "--full-tree", rev], cwd=root, timeout=timeout)
-    files = []
+    files, undecodable = [], []
     for entry in out.split(b"\0"):
-        meta, _, path = entry.partition(b"\t")
-        if path and meta.split(b" ")[0].decode() in REGULAR_FILE_MODES:
-            files.append(_path(path))
-    return tuple(files)
+        meta, _, raw = entry.partition(b"\t")
+        if raw and meta.split(b" ")[0].decode() in REGULAR_FILE_MODES:
+            path = _path(raw)
+            if path is None:
+                undecodable.append(_escaped(raw))
+            else:
+                files.append(path)
+    return TreeDiff(tuple(files), (), tuple(undecodable))
 
 
 def diff_files(root: Path, old: str, new: str, timeout: float) -> TreeDiff:
@@ -263,21 +277,26 @@ def diff_files(root: Path, old: str, new: str, timeout: float) -> TreeDiff:
     tokens = out.split(b"\0")
     changed: list[str] = []
     deleted: list[str] = []
+    undecodable: list[str] = []
     i = 0
     while i < len(tokens) and tokens[i].startswith(b":"):
         _old_mode, new_mode, _old_sha, _new_sha, status = tokens[i][1:].decode().split(" ")
-        path = _path(tokens[i + 1])
+        raw = tokens[i + 1]
         i += 2
         if status[0] in "RC":  # rename or copy: source path, then destination path
-            if status[0] == "R":
-                deleted.append(path)
-            path = _path(tokens[i])
+            if status[0] == "R" and _path(raw) is not None:
+                deleted.append(_path(raw) or "")
+            raw = tokens[i]
             i += 1
-        if status[0] != "D" and new_mode in REGULAR_FILE_MODES:
+        path = _path(raw)
+        if path is None:
+            if status[0] != "D":
+                undecodable.append(_escaped(raw))
+        elif status[0] != "D" and new_mode in REGULAR_FILE_MODES:
             changed.append(path)
         else:  # deleted, or now a symlink or submodule
             deleted.append(path)
-    return TreeDiff(tuple(changed), tuple(deleted))
+    return TreeDiff(tuple(changed), tuple(deleted), tuple(undecodable))
 
 
 def last_changes(root: Path, rev: str, since: str | None, timeout: float) -> tuple[Change, dict[str, Change]]:
@@ -293,8 +312,9 @@ def last_changes(root: Path, rev: str, since: str | None, timeout: float) -> tup
         change = Change(int(at) * 1_000_000_000, author)
         head = head or change
         for raw in names.lstrip(b"\n").split(b"\0"):
-            if raw:
-                changes.setdefault(_path(raw), change)
+            path = _path(raw) if raw else None
+            if path is not None:
+                changes.setdefault(path, change)
     if head is None:  # an empty range: the head commit itself
         _, out = run_git(["log", "-1", "--format=%at %an", rev, "--"], cwd=root, timeout=timeout)
         at, _, author = out.decode("utf-8", errors="replace").strip().partition(" ")

@@ -61,7 +61,7 @@ def _ripgrep(rg: str, root: Path, source: SourceConfig, pattern: str, ignore_cas
 
 def _python_grep(root: Path, source: SourceConfig, regex: re.Pattern[str]) -> bool:
     found = False
-    for rel in sorted(walk(root, _grep_scope(source))):
+    for rel in sorted(walk(root, _grep_scope(source)).files):
         try:
             data = (root / rel).read_bytes()
         except OSError:

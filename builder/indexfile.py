@@ -9,6 +9,7 @@ is ever shared between two databases.
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -30,6 +31,31 @@ def new_generation(index: Path) -> Path:
         if not any(Path(f"{path}{suffix}").exists() for suffix in ("", "-wal", "-shm", "-journal")):
             return path
         n += 1
+
+
+def _generation_name(index: Path) -> re.Pattern[str]:
+    """The names :func:`new_generation` gives (and nothing a user would name a file)."""
+    return re.compile(rf"^{re.escape(index.stem)}-\d{{8}}T\d{{6}}-\d+-\d+{re.escape(index.suffix)}$")
+
+
+def remove_leftovers(index: Path) -> list[str]:
+    """Remove generation files (and their WAL files) that ``index`` does not point at: a ``--full``
+    build killed before its swap leaves them. Only call this holding the build lock; returns the
+    names removed."""
+    current = resolve(index)
+    removed = []
+    try:
+        entries = list(os.scandir(index.parent))
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        name = entry.name
+        base = name.removesuffix("-wal").removesuffix("-shm").removesuffix("-journal")
+        is_generation = _generation_name(index).match(base) is not None
+        if (is_generation and (current is None or base != current.name)) or name == f".{index.name}.swap":
+            Path(entry.path).unlink(missing_ok=True)
+            removed.append(name)
+    return sorted(removed)
 
 
 def discard(path: Path) -> None:

@@ -7,6 +7,7 @@ over the size limit, broken front matter, ``published: false``.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,9 @@ def _record(path: str, data: bytes, size: int, mtime_ns: int | None, changed_at:
 
 
 def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | None,
-           max_bytes: int) -> Ingested:
-    """Parse and chunk one note given its bytes; problems become a status and warnings."""
+           max_bytes: int, fits: Callable[[str], bool] | None = None) -> Ingested:
+    """Parse and chunk one note given its bytes; problems become a status and warnings. ``fits``
+    (see :func:`builder.chunker.chunk_note`) sizes chunks by the embedding model's own tokens."""
     size = len(data)
     if size > max_bytes:
         note = f"{size / 1e6:.1f} MB is over limits.max_note_bytes ({max_bytes:,} bytes); not indexed"
@@ -60,7 +62,7 @@ def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | No
 
     try:
         note = parse_note(path, text)
-        chunks = chunk_note(note) if note.published else []
+        chunks = chunk_note(note, fits) if note.published else []
     except RecursionError:
         reason = "nested too deeply for the markdown parser; not indexed"
         return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (),

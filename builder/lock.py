@@ -1,83 +1,68 @@
-"""The one-writer lock: ``O_EXCL`` file with ``{pid, started_at}``.
+"""The one-writer lock: an OS lock (``fcntl.flock``) on ``sync.lock`` beside the index.
 
-A live holder means another build is running: the caller exits 0 silently.
-A stale lock (dead pid, or older than 30 minutes) is reclaimed with a WARN.
+The kernel holds the lock for exactly as long as the holding process lives:
+there is nothing stale to reclaim after a crash, however long a build runs, and
+no two processes can both win. The file itself stays; the holder writes its
+``{pid, started_at}`` into it so that a second build can say who is running.
+A build that finds the lock taken exits 0 (cron's next run tries again); a
+person at a terminal is told which build holds it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
-
-STALE_AFTER_S = 30 * 60
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _stale_reason(path: Path) -> str | None:
-    """Why the lock at ``path`` may be taken over, or None while its holder is alive."""
-    try:
-        age = time.time() - path.stat().st_mtime
-        holder = json.loads(path.read_text(encoding="utf-8") or "null")
-    except FileNotFoundError:
-        return "vanished"
-    except (OSError, ValueError):
-        # A holder writes its pid right after creating the file; give it a moment.
-        return None if age < 60 else "unreadable lock file"
-    pid = holder.get("pid") if isinstance(holder, dict) else None
-    if not isinstance(pid, int):
-        return None if age < 60 else "lock file without a pid"
-    if not _pid_alive(pid):
-        return f"pid {pid} is not running"
-    if age > STALE_AFTER_S:
-        return f"held by pid {pid} for {age / 60:.0f} min"
-    return None
 
 
 class BuildLock:
-    """Context manager; ``acquired`` is False when another live build holds the lock."""
+    """Context manager; ``acquired`` is False when another build holds the lock, then ``holder``
+    says which (``{"pid": …, "started_at": …}`` as that build wrote it, or ``{}``)."""
 
-    def __init__(self, path: Path, warn: Callable[[str], None]) -> None:
+    def __init__(self, path: Path, *, wait: bool = False) -> None:
         self.path = path
-        self.warn = warn
+        self.wait = wait
         self.acquired = False
-
-    def _try_create(self) -> bool:
-        try:
-            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump({"pid": os.getpid(), "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, handle)
-        return True
+        self.holder: dict[str, object] = {}
+        self._fd: int | None = None
 
     def __enter__(self) -> BuildLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self._try_create():
-            self.acquired = True
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if self.wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            self.holder = _read_holder(fd)
+            os.close(fd)
             return self
-        reason = _stale_reason(self.path)
-        if reason is None:
-            return self
-        self.path.unlink(missing_ok=True)
-        if self._try_create():
-            self.acquired = True
-            if reason != "vanished":
-                self.warn(f"reclaimed stale lock {self.path.name} ({reason})")
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd, self.acquired = fd, True
+        record = json.dumps({"pid": os.getpid(), "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, record.encode(), 0)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.acquired:
-            self.path.unlink(missing_ok=True)
-            self.acquired = False
+        if self._fd is not None:
+            os.close(self._fd)  # closing the last descriptor releases the lock
+            self._fd, self.acquired = None, False
+
+
+def _read_holder(fd: int) -> dict[str, object]:
+    try:
+        holder = json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except (OSError, ValueError):
+        return {}
+    return holder if isinstance(holder, dict) else {}
+
+
+def describe_holder(holder: dict[str, object]) -> str:
+    """``another build (pid 1234, started 2026-12-01T05:00:00+0000) is running`` for a person to read."""
+    details = [f"pid {holder['pid']}" if "pid" in holder else "",
+               f"started {holder['started_at']}" if "started_at" in holder else ""]
+    inside = ", ".join(d for d in details if d)
+    return f"another build ({inside}) is running" if inside else "another build is running"

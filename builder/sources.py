@@ -100,42 +100,54 @@ def is_hidden(name: str) -> bool:
     return name.startswith(".") or name in _NEVER_NOTES
 
 
-def walk(root: Path, scope: Scope) -> dict[str, FileStat]:
-    """Every wanted file under ``root`` with size and mtime. Hidden entries are skipped; symlinks are
-    followed only when they resolve inside the root (and each real directory is visited once)."""
+@dataclass(frozen=True)
+class Walk:
+    """What a folder walk found, and what it could not read (a read error is never an empty folder)."""
+
+    files: dict[str, FileStat]
+    errors: tuple[str, ...]  # "<relative path>: <reason>", one per unreadable folder or file
+
+
+def walk(root: Path, scope: Scope) -> Walk:
+    """Every wanted file under ``root`` with size and mtime. Hidden entries are skipped. A symlink is
+    followed only when it resolves inside the root and the scope wants its target's own path too
+    (a link must not carry an excluded file past ``paths``/``exclude``); each real directory is
+    visited once."""
     real_root = os.path.realpath(root)
     found: dict[str, FileStat] = {}
+    errors: list[str] = []
     seen_dirs = {real_root}
-    stack = [(str(root), "")]
+    stack = [(str(root), "", "")]  # (folder, its path as seen, its real path), both relative to the root
     while stack:
-        directory, rel_dir = stack.pop()
+        directory, rel_dir, real_dir = stack.pop()
         try:
             entries = list(os.scandir(directory))
-        except OSError:
+        except OSError as exc:
+            errors.append(f"{rel_dir or '.'}/: {exc.strerror or exc}")
             continue
         for entry in entries:
             if is_hidden(entry.name):
                 continue
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            real = f"{real_dir}/{entry.name}" if real_dir else entry.name
             try:
                 if entry.is_symlink():
                     target = os.path.realpath(entry.path)
-                    if os.path.commonpath([target, real_root]) != real_root:
+                    if os.path.commonpath([target, real_root]) != real_root or target == real_root:
                         continue
-                    if os.path.isdir(target):
-                        if target in seen_dirs:
-                            continue
-                        seen_dirs.add(target)
+                    real = Path(os.path.relpath(target, real_root)).as_posix()
+                    if any(is_hidden(part) for part in real.split("/")) or target in seen_dirs:
+                        continue
                 if entry.is_dir():
-                    if scope.may_contain(rel):
+                    if scope.may_contain(rel) and scope.may_contain(real):
                         seen_dirs.add(os.path.realpath(entry.path))
-                        stack.append((entry.path, rel))
-                elif entry.is_file() and scope.wants(rel):
+                        stack.append((entry.path, rel, real))
+                elif entry.is_file() and scope.wants(rel) and scope.wants(real):
                     st = entry.stat()
                     found[rel] = FileStat(rel, st.st_size, st.st_mtime_ns)
-            except OSError:
-                continue
-    return found
+            except OSError as exc:
+                errors.append(f"{rel}: {exc.strerror or exc}")
+    return Walk(found, tuple(sorted(errors)))
 
 
 def uncovered_dirs(root: Path, scope: Scope) -> list[str]:

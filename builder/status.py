@@ -20,12 +20,15 @@ def collect_status(config: Config) -> dict[str, Any]:
     rows: dict[str, db.SourceRow] = {}
     stats: dict[str, dict[str, int]] = {}
     if path is not None:
-        conn = db.connect(path, readonly=True, vec=False)
         try:
-            rows, stats = db.get_sources(conn), db.source_stats(conn)
-            status["meta"] = db.get_meta(conn)
-        finally:
-            conn.close()
+            conn = db.connect(path, readonly=True, vec=False)
+            try:
+                rows, stats = db.get_sources(conn), db.source_stats(conn)
+                status["meta"] = db.get_meta(conn)
+            finally:
+                conn.close()
+        except db.sqlite_module().OperationalError as exc:  # a full disk leaves no room for its -shm file
+            status["error"] = f"cannot read the index now ({exc})"
     for source in config.sources:
         row = rows.get(source.id)
         numbers = stats.get(source.id, {"files": 0, "chunks": 0, "pending": 0})
@@ -46,7 +49,8 @@ def collect_status(config: Config) -> dict[str, Any]:
 
 def format_status(status: dict[str, Any]) -> str:
     emb = status["embedding"]
-    lines = [f"index: {status['index']}" + ("" if status["exists"] else " (not built yet)"),
+    lines = [f"index: {status['index']}" + ("" if status["exists"] else " (not built yet)")
+             + (f": {status['error']}" if status.get("error") else ""),
              f"embedding: {emb['provider']} {emb['model']} ({emb['dims']} dims)"]
     for s in status["sources"]:
         where = s["location"]

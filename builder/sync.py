@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +18,8 @@ from builder import indexfile
 from builder.core import index as db
 from builder.core.clock import iso_from_ns, now_iso
 from builder.core.config import Config, SourceConfig
-from builder.core.embedding import EmbedderFactory
-from builder.lock import BuildLock
+from builder.core.embedding import EmbedderFactory, passage_fits
+from builder.lock import BuildLock, describe_holder
 from builder.redact import redact_url
 from builder.render.stamp import site_is_stale
 from builder.sources import FileStat, Scope, is_hidden, uncovered_dirs, walk
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from builder.gitsource import GitError
 
 EXIT_OK, EXIT_REINDEX, EXIT_PARTIAL = 0, 1, 3
+MASS_REMOVAL = 10  # a folder scan may remove this many notes, or up to half of a source, without asking
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class SourceChanges:
     refresh: bool = False  # git: the rev or the scope moved, so the source row must be rewritten
     authors: Mapping[str, str] = field(default_factory=dict)  # git: path → author of its last change
     warning: str | None = None  # git: indexed from a stale clone because the remote failed
+    undecodable: tuple[str, ...] = ()  # git: names that are not UTF-8 (escaped), which cannot be notes
 
     @property
     def empty(self) -> bool:
@@ -55,73 +58,109 @@ class SourceFailed(Exception):
     """A source could not be scanned; ``str()`` is the redacted one-line reason for the WARN line."""
 
 
+@dataclass(frozen=True)
+class Indexed:
+    """What one pass over the sources did."""
+
+    code: int  # EXIT_OK or EXIT_PARTIAL
+    changed: bool  # a note entered, changed or left the index
+    failed: tuple[str, ...] = ()  # sources whose changes could not be scanned or applied
+
+
 def build(config: Config, *, full: bool = False, source_id: str | None = None,
           embedder_factory: EmbedderFactory | None = None, log: SyncLog | None = None,
-          render: bool = True) -> int:
+          render: bool = True, wait: bool = False) -> int:
     """Run one build; returns the process exit code (0 ok, 1 reindex needed, 3 partial).
 
-    ``render=False`` refreshes only the index (the site is left as it is).
+    ``render=False`` refreshes only the index (the site is left as it is). When another build holds
+    the lock, this one returns 0 at once, or with ``wait`` runs after it.
     """
     log = log or SyncLog(config.log_path)
     selected = [config.source(source_id)] if source_id else list(config.sources)
-    with BuildLock(config.lock_path, log.warn) as lock:
+    with BuildLock(config.lock_path, wait=wait) as lock:
         if not lock.acquired:
+            if sys.stderr.isatty():  # a person typed it; cron's next run simply tries again
+                print(f"notes-portal: {describe_holder(lock.holder)}; this build leaves the work to it "
+                      "(use --wait to run after it)", file=sys.stderr)
             return EXIT_OK
         current = indexfile.resolve(config.index)
+        for leftover in indexfile.remove_leftovers(config.index):  # of a --full build that was killed
+            log.info(f"removed {leftover}, left by a build that did not finish")
         if full or current is None:
             return _full_build(config, embedder_factory, log, render)
-        conn = db.connect(current, vec=False)
+        try:
+            conn = db.connect(current, vec=False)
+        except db.sqlite_module().OperationalError as exc:  # a full disk leaves no room for its -shm file
+            log.warn(f"cannot open the index for writing ({exc}); the previous index keeps serving and the "
+                     "next build tries again")
+            return EXIT_PARTIAL
         try:
             db.check_identity(conn, config)
-            code, changed = _incremental(conn, config, selected, source_id is None, embedder_factory, log)
-            if render and (changed or site_is_stale(config)):
-                code = max(code, _render(config, conn, full=False, log=log))
-            return code
+            indexed = _incremental(conn, config, selected, source_id is None, embedder_factory, log)
+            if render and (indexed.changed or site_is_stale(config, db.content_token(conn))):
+                return max(indexed.code, _render(config, conn, full=False, log=log, indexed=indexed))
+            return indexed.code
         finally:
             conn.close()
 
 
-def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog) -> int:
+def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, indexed: Indexed) -> int:
     """Bring the site up to date; a site that cannot be written never fails the indexing."""
     from builder.render.site import render_site
 
     try:
         render_site(config, conn, full=full, log=log)
     except OSError as exc:
-        log.warn(f"site: cannot write {config.site.output} ({exc.strerror or exc}); the index is up to date")
+        state = "the index is up to date" if not indexed.failed else "the index holds what could be indexed"
+        log.warn(f"site: cannot write {config.site.output} ({exc.strerror or exc}); {state}; "
+                 "the next build renders it again")
         return EXIT_PARTIAL
     return EXIT_OK
 
 
 def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: SyncLog, render: bool) -> int:
-    """Build a complete new index file beside the old one, then swap it in atomically."""
+    """Build a complete new index file beside the old one, then swap it in atomically. When a source
+    fails, the old index (which still holds that source's notes) keeps serving instead."""
     new_path = indexfile.new_generation(config.index)
     conn = db.connect(new_path)
     try:
         db.migrate(conn)
         with db.transaction(conn):
             db.set_meta(conn, {**db.expected_identity(config), "sqlite_vec_version": db.vec_version(conn),
-                               "created_at": now_iso()})
+                               "created_at": now_iso(), "generation": new_path.name})
         if config.embedding.enabled:
             db.ensure_vec_table(conn, config.embedding.dims)
-        code, _ = _incremental(conn, config, list(config.sources), True, embedder_factory, log, force=True)
+        indexed = _incremental(conn, config, list(config.sources), True, embedder_factory, log, force=True)
         db.checkpoint(conn)
-    except BaseException:
+        if indexed.failed and indexfile.resolve(config.index) is not None:
+            log.warn(f"full build not swapped in: {', '.join(indexed.failed)} could not be indexed; "
+                     "the previous index keeps serving")
+            raise _Abandoned
+    except BaseException as exc:
         conn.close()
         indexfile.discard(new_path)
+        if isinstance(exc, _Abandoned):
+            return EXIT_PARTIAL
         raise
     indexfile.swap_in(config.index, new_path)
     log.info(f"full build swapped in {new_path.name}")
     try:
-        return max(code, _render(config, conn, full=True, log=log)) if render else code
+        if not render:
+            return indexed.code
+        return max(indexed.code, _render(config, conn, full=True, log=log, indexed=indexed))
     finally:
         conn.close()
 
 
+class _Abandoned(Exception):
+    """A full build that must not replace the index it was meant to replace."""
+
+
 def _incremental(conn: Connection, config: Config, selected: list[SourceConfig], all_sources: bool,
-                 embedder_factory: EmbedderFactory | None, log: SyncLog, force: bool = False) -> tuple[int, bool]:
-    """Index what changed; returns (exit code, whether any note entered, changed or left)."""
+                 embedder_factory: EmbedderFactory | None, log: SyncLog, force: bool = False) -> Indexed:
+    """Index what changed in the selected sources."""
     code = EXIT_OK
+    failed: list[str] = []
     db.migrate(conn)  # an index from before a schema step gains it here; a single SELECT when current
     known = db.get_sources(conn)
     heads = _remote_heads(config, selected)
@@ -136,12 +175,13 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
         except (OSError, SourceFailed) as exc:
             reason = str(exc) if isinstance(exc, SourceFailed) else f"cannot read the source ({exc})"
             log.warn(f"{source.id}: {reason}")
-            _record_error(conn, source, reason)
+            _record_error(conn, source, reason, log)
             code = EXIT_PARTIAL
+            failed.append(source.id)
             continue
         if scan.warning:
             log.warn(f"{source.id}: {scan.warning}")
-            _record_error(conn, source, scan.warning)
+            _record_error(conn, source, scan.warning, log)
             code = EXIT_PARTIAL
         elif scan.empty and row is not None and row.last_error:
             with db.transaction(conn):
@@ -151,7 +191,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     pending = db.count_pending(conn) if config.embedding.enabled else 0
     changed = bool(stale) or not all(s.empty for s in scans)
     if not changed and not pending:
-        return code, False  # the every-minute case: nothing to say, nothing written
+        return Indexed(code, False, tuple(failed))  # the every-minute case: nothing to say, nothing written
     _load_vec(conn, config)
     for sid in stale:
         db.delete_source(conn, sid)
@@ -159,15 +199,20 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     for scan in scans:
         if not scan.empty:
             try:
-                _apply(conn, config, scan, log)
+                if _apply(conn, config, scan, log):
+                    code = EXIT_PARTIAL
             except Exception as exc:  # one source's failure must not stop the others
-                log.warn(f"{scan.source.id}: indexing failed ({type(exc).__name__}: {exc})")
+                reason = f"indexing failed ({type(exc).__name__}: {exc}); the next build tries again"
+                log.warn(f"{scan.source.id}: {reason}")
+                _record_error(conn, scan.source, reason, log)
                 code = EXIT_PARTIAL
+                failed.append(scan.source.id)
     if config.embedding.enabled and db.count_pending(conn):
         from builder.embed_run import embed_pending
 
-        embed_pending(conn, config, embedder_factory, log)
-    return code, changed
+        if not embed_pending(conn, config, embedder_factory, log):
+            code = EXIT_PARTIAL
+    return Indexed(code, changed, tuple(failed))
 
 
 def _load_vec(conn: Connection, config: Config) -> None:
@@ -181,12 +226,20 @@ def _scan(conn: Connection, source: SourceConfig, row: db.SourceRow | None, forc
     scope = Scope.of(source)
     if not source.root.is_dir():
         raise OSError(f"directory {source.root} is gone")
-    found = walk(source.root, scope)
+    scanned = walk(source.root, scope)
+    if scanned.errors:
+        more = f" and {len(scanned.errors) - 1} more" if len(scanned.errors) > 1 else ""
+        raise SourceFailed(f"cannot read {scanned.errors[0]}{more}; its notes stay as they were indexed")
+    found = scanned.files
     states = {} if force else db.file_states(conn, source.id)
     changed = tuple(stat for path, stat in sorted(found.items())
                     if path not in states or states[path].size != stat.size
                     or states[path].mtime_ns != stat.mtime_ns)
     deleted = tuple(sorted(set(states) - set(found)))
+    if deleted and (not found or len(deleted) > max(MASS_REMOVAL, len(states) // 2)):
+        raise SourceFailed(f"the scan would remove {len(deleted)} of the {len(states)} notes the index holds "
+                           f"(is {source.root} mounted and complete?); nothing was removed. If they are really "
+                           "gone, run `notes-portal build --full`")
     uncovered = tuple(uncovered_dirs(source.root, scope))
     previous = row.uncovered if row else ()
     return SourceChanges(source, changed, deleted, uncovered,
@@ -249,12 +302,13 @@ def _git_changes(conn: Connection, config: Config, source: SourceConfig, row: db
     since = indexed if indexed and same_scope and git.is_ancestor(root, indexed, rev, timeout) else None
     if since:
         diff = git.diff_files(root, since, rev, timeout)
-        candidates, gone = diff.changed, set(diff.deleted)
+        gone = set(diff.deleted)
     else:
         if indexed and same_scope:
             log.info(f"{source.id}: {indexed[:12]} is not in the history of {rev[:12]} (force-pushed?): "
                      "full re-scan")
-        candidates, gone = git.list_files(root, rev, timeout), set(states)
+        diff, gone = git.list_files(root, rev, timeout), set(states)
+    candidates = diff.changed
     wanted = sorted(p for p in candidates
                     if scope.wants(p) and not any(is_hidden(part) for part in p.split("/")))
     gone = {p for p in gone if p in states} - set(wanted)
@@ -273,17 +327,23 @@ def _git_changes(conn: Connection, config: Config, source: SourceConfig, row: db
     previous = row.uncovered if row else ()
     return SourceChanges(source, tuple(changed), tuple(sorted(gone)), uncovered,
                          coverage_changed=row is None or uncovered != previous, rev=rev,
-                         refresh=not same_scope or row is None or row.indexed_rev != rev, authors=authors)
+                         refresh=not same_scope or row is None or row.indexed_rev != rev, authors=authors,
+                         undecodable=tuple(name for name in diff.undecodable if scope.wants(name)))
 
 
-def _record_error(conn: Connection, source: SourceConfig, reason: str) -> None:
-    """Remember why the source failed (``status`` shows it); its indexed_rev and notes stay."""
-    with db.transaction(conn):
-        db.upsert_source(conn, source.id, source.kind, redact_url(source.url), source.branch)
-        db.update_source(conn, source.id, last_error=reason, last_error_at=now_iso())
+def _record_error(conn: Connection, source: SourceConfig, reason: str, log: SyncLog) -> None:
+    """Remember why the source failed (``status`` and ``/api/health`` show it); its indexed_rev and notes
+    stay. When even that cannot be written (a full disk), the WARN line already said it."""
+    try:
+        with db.transaction(conn):
+            db.upsert_source(conn, source.id, source.kind, redact_url(source.url), source.branch)
+            db.update_source(conn, source.id, last_error=reason, last_error_at=now_iso())
+    except db.sqlite_module().Error as exc:
+        log.warn(f"{source.id}: cannot record the failure in the index ({exc})")
 
 
-def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog) -> None:
+def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog) -> int:
+    """Write one source's changes into the index; returns how many changed files could not be indexed."""
     from builder.ingest import ingest, sha256_bytes
 
     source = scan.source
@@ -291,11 +351,16 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog) 
     db.upsert_source(conn, source.id, source.kind, redact_url(source.url), source.branch)
     states = db.file_states(conn, source.id)
     notes = chunks = touched = 0
+    unreadable: list[str] = []
+    for name in scan.undecodable:
+        log.warn(f"{source.id}: {name}: the file name is not valid UTF-8, so it cannot be indexed; rename it")
+    fits: Callable[[str], bool] | None = None
     for stat in scan.changed:
         try:
             data = (root / stat.path).read_bytes()
         except OSError as exc:
-            log.warn(f"{source.id}: {stat.path}: cannot read ({exc.strerror or exc})")
+            log.warn(f"{source.id}: {stat.path}: cannot read ({exc.strerror or exc}); the next build tries again")
+            unreadable.append(stat.path)
             continue
         old = states.get(stat.path)
         author = scan.authors.get(stat.path)
@@ -305,8 +370,10 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog) 
                 db.set_last_change(conn, source.id, stat.path, iso_from_ns(stat.mtime_ns), author)
             touched += 1
             continue
+        if fits is None and config.embedding.provider == "local":
+            fits = passage_fits(config.embedding)  # loads the model's tokenizer once, and only for new text
         result = ingest(stat.path, data, mtime_ns=stat.mtime_ns, changed_at=iso_from_ns(stat.mtime_ns),
-                        max_bytes=config.max_note_bytes)
+                        max_bytes=config.max_note_bytes, fits=fits)
         for warning in result.warnings:
             log.warn(f"{source.id}: {warning}")
         record = result.record if author is None else replace(result.record, changed_by=author)
@@ -325,13 +392,17 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog) 
             log.info(f"{source.id}: coverage: every directory with markdown is covered")
     with db.transaction(conn):
         values: dict[str, Any] = {"uncovered": scan.uncovered}
-        if not scan.warning:
+        if unreadable:  # a git source keeps its indexed_rev, so the next build reads these again
+            values.update(last_error=f"cannot read {len(unreadable)} changed files (such as {unreadable[0]}); "
+                                     "the next build tries again", last_error_at=now_iso())
+        elif not scan.warning:
             values["last_error"] = None
-        if source.kind == "git":
+        if source.kind == "git" and not unreadable:
             values.update(indexed_rev=scan.rev, scope=_scope_key(source), last_sync_at=now_iso())
-        elif notes or scan.deleted or touched:
+        elif source.kind == "folder" and (notes or scan.deleted or touched):
             values.update(indexed_rev=_folder_rev(conn, source.id), last_sync_at=now_iso())
         db.update_source(conn, source.id, **values)
+    return len(unreadable) + len(scan.undecodable)
 
 
 def _folder_rev(conn: Connection, source_id: str) -> str:

@@ -1,37 +1,35 @@
-"""The Starlette app: the built site under ``/``, ``/api/search``, ``/api/health``, ``/search``.
+"""The Starlette app: the built site under ``/``, ``/api/search``, ``/api/health``, ``/search``, ``/auth``.
 
-Queries only read: the index is opened read-only, one connection per thread,
-with a time limit. Anything a user can type gets a 200 or a 4xx, never a 500.
+Queries only read: the index is opened read-only through a small connection pool,
+with a time limit on the SQL. The query is embedded first, with its own time limit,
+and a slow or failing embedder only makes the answer BM25-only. Anything a user can
+type gets a 200, a redirect or a 4xx, never a 500.
 """
 
 from __future__ import annotations
 
-import hmac
-from collections.abc import Sequence
-import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from urllib.parse import quote
 
 from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
-from starlette.middleware.base import (
-    BaseHTTPMiddleware,
-    DispatchFunction,
-    RequestResponseEndpoint,
-)
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
-from starlette.types import Scope
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from builder.core import index as db
 from builder.core.config import Config
-from builder.core.embedding import Embedder, EmbedderFactory, make_embedder
-from builder.core.errors import IndexMissing, ReindexNeeded, UserError
+from builder.core.embedding import EmbedderFactory
+from builder.core.errors import IndexMissing, IndexUnreadable, ReindexNeeded, UserError
+from server.auth import COOKIE, COOKIE_MAX_AGE_S, ApiKey, back_to, read_form
+from server.embedder import QueryEmbedder
+from server.health import health
 from server.reader import IndexReader, QueryTimeout
 from server.search import SearchResult, check_limit, check_mode, provenance, search
+from server.site import SiteFiles
 from server.vectors import MIN_VECTORS, VectorMemory
 
 MAX_Q = 500
@@ -42,59 +40,8 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
 }
-
-
-class QueryEmbedder:
-    """The configured provider, created on first use; a failure is remembered and retried later."""
-
-    RETRY_AFTER_S = 30.0
-
-    def __init__(self, config: Config, factory: EmbedderFactory | None = None) -> None:
-        self.config = config
-        self.factory = factory or (lambda embedding: make_embedder(embedding, for_queries=True))
-        self._lock = threading.Lock()
-        self._embedder: Embedder | None = None
-        self._error: str | None = None
-        self._failed_at = 0.0
-
-    def get(self) -> tuple[Embedder | None, str | None]:
-        if not self.config.embedding.enabled:
-            return None, None
-        with self._lock:
-            if self._embedder is None and time.monotonic() - self._failed_at > self.RETRY_AFTER_S:
-                try:
-                    made = self.factory(self.config.embedding)
-                    self._embedder = _Serialized(made) if made is not None else None
-                    self._error = None
-                except Exception as exc:  # a broken provider degrades to FTS-only, loudly
-                    self._error, self._failed_at = f"{type(exc).__name__}: {exc}", time.monotonic()
-            return self._embedder, self._error
-
-
-class _Serialized:
-    """One query embedding at a time: the in-process model is not made for concurrent calls."""
-
-    def __init__(self, embedder: Embedder) -> None:
-        self._embedder = embedder
-        self._lock = threading.Lock()
-        self.fingerprint = embedder.fingerprint
-
-    def embed_query(self, text: str) -> bytes:
-        with self._lock:
-            return self._embedder.embed_query(text)
-
-    def embed_passages(self, texts: Sequence[str]) -> list[bytes]:
-        with self._lock:
-            return self._embedder.embed_passages(texts)
-
-
-class SiteFiles(StaticFiles):
-    """The built site; the renderer's own dot-files (manifest, stamp) and any dot-path stay private."""
-
-    async def get_response(self, path: str, scope: Scope) -> Response:
-        if any(part.startswith(".") for part in path.replace("\\", "/").split("/")):
-            return await super().get_response("404-not-found-for-dot-paths", scope)
-        return await super().get_response(path, scope)
+ASK_KEY = "Searching this portal needs its key."
+KEY_MISSING = "missing or wrong API key (X-API-Key, Authorization: Bearer, or sign in at /auth)"
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -125,124 +72,154 @@ def _params(request: Request, config: Config) -> SearchParams:
     return SearchParams(q, limit, mode, source, request.query_params.get("tag") or None)
 
 
+def _status_of(exc: UserError) -> int:
+    """The HTTP status of a search that ended in a user-facing error."""
+    if isinstance(exc, ReindexNeeded):
+        return 409
+    if isinstance(exc, (IndexMissing, IndexUnreadable, QueryTimeout)):
+        return 503
+    return 400
+
+
+class Portal:
+    """The read path for one configuration (index reader, query embedder, vectors in memory, the
+    key) and the endpoints that use it."""
+
+    def __init__(self, config: Config, embedder_factory: EmbedderFactory | None, time_limit_s: float,
+                 embed_time_limit_s: float, min_vectors: int) -> None:
+        from server.pages import SearchPage
+
+        self.config = config
+        self.reader = IndexReader(config.index, time_limit_s=time_limit_s)
+        self.embedder = QueryEmbedder(config.embedding, embedder_factory, time_limit_s=embed_time_limit_s)
+        self.memory = VectorMemory(self.reader.open_fresh, min_vectors=min_vectors)
+        self.key = ApiKey(config.api_key)
+        self.pages = SearchPage(config)
+        self.site = SiteFiles(config.site.output, [s.id for s in config.sources])
+
+    def routes(self) -> list[Route]:
+        """Every route; each one that queries the index is guarded by the key."""
+        return [
+            Route("/api/search", guarded(self.key, self.api_search, self.api_denied)),
+            Route("/api/health", guarded(self.key, self.api_health, self.api_denied)),
+            Route("/search", guarded(self.key, self.search_page, self.page_denied)),
+            Route("/auth", self.auth, methods=["GET", "POST"]),
+            Route("/{path:path}", self.site.serve),
+        ]
+
+    def run_search(self, params: SearchParams) -> SearchResult:
+        """The query's vector first (its own time limit), then the SQL (the reader's time limit)."""
+        vector, error = self.embedder.embed(params.query) if params.mode != "bm25" else (None, None)
+        with self.reader.connection() as (conn, identity):
+            def nearest(query_vector: bytes, k: int) -> list[int] | None:
+                return self.memory.nearest(conn, identity, query_vector, k)
+
+            return search(conn, self.config, params.query, limit=params.limit, source=params.source,
+                          tag=params.tag, mode=params.mode, query_vector=vector, embedder_error=error,
+                          nearest=nearest)
+
+    def api_search(self, request: Request) -> Response:
+        """``GET /api/search``: the hits as JSON."""
+        started = time.perf_counter()
+        try:
+            result = self.run_search(_params(request, self.config))
+        except UserError as exc:
+            return _error(_status_of(exc), str(exc))
+        body = result.to_json()
+        body["took_ms"] = round((time.perf_counter() - started) * 1000, 1)
+        return JSONResponse(body)
+
+    def api_health(self, request: Request) -> Response:
+        """``GET /api/health``: see :func:`server.health.health`."""
+        return JSONResponse(health(self.config, self.reader, self.embedder, self.memory))
+
+    def search_page(self, request: Request) -> Response:
+        """``GET /search``: the results page for browsers without JavaScript."""
+        query = request.query_params.get("q", "")
+        if not query.strip():
+            return HTMLResponse(self.pages.render(query="", notes=[], hits=None))
+        try:
+            result = self.run_search(_params(request, self.config))
+        except UserError as exc:
+            return HTMLResponse(self.pages.render(query=query[:MAX_Q], notes=[str(exc)], hits=[]),
+                                status_code=_status_of(exc))
+        hits = [{"url": h.url, "title": h.title, "breadcrumb": h.breadcrumb, "snippet": h.snippet,
+                 "provenance": provenance(h)} for h in result.hits]
+        return HTMLResponse(self.pages.render(query=query, notes=list(result.notes), hits=hits))
+
+    async def auth(self, request: Request) -> Response:
+        """``GET /auth``: the sign-in form; ``POST /auth``: check the key, set the cookie, go back."""
+        if not self.key.required:
+            return RedirectResponse(back_to(request.query_params.get("next")), status_code=303)
+        if request.method != "POST":
+            return self._sign_in_form(ASK_KEY, back_to(request.query_params.get("next")), 200)
+        form = await read_form(request)
+        if form is None:
+            return self._sign_in_form("The form was too large.", "./", 413)
+        next_url = back_to(form.get("next"))
+        if not self.key.matches(form.get("key")):
+            return self._sign_in_form("That is not the portal's key.", next_url, 401)
+        response = RedirectResponse(next_url, status_code=303)
+        response.set_cookie(COOKIE, self.key.cookie_value(), max_age=COOKIE_MAX_AGE_S, path="/", httponly=True,
+                            samesite="strict", secure=request.url.scheme == "https")
+        return response
+
+    def api_denied(self, request: Request) -> Response:
+        """What an API request without the key gets."""
+        return _error(401, KEY_MISSING)
+
+    def page_denied(self, request: Request) -> Response:
+        """What the results page without the key gets: the sign-in form, which leads back to it."""
+        here = quote(request.url.path) + (f"?{request.url.query}" if request.url.query else "")
+        return self._sign_in_form(ASK_KEY, back_to(here), 401)
+
+    def _sign_in_form(self, message: str, next_url: str, status: int) -> Response:
+        return HTMLResponse(self.pages.render_auth(message=message, next_url=next_url), status_code=status)
+
+
 def create_app(config: Config, *, embedder_factory: EmbedderFactory | None = None, time_limit_s: float = 2.0,
-               min_vectors: int = MIN_VECTORS) -> Starlette:
+               embed_time_limit_s: float = 2.0, min_vectors: int = MIN_VECTORS) -> Starlette:
     """The portal's web app for ``config``; ``embedder_factory`` replaces the provider in tests.
 
+    ``time_limit_s`` bounds a query's SQL, ``embed_time_limit_s`` the wait for its vector.
     An index with at least ``min_vectors`` vectors is scanned from memory (see server.vectors).
     """
     # numpy must be imported here, once: a first import racing in two request threads (the vector
     # loader and the query embedder) fails with "partially initialized module" and degrades search.
     import numpy  # noqa: F401
 
-    reader = IndexReader(config.index, time_limit_s=time_limit_s)
-    embedder = QueryEmbedder(config, embedder_factory)
-    memory = VectorMemory(reader.open_fresh, min_vectors=min_vectors)
-    from server.pages import SearchPage
-
-    page = SearchPage(config)
-
-    def run_search(params: SearchParams) -> SearchResult:
-        emb, err = embedder.get() if params.mode != "bm25" else (None, None)
-        with reader.connection() as conn:
-            def nearest(vector: bytes, k: int) -> list[int] | None:
-                return memory.nearest(conn, reader.thread_identity(), vector, k)
-
-            return search(conn, config, params.query, limit=params.limit, source=params.source,
-                          tag=params.tag, mode=params.mode, embedder=emb, embedder_error=err, nearest=nearest)
-
-    def api_search(request: Request) -> Response:
-        started = time.perf_counter()
-        try:
-            result = run_search(_params(request, config))
-        except ReindexNeeded as exc:
-            return _error(409, str(exc))
-        except IndexMissing as exc:
-            return _error(503, str(exc))
-        except QueryTimeout as exc:
-            return _error(503, str(exc))
-        except UserError as exc:
-            return _error(400, str(exc))
-        body = result.to_json()
-        body["took_ms"] = round((time.perf_counter() - started) * 1000, 1)
-        return JSONResponse(body)
-
-    def api_health(request: Request) -> Response:
-        return JSONResponse(_health(config, reader, embedder))
-
-    def search_page(request: Request) -> Response:
-        query = request.query_params.get("q", "")
-        if not query.strip():
-            return HTMLResponse(page.render(query="", notes=[], hits=None))
-        try:
-            result = run_search(_params(request, config))
-        except ReindexNeeded as exc:
-            return HTMLResponse(page.render(query=query, notes=[str(exc)], hits=[]), status_code=409)
-        except (IndexMissing, QueryTimeout) as exc:
-            return HTMLResponse(page.render(query=query, notes=[str(exc)], hits=[]), status_code=503)
-        except UserError as exc:
-            return HTMLResponse(page.render(query=query[:MAX_Q], notes=[str(exc)], hits=[]), status_code=400)
-        hits = [{"url": h.url, "title": h.title, "breadcrumb": h.breadcrumb, "snippet": h.snippet,
-                 "provenance": provenance(h)} for h in result.hits]
-        return HTMLResponse(page.render(query=query, notes=list(result.notes), hits=hits))
-
-    routes = [
-        Route("/api/search", api_search),
-        Route("/api/health", api_health),
-        Route("/search", search_page),
-        Mount("/", app=SiteFiles(directory=config.site.output, html=True, check_dir=False), name="site"),
-    ]
-    middleware = [Middleware(BaseHTTPMiddleware, dispatch=_guard(config.api_key))]
-    app = Starlette(routes=routes, middleware=middleware)
-    app.state.vector_memory = memory
+    portal = Portal(config, embedder_factory, time_limit_s, embed_time_limit_s, min_vectors)
+    app = Starlette(routes=portal.routes(), middleware=[Middleware(SecurityHeaders)])
+    app.state.vector_memory = portal.memory
+    app.state.reader = portal.reader
     return app
 
 
-def _guard(api_key: str | None) -> DispatchFunction:
-    """API-key check for /api/* (constant-time) and security headers on every response."""
-
-    async def dispatch(request: Request, call_next: RequestResponseEndpoint) -> Response:
-        if api_key and request.url.path.startswith("/api/") and not _authorized(request, api_key):
-            response: Response = _error(401, "missing or wrong API key (X-API-Key or Authorization: Bearer)")
-        else:
-            response = await call_next(request)
-        response.headers.update(SECURITY_HEADERS)
-        return response
-
-    return dispatch
+Endpoint = Callable[[Request], Response]
 
 
-def _authorized(request: Request, api_key: str) -> bool:
-    offered = request.headers.get("x-api-key")
-    auth = request.headers.get("authorization", "")
-    if offered is None and auth.lower().startswith("bearer "):
-        offered = auth[7:].strip()
-    return offered is not None and hmac.compare_digest(offered.encode(), api_key.encode())
+def guarded(key: ApiKey, endpoint: Endpoint, denied: Endpoint) -> Endpoint:
+    """``endpoint`` for requests that carry the key (or its sign-in cookie), ``denied`` for the others."""
+
+    def check(request: Request) -> Response:
+        return endpoint(request) if key.allows(request) else denied(request)
+
+    return check
 
 
-def _health(config: Config, reader: IndexReader, embedder: QueryEmbedder) -> dict[str, Any]:
-    health: dict[str, Any] = {"index": False, "embedding": {"provider": config.embedding.provider}}
-    try:
-        with reader.connection() as conn:
-            counts = db.counts(conn)
-            sources = db.get_sources(conn)
-            if counts["chunks_fts"] != counts["chunks"]:
-                health["error"] = (f"the full-text index holds {counts['chunks_fts']} of {counts['chunks']} chunks: "
-                                   "rebuild it with `notes-portal build --full`")
-            health.update(index=True, counts=counts,
-                          pending_vectors=db.count_pending(conn) if config.embedding.enabled else 0,
-                          sources={sid: {"last_sync_at": row.last_sync_at, "indexed_rev": row.indexed_rev,
-                                         "last_error": row.last_error} for sid, row in sources.items()})
-    except (IndexMissing, QueryTimeout) as exc:
-        health["error"] = str(exc)
-    emb, err = embedder.get()
-    reachable = None
-    if config.embedding.enabled:
-        try:
-            reachable = emb is not None and bool(emb.embed_query("health check"))
-        except Exception as exc:  # reported, not raised: health must always answer
-            err = str(exc)
-            reachable = False
-    health["embedding"].update(reachable=reachable, error=err if not reachable else None)
-    health["status"] = "ok" if health["index"] and reachable is not False and "error" not in health else "degraded"
-    return health
+class SecurityHeaders:
+    """The security headers on every response; a response's own Content-Security-Policy
+    (an SVG's sandbox) is kept."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers.setdefault(name, value)
+            await send(message)
+
+        await self.app(scope, receive, secured if scope["type"] == "http" else send)

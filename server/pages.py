@@ -1,4 +1,4 @@
-"""Server-rendered pages: ``/search?q=`` with the same templates as the static site."""
+"""Server-rendered pages with the same templates as the static site: ``/search?q=`` and ``/auth``."""
 
 from __future__ import annotations
 
@@ -9,12 +9,36 @@ from builder.core import urls
 from builder.core.config import Config
 from builder.core.templates import TEMPLATE_DIR, Page, Templates, asset_version
 
+# The sign-in form exists only on a running server, so its template lives here, not in templates/.
+AUTH_TEMPLATE = """{% extends "base.html" %}
+{% block main %}
+<h1>Sign in to search</h1>
+<p class="search-note">{{ message }}</p>
+<form class="auth" method="post" action="{{ root }}auth">
+  <input type="hidden" name="next" value="{{ next }}">
+  <label>Key <input type="password" name="key" autocomplete="current-password" required autofocus></label>
+  <button type="submit">Sign in</button>
+</form>
+<p class="muted">The key is <code>server.api_key</code> in the portal's configuration.
+The browser keeps a sign-in cookie (not the key) for 90 days.</p>
+{% endblock %}
+"""
+
+
+def _templates(config: Config) -> Templates:
+    import jinja2
+
+    templates = Templates(TEMPLATE_DIR, config.site.title, asset_version())
+    templates.env.loader = jinja2.ChoiceLoader([jinja2.DictLoader({"server/auth.html": AUTH_TEMPLATE}),
+                                                jinja2.FileSystemLoader(str(TEMPLATE_DIR))])
+    return templates
+
 
 class SearchPage:
-    """Renders ``search.html`` for a query; works with JavaScript disabled."""
+    """Renders ``search.html`` for a query (works with JavaScript disabled) and the sign-in page."""
 
     def __init__(self, config: Config) -> None:
-        self.templates = Templates(TEMPLATE_DIR, config.site.title, asset_version())
+        self.templates = _templates(config)
 
     def render(self, *, query: str, notes: list[str], hits: list[dict[str, Any]] | None) -> str:
         """The results page for ``query`` (``hits`` None: the empty search form)."""
@@ -24,4 +48,10 @@ class SearchPage:
         title = f"Search: {query}" if query else "Search"
         page = Page("search", "search.html", "search", title, context,
                     (("Home", urls.HOME_URL), ("Search", None)))
+        return self.templates.render(page, time.strftime("%Y-%m-%d %H:%M"))
+
+    def render_auth(self, *, message: str, next_url: str) -> str:
+        """The sign-in form; after it the browser goes back to ``next_url``."""
+        page = Page("auth", "server/auth.html", "auth", "Sign in", {"message": message, "next": next_url},
+                    (("Home", urls.HOME_URL), ("Sign in", None)))
         return self.templates.render(page, time.strftime("%Y-%m-%d %H:%M"))

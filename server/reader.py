@@ -1,9 +1,12 @@
-"""Read-only index access for the server: one connection per thread, reopened after a swap.
+"""Read-only index access for the server: a small pool of connections to the current generation.
 
 The index path is a symlink to the current generation (see builder.indexfile);
-a ``--full`` build swaps it. Each request checks the inode behind the path and
-reopens when it changed, so a new index is served without a restart. Ordinary
-builds write in place (WAL): an open read-only connection sees them anyway.
+a ``--full`` build swaps it and deletes the old file. A request checks a
+connection out of the pool (one thread uses it at a time) and back in. When the
+file behind the path changes, the next check-out closes the idle connections of
+the old generation, and one still in use is closed when it comes back, so no
+connection keeps a deleted generation's disk space. Ordinary builds write in
+place (WAL): an open read-only connection sees them anyway.
 """
 
 from __future__ import annotations
@@ -14,63 +17,96 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from builder.core import index as db
-from builder.core.errors import IndexMissing
+from builder.core.errors import IndexMissing, IndexUnreadable, UserError
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
 Identity = tuple[int, int]  # (device, inode) of the generation file behind the index path
 
+OPEN_ATTEMPTS = 3  # a swap may delete the generation between resolving the path and opening it
 
-class QueryTimeout(Exception):
+
+class QueryTimeout(UserError):
     """A query ran past the time limit and was interrupted."""
 
 
-class IndexReader:
-    """Hands each thread its own read-only connection to the current index generation."""
+class Lease(NamedTuple):
+    """A connection checked out of the pool and the generation it reads."""
 
-    def __init__(self, index_path: Path, time_limit_s: float = 2.0) -> None:
+    conn: Connection
+    identity: Identity
+
+
+class IndexReader:
+    """Lends read-only connections to the current index generation, each to one thread at a time."""
+
+    def __init__(self, index_path: Path, time_limit_s: float = 2.0, max_idle: int = 16) -> None:
         self.index_path = index_path
         self.time_limit_s = time_limit_s
-        self._local = threading.local()
+        self.max_idle = max_idle
+        self._lock = threading.Lock()
+        self._generation: Identity | None = None
+        self._idle: list[Connection] = []  # all of self._generation
 
-    def _identity(self) -> Identity | None:
+    def _open(self, *, pooled: bool) -> Lease:
+        for _ in range(OPEN_ATTEMPTS):
+            real = Path(os.path.realpath(self.index_path))
+            try:
+                st = real.stat()
+                # check_same_thread=False only because check-out and check-in move it between threads
+                conn = db.connect(real, readonly=True, check_same_thread=not pooled)
+            except FileNotFoundError:
+                continue
+            except db.sqlite_module().Error as exc:
+                if real.exists():
+                    raise IndexUnreadable(exc) from exc
+                continue
+            return Lease(conn, (st.st_dev, st.st_ino))
+        raise IndexMissing(self.index_path)
+
+    def _current(self) -> Identity:
         try:
             st = os.stat(self.index_path)
         except FileNotFoundError:
-            return None
+            raise IndexMissing(self.index_path) from None
         return st.st_dev, st.st_ino
-
-    def _connection(self) -> Connection:
-        identity = self._identity()
-        if identity is None:
-            raise IndexMissing(self.index_path)
-        local = self._local
-        if getattr(local, "identity", None) != identity:
-            if getattr(local, "conn", None) is not None:
-                local.conn.close()
-            local.conn = db.open_index(self.index_path)
-            local.identity = identity
-        return local.conn
 
     def open_fresh(self) -> tuple[Identity, Connection]:
         """A new read-only connection of the caller's own (for a background loader) and its identity."""
-        identity = self._identity()
-        if identity is None:
-            raise IndexMissing(self.index_path)
-        return identity, db.open_index(self.index_path)
+        conn, identity = self._open(pooled=False)
+        return identity, conn
 
-    def thread_identity(self) -> Identity | None:
-        """The (device, inode) of the index file this thread's connection reads."""
-        return getattr(self._local, "identity", None)
+    def _check_out(self) -> Lease:
+        identity = self._current()
+        with self._lock:
+            stale: list[Connection] = []
+            if identity != self._generation:
+                stale, self._idle, self._generation = self._idle, [], identity
+            conn = self._idle.pop() if self._idle else None
+        for old in stale:
+            old.close()
+        return Lease(conn, identity) if conn is not None else self._open(pooled=True)
+
+    def _check_in(self, lease: Lease, reusable: bool) -> None:
+        with self._lock:
+            keep = reusable and lease.identity == self._generation and len(self._idle) < self.max_idle
+            if keep:
+                self._idle.append(lease.conn)
+        if not keep:
+            lease.conn.close()
 
     @contextmanager
-    def connection(self) -> Iterator[Connection]:
-        """This thread's connection, interrupted when a statement runs past the time limit."""
-        conn = self._connection()
+    def connection(self) -> Iterator[Lease]:
+        """A connection of the current generation, interrupted when a statement runs past the time limit.
+
+        Raises :class:`QueryTimeout` for an interrupted statement and :class:`IndexUnreadable` for any
+        other SQLite error (a damaged file), so a request never ends in a traceback.
+        """
+        lease = self._check_out()
         deadline = time.monotonic() + self.time_limit_s
         timed_out = False
 
@@ -79,12 +115,15 @@ class IndexReader:
             timed_out = time.monotonic() > deadline
             return 1 if timed_out else 0
 
-        conn.set_progress_handler(check, 10_000)
+        lease.conn.set_progress_handler(check, 10_000)
+        reusable = True
         try:
-            yield conn
-        except db.sqlite_module().OperationalError as exc:
+            yield lease
+        except db.sqlite_module().Error as exc:
             if timed_out:
                 raise QueryTimeout(f"the query took longer than {self.time_limit_s:g} s") from None
-            raise exc
+            reusable = False  # whatever went wrong, the next request gets a fresh connection
+            raise IndexUnreadable(exc) from exc
         finally:
-            conn.set_progress_handler(None, 0)
+            lease.conn.set_progress_handler(None, 0)
+            self._check_in(lease, reusable)

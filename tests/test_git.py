@@ -594,6 +594,8 @@ def test_credentials_in_urls_never_appear_in_clear(tmp_path: Path, monkeypatch: 
           git: https://notes:s3cret-pw@127.0.0.1:1/x.git
         token:
           git: https://s3cret-tok@127.0.0.1:1/y.git
+        query:
+          git: https://127.0.0.1:1/z.git?private_token=s3cret-qs&ref=x
         """, embedding=NO_EMBED)
     assert run(config) == 3
     status_text = format_status(collect_status(config)) + json.dumps(collect_status(config))
@@ -604,6 +606,7 @@ def test_credentials_in_urls_never_appear_in_clear(tmp_path: Path, monkeypatch: 
            "notes:***@127.0.0.1:2222 git-upload-pack '/x.git')" in log_lines(config)
     assert "viahttps (git: https://notes:***@127.0.0.1:1/x.git, branch (remote HEAD))" in status_text
     assert "token (git: https://***@127.0.0.1:1/y.git, branch (remote HEAD))" in status_text
+    assert "query (git: https://127.0.0.1:1/z.git?private_token=***&ref=***, branch (remote HEAD))" in status_text
 
 
 @pytest.mark.parametrize("text, url, expected", [
@@ -614,6 +617,9 @@ def test_credentials_in_urls_never_appear_in_clear(tmp_path: Path, monkeypatch: 
     ("git@gitea.lan:me/x.git", None, "git@gitea.lan:me/x.git"),
     ("ssh://git@gitea.lan/me/x.git", None, "ssh://git@gitea.lan/me/x.git"),
     ("fatal: 'git://u:pw@h/x' not found", None, "fatal: 'git://u:***@h/x' not found"),
+    ("unable to access 'https://h/x.git?token=abc123/': 403", None,
+     "unable to access 'https://h/x.git?token=***': 403"),
+    ("the token abc123 expired", "https://h/x.git?token=abc123", "the token *** expired"),
 ])
 def test_redact(text: str, url: str | None, expected: str) -> None:
     assert gitsource.redact(text, url) == expected
@@ -744,3 +750,50 @@ def test_an_index_from_schema_step_1_gains_changed_by(tmp_path: Path, notes_dir:
     conn = open_index(config)
     assert db.get_meta(conn)["schema_version"] == str(len(schema.SCHEMA_STEPS))
     assert conn.execute("SELECT changed_by FROM files WHERE source_id = 'repo'").fetchone()[0] == "Filip"
+
+
+# ---------------------------------------------------------------- files that cannot be read
+
+
+def test_a_file_that_cannot_be_read_keeps_the_indexed_rev_so_it_is_read_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    up = Upstream(tmp_path, "notes")
+    up.write("a.md", "# A\n\nalpha\n")
+    first = up.commit("first")
+    up.push()
+    config = make_config(tmp_path, f"notes:\n  git: {up.url}\n", embedding=NO_EMBED)
+    assert run(config) == 0
+    up.write("b.md", "# B\n\nbeta\n")
+    second = up.commit("second")
+    up.push()
+    real_read = Path.read_bytes
+
+    def flaky(path: Path) -> bytes:
+        if path.name == "b.md":
+            raise OSError(5, "Input/output error", str(path))
+        return real_read(path)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Path, "read_bytes", flaky)
+        assert run(config) == 3
+    row = source_row(config, "notes")
+    assert row.indexed_rev == first  # not moved on: b.md was not indexed
+    assert row.last_error == "cannot read 1 changed files (such as b.md); the next build tries again"
+    assert "WARN notes: b.md: cannot read (Input/output error); the next build tries again" in log_lines(config)
+    assert run(config) == 0  # the remote did not move; the build reads b.md again
+    assert source_row(config, "notes").indexed_rev == second and source_row(config, "notes").last_error is None
+    assert {r[0] for r in open_index(config).execute("SELECT path FROM files")} == {"a.md", "b.md"}
+
+
+def test_a_file_name_that_is_not_utf8_is_reported_not_lost_silently(tmp_path: Path) -> None:
+    up = Upstream(tmp_path, "notes")
+    up.write("a.md", "# A\n\nalpha\n")
+    (up.work / os.fsdecode(b"caf\xe9.md")).write_bytes(b"# Cafe\n\nlatin-1 name\n")
+    rev = up.commit("first")
+    up.push()
+    config = make_config(tmp_path, f"notes:\n  git: {up.url}\n", embedding=NO_EMBED)
+    assert run(config) == 3
+    assert ("WARN notes: caf\\xe9.md: the file name is not valid UTF-8, so it cannot be indexed; rename it"
+            in log_lines(config))
+    assert source_row(config, "notes").indexed_rev == rev
+    assert {r[0] for r in open_index(config).execute("SELECT path FROM files")} == {"a.md"}

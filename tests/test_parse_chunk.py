@@ -139,3 +139,25 @@ def test_real_corpus_setext_headings_and_inline_code():
     chunks = chunk_note(n)
     assert chunks and all(c.text for c in chunks)
     assert len({c.idx for c in chunks}) == len(chunks)
+
+
+def test_with_a_fits_check_every_chunk_reaches_the_model_whole_and_nothing_is_lost():
+    """A stand-in for the model's tokenizer: a chunk fits when its embedded text has at most 900 characters."""
+    asked: list[str] = []
+
+    def fits(text: str) -> bool:
+        asked.append(text)
+        return len(text) <= 900
+
+    paragraphs = [f"Odstavec {i}. " + "slovo " * 60 for i in range(12)]
+    fence = "```python\n" + "".join(f"x{i} = {i}\n" for i in range(150)) + "```"
+    n = note("# Velká\n\n## Sekce\n\n" + "\n\n".join(paragraphs) + f"\n\n## Kód\n\n{fence}\n")
+    plain = chunk_note(n)
+    fitted = chunk_note(n, fits)
+    assert any(not fits(f"{c.breadcrumb}\n\n{c.text}") for c in plain)  # without it, some chunks are too long
+    assert all(fits(f"{c.breadcrumb}\n\n{c.text}") for c in fitted) and len(fitted) > len(plain)
+    body = "\n".join(c.text for c in fitted)
+    assert all(p.strip() in body for p in paragraphs)
+    assert all(f"x{i} = {i}" in body for i in range(150))  # a fence too big for the model is cut, not lost
+    assert asked[0].startswith("Velká > Sekce\n\nOdstavec 0.")
+    assert [c.line_start for c in fitted] == sorted(c.line_start for c in fitted)

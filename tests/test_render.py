@@ -17,6 +17,7 @@ from tests.test_render_helpers import (
     make_config,
     open_index,
     parse_page,
+    stale,
     write,
 )
 
@@ -216,8 +217,8 @@ def test_broken_links_are_marked_on_the_page_and_logged_once(site, tmp_path):
     assert broken == [
         ("meteostanice", "Broken link: ../../projekty/meteostanice.md: no such note or file"),
         ("[schéma]", "Broken image: chybi.svg: no such note or file"),
-        ("stránka", "Broken link: zlo.html: active content (scripts) is not published"),
-        ("svg", "Broken link: zle.svg: active content (scripts) is not published"),
+        ("stránka", "Broken link: zlo.html: type .html could run scripts inside the portal, so it is not published"),
+        ("svg", "Broken link: zle.svg: the SVG holds scripts, event handlers or script links, so it is not published"),
         ("Neexistuje", "Broken link: [[Neexistuje]]: no note with that name or title"),
     ]
     kl = body_of(page(out, "notes", "cestovani/kuala-lumpur.md"))
@@ -229,8 +230,10 @@ def test_broken_links_are_marked_on_the_page_and_logged_once(site, tmp_path):
     assert chai_warnings == [
         "notes: recepty/napoje/masala-chai.md: broken link ../../projekty/meteostanice.md: no such note or file",
         "notes: recepty/napoje/masala-chai.md: broken link chybi.svg: no such note or file",
-        "notes: recepty/napoje/masala-chai.md: broken link zlo.html: active content (scripts) is not published",
-        "notes: recepty/napoje/masala-chai.md: broken link zle.svg: active content (scripts) is not published",
+        "notes: recepty/napoje/masala-chai.md: broken link zlo.html: type .html could run scripts inside the portal, "
+        "so it is not published",
+        "notes: recepty/napoje/masala-chai.md: broken link zle.svg: the SVG holds scripts, event handlers or script "
+        "links, so it is not published",
         "notes: recepty/napoje/masala-chai.md: broken link [[Neexistuje]]: no note with that name or title",
     ]
     assert run.report.broken_links == 7
@@ -418,13 +421,16 @@ def test_allow_html_trusts_raw_html(tmp_path):
 
 def test_site_is_stale_is_cheap_and_notices_a_missing_site_or_new_settings(tmp_path, notes):
     config = make_config(tmp_path, {"notes": notes})
-    assert site_is_stale(config)
+    assert site_is_stale(config, "#0")  # no site yet
     build_and_render(config)
-    assert not site_is_stale(config)
+    assert not stale(config)
     retitled = make_config(tmp_path, {"notes": notes}, title="Jiný název")
-    assert site_is_stale(retitled)
-    probe = ("import sys, json; from builder.core.config import load_config; from builder.render.stamp import site_is_stale;"
-             f"stale = site_is_stale(load_config({str(tmp_path / 'portal.yaml')!r}));"
+    assert stale(retitled)
+    probe = ("import sys, json; from builder.core.config import load_config;"
+             "from builder.render.stamp import site_is_stale;"
+             "from builder.core import index as db;"
+             f"config = load_config({str(tmp_path / 'portal.yaml')!r});"
+             "stale = site_is_stale(config, db.content_token(db.open_index(config.index, vec=False)));"
              "print(json.dumps([stale] + [m in sys.modules for m in ('jinja2', 'markdown_it', 'pygments', 'nh3')]))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1])

@@ -18,6 +18,7 @@ from builder import indexfile
 from builder.core import index as db
 from builder.core.config import Config, load_config
 from builder.render.site import RenderReport, render_site
+from builder.render.stamp import site_is_stale
 from builder.sync import build
 from builder.synclog import SyncLog
 
@@ -67,6 +68,15 @@ def build_and_render(config: Config, *, full: bool = False, workers: int = 1, em
 
 def open_index(config: Config):
     return db.connect(indexfile.resolve(config.index), vec=False)
+
+
+def stale(config: Config) -> bool:
+    """What the every-minute build asks: is the site behind the index, the renderer or the settings?"""
+    conn = open_index(config)
+    try:
+        return site_is_stale(config, db.content_token(conn))
+    finally:
+        conn.close()
 
 
 def parse_page(path: Path):

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from builder.core import templates as page_templates
-from builder.render.stamp import site_is_stale
 from tests.test_render_helpers import (
     build_and_render,
     check_site,
     make_config,
     parse_page,
     site_files,
+    stale,
     write,
 )
 
@@ -143,13 +143,13 @@ def test_template_change_or_full_rerenders_everything(portal, tmp_path, monkeypa
     templates = tmp_path / "templates"
     shutil.copytree(page_templates.TEMPLATE_DIR, templates)
     monkeypatch.setattr(page_templates, "TEMPLATE_DIR", templates)
-    assert site_is_stale(config)  # other template files than the site was rendered with …
+    assert stale(config)  # other template files than the site was rendered with …
     run = build_and_render(config)
     assert run.report.written == ()  # … but with the same content: nothing to redo
-    assert not site_is_stale(config)
+    assert not stale(config)
     note = templates / "note.html"
     note.write_text(note.read_text("utf-8").replace("Linked from", "Odkazují sem"), encoding="utf-8")
-    assert site_is_stale(config)
+    assert stale(config)
     run = build_and_render(config)
     everything = set(site_files(config.site.output))
     assert set(run.report.written) == everything and len(everything) == 18

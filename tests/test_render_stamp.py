@@ -21,12 +21,14 @@ ROOT = Path(__file__).resolve().parents[1]
 PROBE = """
 import json, sys
 from builder.core.config import load_config
+from builder.core import index as db
 from builder.render.stamp import site_is_stale
 from builder.sync import build
 from builder.synclog import SyncLog
 
 config = load_config(sys.argv[1])
-stale = site_is_stale(config)
+content = db.content_token(db.open_index(config.index, vec=False)) if config.index.exists() else "none"
+stale = site_is_stale(config, content)
 if sys.argv[2] == "build":
     build(config, log=SyncLog(config.log_path, echo_info=False))
 print(json.dumps({"stale": stale, "heavy": [m in sys.modules for m in ("jinja2", "markdown_it")]}))

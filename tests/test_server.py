@@ -19,7 +19,8 @@ from server.app import SECURITY_HEADERS, create_app
 from tests.conftest import HashEmbedder, ollama_yaml
 
 
-def _build_and_render(config, log):
+def build_and_render(config, log):
+    """Build the index and render the whole site (shared by the server's test modules)."""
     assert build(config, embedder_factory=HashEmbedder, log=log) == 0
     conn = db.connect(indexfile.resolve(config.index))
     render_site(config, conn, full=True, log=log)
@@ -29,7 +30,7 @@ def _build_and_render(config, log):
 @pytest.fixture
 def portal(config_for, quiet_log):
     config = config_for(ollama_yaml("http://127.0.0.1:9"))
-    _build_and_render(config, quiet_log(config))
+    build_and_render(config, quiet_log(config))
     return config
 
 
@@ -119,8 +120,9 @@ def test_health_reports_counts_and_sources(client):
     health = client.get("/api/health").json()
     assert health["index"] is True and health["status"] == "ok"
     assert health["counts"]["chunks"] == health["counts"]["chunks_fts"] == health["counts"]["vec_chunks"] > 0
-    assert health["pending_vectors"] == 0 and health["embedding"] == {"provider": "ollama", "reachable": True,
-                                                                       "error": None}
+    assert health["pending_vectors"] == 0
+    assert (health["embedding"]["provider"], health["embedding"]["error"]) == ("ollama", None)
+    assert health["vector_memory"] == {"loaded": False, "vectors": 0, "error": None, "failed_at": None}
     assert set(health["sources"]) == {"notes"} and health["sources"]["notes"]["last_sync_at"]
 
 
@@ -147,11 +149,11 @@ def test_new_index_is_served_without_restart(portal, client, notes_dir, quiet_lo
 
 
 @pytest.mark.parametrize("api_key_yaml", ["server:\n  api_key: s3cret-key\n"])
-def test_api_key_guards_the_api_only(config_for, quiet_log, api_key_yaml):
+def test_api_key_guards_the_query_endpoints(config_for, quiet_log, api_key_yaml):
     base = config_for(ollama_yaml("http://127.0.0.1:9"))
     base.path.write_text(base.path.read_text() + api_key_yaml)
     config = load_config(base.path)
-    _build_and_render(config, quiet_log(config))
+    build_and_render(config, quiet_log(config))
     client = TestClient(create_app(config, embedder_factory=HashEmbedder))
     denied = client.get("/api/search", params={"q": "čaj"})
     assert denied.status_code == 401 and denied.json()["error"].startswith("missing or wrong API key")
@@ -159,6 +161,8 @@ def test_api_key_guards_the_api_only(config_for, quiet_log, api_key_yaml):
     assert client.get("/api/search", params={"q": "čaj"}, headers={"X-API-Key": "s3cret-key"}).status_code == 200
     assert client.get("/api/health", headers={"Authorization": "Bearer s3cret-key"}).status_code == 200
     assert client.get("/api/health", headers={"Authorization": "Bearer s3cret"}).status_code == 401
+    assert client.get("/search", params={"q": "čaj"}).status_code == 401
+    assert client.get("/search", params={"q": "čaj"}, headers={"X-API-Key": "s3cret-key"}).status_code == 200
     assert client.get("/index.html").status_code == 200  # the static site stays open
 
 
@@ -166,9 +170,15 @@ def test_auth_off_by_default(client):
     assert client.get("/api/health").status_code == 200
 
 
-@pytest.mark.parametrize("path", ["/", "/index.html", "/api/search?q=x", "/api/health", "/nope", "/search?q=x"])
-def test_security_headers_everywhere(client, path):
+@pytest.mark.parametrize("path, status, title", [
+    ("/", 200, "Home · Notes"), ("/index.html", 200, "Home · Notes"), ("/api/search?q=x", 200, None),
+    ("/api/health", 200, None), ("/nope", 404, "Not found · Notes"), ("/search?q=x", 200, "Search: x · Notes"),
+])
+def test_security_headers_everywhere(client, path, status, title):
     response = client.get(path)
+    assert response.status_code == status
+    if title is not None:
+        assert re.search(r"<title>([^<]*)</title>", response.text).group(1) == title
     for name, value in SECURITY_HEADERS.items():
         assert response.headers[name] == value
     assert "'unsafe-inline'" not in response.headers["Content-Security-Policy"]
@@ -183,10 +193,15 @@ def test_no_path_traversal_out_of_the_site(client, path):
     assert "index: data/index.sqlite" not in response.text and "root:" not in response.text
 
 
-@pytest.mark.parametrize("path", ["/.render-manifest.json", "/.render-stamp", "/notes/.hidden.html"])
+@pytest.mark.parametrize("path", ["/.render-manifest.json", "/.render-stamp", "/notes/.hidden.html",
+                                  "/notes/.git/config", "/notes/.git/", "/notes/.git", "/notes/%2Ehidden.html",
+                                  "/notes/.%2e/.render-manifest.json"])
 def test_dot_files_of_the_site_are_not_served(client, portal, path):
     assert (portal.site.output / ".render-manifest.json").exists()
-    response = client.get(path)
+    (portal.site.output / "notes" / ".git").mkdir()
+    (portal.site.output / "notes" / ".git" / "config").write_text("[core]\n", encoding="utf-8")
+    (portal.site.output / "notes" / ".hidden.html").write_text("<p>hidden</p>\n", encoding="utf-8")
+    response = client.get(path, follow_redirects=False)
     assert response.status_code == 404 and "Not found" in response.text
 
 

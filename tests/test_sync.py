@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
 import subprocess
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -170,25 +174,81 @@ def test_a_build_started_while_another_holds_the_lock_leaves_without_indexing(co
     assert db.counts(open_index(config))["files"] == 3
 
 
-def test_stale_lock_of_a_dead_process_is_reclaimed_with_a_warning(config_for, quiet_log):
+@contextmanager
+def held_lock(config):
+    """Hold the build lock the way a running build does (an OS lock on sync.lock) in this process."""
+    config.lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(config.lock_path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.truncate(0)
+        handle.write(json.dumps({"pid": os.getpid(), "started_at": "2026-12-01T04:00:00+0000"}))
+        handle.flush()
+        yield
+
+
+def test_a_lock_file_left_by_a_dead_build_does_not_block(config_for, quiet_log):
     config = config_for(EMBED)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     config.lock_path.parent.mkdir(parents=True, exist_ok=True)
     config.lock_path.write_text(json.dumps({"pid": int(dead.stdout), "started_at": "2026-01-01T00:00:00"}))
     assert run(config, quiet_log) == 0
-    log = config.log_path.read_text(encoding="utf-8")
-    assert f"WARN reclaimed stale lock sync.lock (pid {int(dead.stdout)} is not running)" in log
     assert db.counts(open_index(config))["files"] == 3
-    assert not config.lock_path.exists()
+    assert "WARN" not in config.log_path.read_text(encoding="utf-8")  # nothing stale to reclaim: the OS freed it
+    with open(config.lock_path, "a") as handle:  # the file stays, unlocked
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
-def test_live_lock_makes_the_build_exit_silently(config_for, quiet_log):
+def test_a_held_lock_is_never_taken_over_however_old(config_for, quiet_log):
     config = config_for(EMBED)
-    config.lock_path.parent.mkdir(parents=True, exist_ok=True)
-    config.lock_path.write_text(json.dumps({"pid": os.getpid(), "started_at": "now"}))
-    assert run(config, quiet_log) == 0
-    assert indexfile.resolve(config.index) is None and not config.log_path.exists()
-    assert config.lock_path.exists()  # someone else's lock is left alone
+    with held_lock(config):
+        os.utime(config.lock_path, (time.time() - 7200, time.time() - 7200))  # a first build running for 2 h
+        assert run(config, quiet_log) == 0
+        assert indexfile.resolve(config.index) is None and not config.log_path.exists()
+    assert run(config, quiet_log) == 0 and indexfile.resolve(config.index) is not None
+
+
+def test_a_person_at_a_terminal_is_told_which_build_holds_the_lock(config_for):
+    config = config_for(EMBED)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    command = [sys.executable, "-m", "builder.cli", "build", "--full", "--config", str(config.path)]
+    with held_lock(config):
+        quiet = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+        assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")  # cron: silent
+        controller, terminal = pty.openpty()
+        try:
+            shown = subprocess.run(command, stdout=subprocess.PIPE, stderr=terminal, text=True, env=env, timeout=60)
+            os.close(terminal)
+            terminal = -1
+            said = os.read(controller, 4096).decode()
+        finally:
+            os.close(controller)
+            if terminal != -1:
+                os.close(terminal)
+    assert shown.returncode == 0
+    assert said.replace("\r", "") == (f"notes-portal: another build (pid {os.getpid()}, "
+                                      "started 2026-12-01T04:00:00+0000) is running; "
+                                      "this build leaves the work to it (use --wait to run after it)\n")
+    assert indexfile.resolve(config.index) is None
+
+
+def test_wait_runs_the_build_after_the_one_holding_the_lock(config_for, quiet_log):
+    config = config_for(EMBED)
+    released = threading.Event()
+
+    def hold() -> None:
+        with held_lock(config):
+            started.set()
+            time.sleep(0.5)
+            released.set()
+
+    started = threading.Event()
+    holder = threading.Thread(target=hold)
+    holder.start()
+    started.wait(10)
+    assert run(config, quiet_log, wait=True) == 0
+    assert released.is_set()  # it ran only after the other let go
+    holder.join()
+    assert db.counts(open_index(config))["files"] == 3
 
 
 def test_coverage_line_names_markdown_outside_paths(tmp_path, notes_dir, quiet_log):

@@ -15,6 +15,7 @@ import sys
 from builder.cli.commands import (
     DEFAULT_CONFIG,
     cmd_build,
+    cmd_eval,
     cmd_grep,
     cmd_search,
     cmd_serve,
@@ -33,6 +34,8 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("build", parents=[common], help="sync sources and refresh the index (cron: every minute)")
     p.add_argument("--full", action="store_true", help="rebuild into a new index file and swap it in")
+    p.add_argument("--wait", action="store_true",
+                   help="when another build is running, wait for it and run after it (default: leave at once)")
     p.add_argument("--source", metavar="ID", help="only this source")
     p.set_defaults(func=cmd_build)
 
@@ -55,6 +58,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--source", metavar="ID")
     p.add_argument("-i", "--ignore-case", action="store_true")
     p.set_defaults(func=cmd_grep)
+
+    p = sub.add_parser("eval", parents=[common],
+                       help="retrieval quality over judged queries (Hit@k, MRR, per mode and query type)")
+    p.add_argument("--queries", metavar="FILE", required=True,
+                   help="judged queries, one JSON object per line (see ../shared/eval/README.md)")
+    p.add_argument("--corpora", metavar="DIR",
+                   help="the folder holding one folder per corpus (default: ../corpora beside the queries file)")
+    p.add_argument("--modes", metavar="LIST", help="comma-separated modes to score (default: bm25,vector,hybrid)")
+    p.add_argument("--per-corpus", action="store_true",
+                   help="search only the query's own corpus (default: every corpus, as a user would)")
+    p.add_argument("--json", action="store_true", help="machine-readable report with per-query ranks")
+    p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("serve", parents=[common], help="serve the site and the search API (uvicorn)")
     p.add_argument("--host", default="127.0.0.1", help="127.0.0.1 (default) or 0.0.0.0 for the LAN")

@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.core.config import Config, load_config
@@ -30,7 +31,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     config = config_of(args)
     if args.source:
         config.source(args.source)
-    return build(config, full=args.full, source_id=args.source)
+    return build(config, full=args.full, source_id=args.source, wait=args.wait)
 
 
 def _open_index(config: Config) -> Connection:
@@ -125,6 +126,57 @@ def cmd_status(args: argparse.Namespace) -> int:
     config = config_of(args)
     status = collect_status(config)
     print(json.dumps(status, ensure_ascii=False, indent=2) if args.json else format_status(status))
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from functools import cache
+
+    from builder.cli.evaluate import (
+        MODES,
+        HitRef,
+        Query,
+        eval_config,
+        evaluate,
+        format_report,
+        load_queries,
+    )
+    from builder.core import index as db
+    from builder.core.errors import ReindexNeeded
+    from builder.sync import EXIT_PARTIAL, build
+    from builder.synclog import SyncLog
+    from server.search import search
+
+    config = config_of(args)
+    queries_path = Path(args.queries)
+    queries = load_queries(queries_path)
+    corpora = Path(args.corpora) if args.corpora else queries_path.resolve().parent.parent / "corpora"
+    evaluated = eval_config(config, corpora, sorted({q.corpus for q in queries}))
+    log = SyncLog(evaluated.log_path, echo_info=False)
+    try:
+        code = build(evaluated, log=log, render=False, wait=True)
+    except ReindexNeeded:  # the eval's own index, made by an older chunker or model: make it again
+        code = build(evaluated, log=log, render=False, wait=True, full=True)
+    if code not in (0, EXIT_PARTIAL):
+        return code
+    conn = _open_index(evaluated)
+    embedder, error = _query_embedder(evaluated)
+    modes = [m for m in MODES if m in args.modes.split(",")] if args.modes else list(MODES)
+
+    def ask(query: Query, mode: str) -> tuple[list[HitRef], bool | None]:
+        result = search(conn, evaluated, query.text, limit=10, mode=mode, embedder=embedder, embedder_error=error,
+                        source=query.corpus if args.per_corpus else None)
+        return ([HitRef(h.source, h.path, h.breadcrumb, h.line_start,
+                        db.chunk_last_line(conn, h.source, h.path, h.line_start)) for h in result.hits],
+                getattr(result, "weak", None))
+
+    @cache
+    def headings(source: str, path: str) -> tuple[tuple[str, int], ...]:
+        return tuple((h["text"], h["line"]) for h in db.note_headings(conn, source, path))
+
+    report = evaluate(queries, ask, headings, modes)
+    print(json.dumps(report.to_json(), ensure_ascii=False, indent=1) if args.json
+          else format_report(report.summary()))
     return 0
 
 

@@ -22,6 +22,7 @@ from builder.core.errors import ConfigError
 RESERVED_SOURCE_IDS = frozenset({"tags", "static", "api", "search"})
 SOURCE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 PROVIDERS = ("local", "ollama", "openai", "none")
+SITE_MARKER = ".notes-portal-site"  # in every site folder the portal made (see builder.render.output)
 
 # Provider defaults: (model, dims, query_prefix, passage_prefix, endpoint, batch)
 _PROVIDER_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -257,17 +258,44 @@ def _build(r: _Reader, raw: Any, base: Path) -> Config:
     git = r.mapping(top.get("git"), ("git",), {"timeout"})
     render = r.mapping(top.get("render"), ("render",), {"allow_html"})
     server = r.mapping(top.get("server"), ("server",), {"api_key"})
+    sources = _sources(r, top.get("sources"), base)
+    _check_site_output(r, site.output, index.parent, sources)
     return Config(
         path=r.file,
         site=site,
         index=index,
         embedding=_embedding(r, top.get("embedding")),
-        sources=_sources(r, top.get("sources"), base),
+        sources=sources,
         max_note_bytes=r.number(limits, ("limits", "max_note_bytes"), 2_000_000, integer=True, minimum=1),
         git_timeout=float(r.number(git, ("git", "timeout"), 30.0, minimum=0.1)),
         allow_html=r.boolean(render, ("render", "allow_html"), False),
         api_key=r.string(server, ("server", "api_key")),
     )
+
+
+def _within(path: Path, folder: Path) -> bool:
+    """Is ``path`` the folder itself or inside it (symlinks resolved)?"""
+    real, base = os.path.realpath(path), os.path.realpath(folder)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def _check_site_output(r: _Reader, output: Path, data_dir: Path, sources: tuple[SourceConfig, ...]) -> None:
+    """The server publishes everything in ``site.output``: it must hold nothing but the site."""
+    key = ("site", "output")
+    exposed = [(r.file, "the config file (and any API key in it)"),
+               (data_dir, "the index, its log and the git clones (the folder of `index:`)")]
+    exposed += [(s.root, f"the raw notes of source {s.id!r}, unpublished ones too") for s in sources if s.root]
+    for path, what in exposed:
+        if _within(path, output):
+            raise r.fail(key, f"{output} contains {what}; the server would publish it: "
+                              "choose a folder of its own, e.g. .portal/site")
+    if output.exists() and not output.is_dir():
+        raise r.fail(key, f"{output} is a file, not a folder")
+    if output.is_dir() and not (output / SITE_MARKER).exists() and not (output / ".render-manifest.json").exists():
+        foreign = next(iter(sorted(p.name for p in output.iterdir())), None)
+        if foreign is not None:
+            raise r.fail(key, f"{output} already holds files the portal did not write (such as {foreign!r}); "
+                              "choose an empty or new folder: the portal deletes what it no longer needs there")
 
 
 def _embedding(r: _Reader, raw: Any) -> EmbeddingConfig:

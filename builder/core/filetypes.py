@@ -5,7 +5,9 @@ here. Files a browser displays without running anything (pictures, PDF, audio,
 video, plain text) are served inline with their type; every other listed file
 (archives, office documents, source code, data) is served as a download
 (``application/octet-stream``, ``Content-Disposition: attachment``). SVG is shown
-inline only under a ``sandbox`` policy, so a script inside it never runs. Markup
+inline only under a ``sandbox`` policy, and only when an XML parser finds no
+script, event handler or ``javascript:`` link in it (the site also opens from
+``file://`` or behind another web server, where no policy protects it). Markup
 and script types (HTML, XHTML, XML, JavaScript in any spelling) are never
 published: inside the portal they would run with its origin.
 """
@@ -54,6 +56,33 @@ def published(path: str) -> bool:
     """May this attachment be copied into the site?"""
     suffix = suffix_of(path)
     return suffix in INLINE or suffix in DOWNLOAD
+
+
+_ACTIVE_ELEMENTS = frozenset({"script", "foreignobject", "iframe", "embed", "object", "handler", "listener",
+                              "animate", "set", "animatemotion", "animatetransform"})
+
+
+def svg_is_inert(data: bytes) -> bool:
+    """Can this SVG run nothing? Parsed as XML (namespaces and entities resolved as a browser does):
+    no script-like element in any namespace, no ``on…`` attribute, no link to ``javascript:`` or
+    ``data:``. Anything that does not parse is not inert."""
+    import xml.etree.ElementTree as ElementTree
+
+    if b"<!ENTITY" in data:  # entity tricks hide "javascript:"; real drawings do not declare entities
+        return False
+    try:
+        root = ElementTree.fromstring(data)
+    except (ElementTree.ParseError, ValueError):
+        return False
+    for element in root.iter():
+        if not isinstance(element.tag, str) or element.tag.rpartition("}")[2].lower() in _ACTIVE_ELEMENTS:
+            return False
+        for name, value in element.attrib.items():
+            local = name.rpartition("}")[2].lower()
+            target = "".join(value.split()).lower()
+            if local.startswith("on") or target.startswith(("javascript:", "data:", "vbscript:")):
+                return False
+    return True
 
 
 def why_not_published(path: str) -> str:

@@ -12,7 +12,7 @@ import unicodedata
 
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 # Letters that NFKD does not decompose into base letter + combining mark.
-_SPECIAL = str.maketrans({"ß": "ss", "æ": "ae", "ø": "o", "đ": "d", "ł": "l", "œ": "oe", "þ": "th"})
+_SPECIAL = str.maketrans({"ß": "ss", "æ": "ae", "ø": "o", "đ": "d", "ł": "l", "œ": "oe", "þ": "th", "ı": "i"})
 
 
 def fold(text: str) -> str:

@@ -67,6 +67,11 @@ def folder_toc_url(source_id: str, folder: str) -> str:
     return _q(f"{source_id}/{folder}/{FOLDER_TOC}") if folder else toc_url(source_id)
 
 
+def dir_anchor(folder: str) -> str:
+    """The anchor of a folder (a path within its source; ``""``: the root) on its table of contents."""
+    return "dir-" + slugify(folder, fallback="root") if folder else "dir-root"
+
+
 def dir_toc_url(source_id: str, folder: str, anchor: str) -> str:
     """Where a folder (at any depth) is listed: its top-level folder's page at the folder's anchor."""
     return f"{folder_toc_url(source_id, folder.partition('/')[0])}#{anchor}"

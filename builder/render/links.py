@@ -12,8 +12,9 @@ Rules, in order, for ``[text](target)`` and ``![alt](target)``:
 - a published note (``x.md``, or ``x`` meaning ``x.md``) → its page, ``#Fragment`` mapped onto
   the heading anchors; a folder → its page (``index.md``/``README.md``, or its only note;
   ordering prefixes such as Grav's ``01.`` may be left out);
-- any other regular file inside the source's scope → copied next to the pages (except
-  active content: HTML, JS, SVG with scripts — those would run inside the portal);
+- any other regular file inside the source's scope (its real path too, when it is reached through
+  a symlink) → copied next to the pages when its type is on the allowlist of
+  :mod:`builder.core.filetypes` (never markup or scripts, which would run inside the portal);
 - else broken.
 ``[[name#frag|label]]`` looks ``name`` up as a path, then by file name (same folder first),
 then by title, all within the note's own source.
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from builder.core import urls
+from builder.core import filetypes, urls
 from builder.core.slug import slugify
 from builder.sources import Scope, matches
 
@@ -42,9 +43,6 @@ _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _FRAGMENT_SAFE = "-._~!$&'()*+,;=:@/?"
 _ORDER_PREFIX = re.compile(r"^\d+\.")
 _DIR_PAGES = ("index.md", "readme.md", "_index.md")
-_ACTIVE_SUFFIXES = frozenset({".html", ".htm", ".xhtml", ".xht", ".shtml", ".js", ".mjs", ".svgz", ".php"})
-_SVG_ACTIVE = re.compile(rb"<script|<foreignobject|\bon[a-z]+\s*=|javascript:|<iframe|<embed|<object",
-                         re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -191,21 +189,30 @@ def _attachment(src: SourceNotes, path: str, raw: str) -> Link:
     missing = Link("broken", reason=f"{raw}: no such note or file")
     if not path or any(part.startswith(".") for part in path.split("/")):
         return missing
-    if not src.scope.covers(path) or any(matches(p, path) for p in src.scope.exclude):
-        return missing
     try:
+        root = os.path.realpath(src.root)
         real = os.path.realpath(src.root / path)
-        if os.path.commonpath([real, os.path.realpath(src.root)]) != os.path.realpath(src.root):
+        if os.path.commonpath([real, root]) != root or not os.path.isfile(real):
             return missing
-        if not os.path.isfile(real):
-            return missing
-        if any(matches(p, path) for p in src.scope.include) or path.lower().endswith(".md"):
-            return Link("broken", reason=f"{raw}: not a published note")
-        suffix = posixpath.splitext(path)[1].lower()
-        if suffix in _ACTIVE_SUFFIXES or (suffix == ".svg" and _SVG_ACTIVE.search(Path(real).read_bytes())):
-            return Link("broken", reason=f"{raw}: active content (scripts) is not published")
-    except OSError:
+        real_rel = Path(os.path.relpath(real, root)).as_posix()
+    except (OSError, ValueError):
         return missing
+    for candidate in {path, real_rel}:  # the link as written, and what it really reads
+        if any(part.startswith(".") for part in candidate.split("/")) or not src.scope.covers(candidate) \
+                or any(matches(p, candidate) for p in src.scope.exclude):
+            return missing
+    if any(matches(p, path) for p in src.scope.include) or path.lower().endswith(".md"):
+        return Link("broken", reason=f"{raw}: not a published note")
+    if not filetypes.published(real_rel) or not filetypes.published(path):
+        return Link("broken", reason=f"{raw}: {filetypes.why_not_published(path)}")
+    if filetypes.suffix_of(real_rel) == ".svg" or filetypes.suffix_of(path) == ".svg":
+        try:
+            inert = filetypes.svg_is_inert(Path(real).read_bytes())
+        except OSError:
+            return missing
+        if not inert:
+            return Link("broken", reason=f"{raw}: the SVG holds scripts, event handlers or script links, "
+                                         "so it is not published")
     return Link("attachment", urls.attachment_url(src.source_id, path), target=path)
 
 

@@ -1,18 +1,34 @@
-"""The site folder: atomic writes, the manifest of what was written, copies, removals."""
+"""The site folder: atomic writes, the record of what the portal wrote, copies, removals.
+
+The portal deletes only files it wrote, and it never forgets one: before a
+file is written its path is appended to ``.render-journal``, so a render killed
+half-way leaves a record of every page it may have put there. The next render
+deletes each recorded page (and the manifest's) that is not part of the site any
+more, and any temporary file of ours. The folder carries ``.notes-portal-site``
+from the first render on; a folder that holds other files is never adopted
+(see :func:`builder.core.config.check_site_folder`).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from builder.core import urls
+from builder.core.config import SITE_MARKER
 
 MANIFEST = ".render-manifest.json"
 MANIFEST_VERSION = 2  # 2: entry keys spelled out
+JOURNAL = ".render-journal"
+CACHE_DIR = ".render-cache"
+STAMP = ".render-stamp"
+OWN_DOT_FILES = frozenset({MANIFEST, JOURNAL, STAMP, SITE_MARKER})
+_TEMP = re.compile(r"^\..+\.\d+\.tmp$")  # write_atomic's temporary files
 
 
 def load_manifest(site: Path) -> dict[str, Any]:
@@ -24,6 +40,27 @@ def load_manifest(site: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) and data.get("version") == MANIFEST_VERSION else {}
 
 
+def listed_pages(site: Path) -> dict[str, str]:
+    """The pages the last saved manifest lists, whatever its version (an upgrade must not forget
+    what an older renderer wrote)."""
+    try:
+        data = json.loads((site / MANIFEST).read_text(encoding="utf-8"))
+        pages = data.get("pages") if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return {}
+    return pages if isinstance(pages, dict) else {}
+
+
+def claim(site: Path) -> None:
+    """Create the site folder, or adopt the one an earlier render made, and mark it as the portal's.
+    (A folder holding files the portal did not write is refused before any build starts.)"""
+    site.mkdir(parents=True, exist_ok=True)
+    marker = site / SITE_MARKER
+    if not marker.exists():
+        marker.write_text("written by notes-portal: every file here is rebuilt, and removed when stale\n",
+                          encoding="utf-8")
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write via a temp file and ``os.replace``: a reader sees the old file or the new one."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -33,54 +70,129 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     except FileNotFoundError:  # first file of a new folder: cheaper than a mkdir before every write
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(temp, "wb")
-    with handle:
-        handle.write(raw)
-    os.replace(temp, path)
+    try:
+        with handle:
+            handle.write(raw)
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)  # a full disk must not leave half a page behind
+        raise
+
+
+def existing_files(site: Path) -> set[str]:
+    """Every file in the site folder (relative POSIX paths) except the renderer's own records."""
+    found: set[str] = set()
+    stack = [(site, "")]
+    while stack:
+        directory, prefix = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except FileNotFoundError:
+            continue
+        for entry in entries:
+            rel = f"{prefix}{entry.name}"
+            if entry.is_dir(follow_symlinks=False):
+                if rel != CACHE_DIR:
+                    stack.append((Path(entry.path), f"{rel}/"))
+            elif rel not in OWN_DOT_FILES:
+                found.add(rel)
+    return found
+
+
+class Journal:
+    """``.render-journal``: the paths this render is about to write, appended before each write."""
+
+    def __init__(self, site: Path) -> None:
+        self.path = site / JOURNAL
+        self._handle: Any = None
+
+    def recorded(self) -> set[str]:
+        """Paths recorded by renders that did not finish (the journal is emptied when one does)."""
+        try:
+            return {line for line in self.path.read_text(encoding="utf-8").splitlines() if line}
+        except (OSError, UnicodeDecodeError):
+            return set()
+
+    def add(self, rel: str) -> None:
+        if self._handle is None:
+            self._handle = open(self.path, "a", encoding="utf-8")
+        self._handle.write(rel + "\n")
+        self._handle.flush()  # in the kernel before the page exists: a SIGKILL cannot lose it
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def clear(self) -> None:
+        """The manifest now lists every page: nothing left to remember."""
+        self.close()
+        self.path.unlink(missing_ok=True)
 
 
 class Output:
-    """Decides which files need writing (by fingerprint) and records the new manifest's page table."""
+    """Decides which files need writing (by fingerprint) and records the new manifest's page table.
 
-    def __init__(self, site: Path, old_pages: dict[str, str]) -> None:
+    A page counts as current only when the old manifest has its fingerprint, the file is there
+    (``present``) and no unfinished render may have rewritten it since (``suspect``: the journal's
+    paths): a render that was killed, or ran out of disk, is repaired by the next one."""
+
+    def __init__(self, site: Path, old_pages: dict[str, str], present: set[str], suspect: set[str],
+                 journal: Journal) -> None:
         self.site = site
         self.old = old_pages
+        self.present = present
+        self.suspect = suspect
+        self.journal = journal
         self.pages: dict[str, str] = {}
         self.written: list[str] = []
         self.unchanged = 0
 
+    def current(self, url: str) -> bool:
+        """Is the file the old manifest lists for ``url`` there, as that manifest describes it?"""
+        rel = urls.site_file(url)
+        return url in self.old and rel in self.present and rel not in self.suspect
+
     def wants(self, url: str, fingerprint: str) -> bool:
         """Record ``url``'s fingerprint; True when the file must be (re)written."""
         self.pages[url] = fingerprint
-        if self.old.get(url) == fingerprint:
+        if self.old.get(url) == fingerprint and self.current(url):
             self.unchanged += 1
             return False
         return True
 
     def kept(self, url: str, may_differ: bool) -> bool:
         """Keep ``url`` as it is without fingerprinting it (its inputs are known to be unchanged)."""
-        if may_differ or url not in self.old:
+        if may_differ or not self.current(url):
             return False
         self.pages[url] = self.old[url]
         self.unchanged += 1
         return True
 
     def write(self, url: str, data: str | bytes) -> None:
-        write_atomic(self.site / urls.site_file(url), data)
-        self.written.append(urls.site_file(url))
+        rel = urls.site_file(url)
+        self.journal.add(rel)
+        write_atomic(self.site / rel, data)
+        self.written.append(rel)
 
     def keep(self, page_urls: Iterable[str]) -> None:
         """Pages whose note could not be read this time keep their previous version."""
         for url in page_urls:
-            if url in self.old:
+            if self.current(url):
                 self.pages[url] = self.old[url]
 
-    def remove_stale(self, listed: dict[str, str]) -> list[str]:
-        """Delete what the old manifest lists and this render did not produce (never anything else)."""
+    def remove_stale(self, listed: dict[str, str], recorded: set[str]) -> list[str]:
+        """Delete the files the portal wrote (listed in the old manifest, recorded in the journal,
+        or left as temporary files) that this render did not produce; never anything else."""
+        produced = {urls.site_file(url) for url in self.pages}
+        ours = {urls.site_file(url) for url in listed} | recorded
+        doomed = {rel for rel in self.present if rel not in produced
+                  and (rel in ours or _TEMP.match(rel.rpartition("/")[2]))}
         removed = []
-        for url in sorted(set(listed) - set(self.pages)):
-            path = self.site / urls.site_file(url)
+        for rel in sorted(doomed):
+            path = self.site / rel
             path.unlink(missing_ok=True)
-            removed.append(urls.site_file(url))
+            removed.append(rel)
             _prune_dirs(path.parent, self.site)
         return removed
 
@@ -114,7 +226,9 @@ def copy_attachments(out: Output, wanted: dict[str, Path]) -> None:
     for url, source in sorted(wanted.items()):
         try:
             st = source.stat()
-            if out.wants(url, f"{st.st_size}:{st.st_mtime_ns}"):
-                out.write(url, source.read_bytes())
+            fingerprint = f"{st.st_size}:{st.st_mtime_ns}"
+            data = source.read_bytes() if out.old.get(url) != fingerprint or not out.current(url) else None
         except OSError:
             continue  # vanished since it was resolved: the next build reports the broken link
+        if out.wants(url, fingerprint) and data is not None:
+            out.write(url, data)  # an error writing the site (a full disk) is the render's failure

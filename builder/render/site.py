@@ -29,7 +29,8 @@ from builder.core import templates, urls
 from builder.core.config import Config
 from builder.render import highlight, jobs, output, pages, state
 from builder.render.links import Resolver, SourceNotes
-from builder.render.stamp import RENDER_VERSION, STAMP, code_files, stamp_text
+from builder.render.output import STAMP
+from builder.render.stamp import RENDER_VERSION, code_files, stamp_text
 from builder.sources import Scope
 from builder.synclog import SyncLog
 
@@ -69,7 +70,8 @@ def _code_fingerprint(config: Config, files: list[Path]) -> str:
 # ---------------------------------------------------------------- the render
 
 
-def render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, workers: int | None = None) -> RenderReport:
+def render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog,
+                workers: int | None = None) -> RenderReport:
     """Bring ``config.site.output`` up to date with the index behind ``conn`` (``full``: rewrite all)."""
     started = time.perf_counter()
     # The render keeps ~10^6 objects alive (manifest, notes) and makes no reference cycles worth
@@ -85,15 +87,18 @@ def render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, w
 
 def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, workers: int | None,
             started: float) -> RenderReport:
-
     site = config.site.output
-    site.mkdir(parents=True, exist_ok=True)
+    output.claim(site)
+    content = db.content_token(conn)
     files = code_files()
     env_fp, asset_v = _code_fingerprint(config, files), templates.asset_version()
     previous = output.load_manifest(site)
     trust = not full and previous.get("env") == env_fp
     old = previous.get("notes", {}) if trust else {}
-    out = output.Output(site, previous.get("pages", {}) if trust else {})
+    journal = output.Journal(site)
+    recorded = journal.recorded()
+    out = output.Output(site, previous.get("pages", {}) if trust else {}, output.existing_files(site), recorded,
+                        journal)
     notes, kinds = _published(config, [pages.note_from_row(r) for r in db.notes_for_render(conn)])
     universe = state.universe(config, notes)
     resolver = _resolver(config, notes)
@@ -121,6 +126,8 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
             # the workers write note pages while this process makes the others; the notes sent along
             # must not change meanwhile (they are pickled by another thread)
             pages.settle([n for job in page_jobs for n in (job[0], *job[2])])
+            for note, _, _ in page_jobs:
+                journal.add(urls.site_file(note.url))
             note_pages = pool.start(jobs.page_job, page_jobs)
             out.keep(n.url for n in notes if n.key not in entries)
             dirty = state.dirty(notes, stale, old, entries) if trust else None
@@ -128,16 +135,18 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
             out.written.extend(note_pages())
     finally:
         jobs.set_context(None)
+        journal.close()
 
     output.copy_static(out, templates.static_dir())
     output.copy_attachments(out, {r[1]: roots[key.partition(":")[0]] / r[2]
                               for key, entry in entries.items() for r in entry["resolved"] if r[0] == "attachment"})
-    removed = out.remove_stale(previous.get("pages", {}))
+    removed = out.remove_stale(output.listed_pages(site), recorded)
     if big:
         highlight.save(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
     out.save_manifest({"version": output.MANIFEST_VERSION, "env": env_fp, "universe": universe, "pages": out.pages,
                        "notes": entries}, previous)
-    stamp = stamp_text(config, files)
+    journal.clear()  # the manifest lists every page now
+    stamp = stamp_text(config, files, content)
     if not (site / STAMP).is_file() or (site / STAMP).read_text(encoding="utf-8") != stamp:
         output.write_atomic(site / STAMP, stamp)
     seconds = time.perf_counter() - started

@@ -1,6 +1,10 @@
 """Is the site stale? The renderer's code fingerprint and the stamp the every-minute build checks.
 
-What shapes every page is the renderer's code, the templates and a few settings.
+What shapes every page is the index's content, the renderer's code, the
+templates and a few settings. The content is named by the index's
+``content_token`` (its generation and a counter every write of a note moves),
+so a render that was killed or failed leaves the old token in the stamp and the
+next build renders again, whatever the previous build did.
 The code is found, not listed: every module of this package and every project
 module they import, directly or not (read from their source with :mod:`ast`),
 plus every file under ``templates/``. A render records those files with their
@@ -18,10 +22,9 @@ from pathlib import Path
 
 from builder.core import templates
 from builder.core.config import Config
-from builder.render.output import MANIFEST
+from builder.render.output import MANIFEST, STAMP
 
 RENDER_VERSION = "1"
-STAMP = ".render-stamp"
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_DIR = PACKAGE_DIR.parent.parent  # holds the top-level package "builder"
 PROJECT_PACKAGE = "builder"
@@ -83,19 +86,21 @@ def _stats(files: list[Path]) -> list[list[object]]:
     return out
 
 
-def stamp_text(config: Config, files: list[Path]) -> str:
-    """What ``.render-stamp`` holds after a render that used ``files``."""
-    return json.dumps({"settings": settings_digest(config), "files": _stats(files)}, ensure_ascii=False)
+def stamp_text(config: Config, files: list[Path], content: str) -> str:
+    """What ``.render-stamp`` holds after a complete render of ``content`` that used ``files``."""
+    return json.dumps({"settings": settings_digest(config), "content": content, "files": _stats(files)},
+                      ensure_ascii=False)
 
 
-def site_is_stale(config: Config) -> bool:
-    """True when the site is missing or the templates, renderer or site settings changed since the
-    last render (a JSON read and one ``stat`` per code file: cheap enough for the every-minute build)."""
+def site_is_stale(config: Config, content: str) -> bool:
+    """True unless the last complete render was of this index ``content`` (see
+    :func:`builder.core.index.content_token`) with today's renderer, templates and site settings
+    (a JSON read and one ``stat`` per code file: cheap enough for the every-minute build)."""
     site = config.site.output
     try:
         stamp = json.loads((site / STAMP).read_text(encoding="utf-8"))
         files = [Path(entry[0]) for entry in stamp["files"]]
         return (not (site / MANIFEST).is_file() or stamp["settings"] != settings_digest(config)
-                or _stats(files) != stamp["files"])
+                or stamp["content"] != content or _stats(files) != stamp["files"])
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return True

@@ -101,6 +101,18 @@
       selected = -1;
     }
 
+    // The portal has an API key and this browser has not signed in: say so, with the way to do it.
+    function showSignIn() {
+      panel.textContent = "";
+      var note = el("p", "search-note", "Search needs the portal's key: ");
+      var link = el("a", "search-sign-in", "sign in");
+      var here = window.location.pathname + window.location.search + window.location.hash;
+      link.href = root + "auth?next=" + encodeURIComponent(here);
+      note.appendChild(link);
+      panel.appendChild(note);
+      panel.hidden = false;
+    }
+
     function run() {
       var query = input.value.trim();
       if (query === lastQuery && !panel.hidden) return;
@@ -110,12 +122,16 @@
       controller = new AbortController();
       fetch(api + "?limit=8&q=" + encodeURIComponent(query), { signal: controller.signal })
         .then(function (r) {
+          if (r.status === 401) return null;
           return r.json().then(function (body) {
             if (!r.ok) throw new Error(body.error || ("HTTP " + r.status));
             return body;
           });
         })
-        .then(function (data) { if (input.value.trim() === query) show(data, query); })
+        .then(function (data) {
+          if (!data) showSignIn();
+          else if (input.value.trim() === query) show(data, query);
+        })
         .catch(function (err) {
           if (err.name === "AbortError") return;
           panel.textContent = "";

@@ -27,12 +27,16 @@ def sqlite_module() -> ModuleType:
     return pysqlite3
 
 
-def connect(path: Path, *, readonly: bool = False, vec: bool = True, timeout: float = 10.0) -> Connection:
-    """Open a database file (autocommit, explicit transactions); load sqlite-vec when ``vec``."""
+def connect(path: Path, *, readonly: bool = False, vec: bool = True, timeout: float = 10.0,
+            check_same_thread: bool = True) -> Connection:
+    """Open a database file (autocommit, explicit transactions); load sqlite-vec when ``vec``.
+
+    ``check_same_thread=False`` is for a pool that hands a read-only connection to one thread at a time.
+    """
     sqlite3 = sqlite_module()
     if readonly:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=timeout,
-                               check_same_thread=True)
+                               check_same_thread=check_same_thread)
     else:
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=timeout)
     conn.row_factory = sqlite3.Row
@@ -43,6 +47,10 @@ def connect(path: Path, *, readonly: bool = False, vec: bool = True, timeout: fl
     if not readonly:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        # Keep the WAL small (checkpoint every ~1 MB, and shrink it back to that): a build on a nearly full
+        # disk must not need 4 MB of WAL more than the index itself takes.
+        conn.execute("PRAGMA wal_autocheckpoint=256")
+        conn.execute("PRAGMA journal_size_limit=1048576")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
 

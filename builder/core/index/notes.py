@@ -14,7 +14,7 @@ from textwrap import dedent
 from typing import TYPE_CHECKING, Any
 
 from builder.core.index.connection import transaction
-from builder.core.index.schema import has_vec_table
+from builder.core.index.schema import chunk_stems, has_vec_table
 
 if TYPE_CHECKING:
     from sqlite3 import Connection, Row
@@ -78,6 +78,7 @@ def delete_source(conn: Connection, source_id: str) -> None:
     with transaction(conn):
         _delete_vectors(conn, "source_id = :source_id", {"source_id": source_id})
         conn.execute("DELETE FROM sources WHERE source_id = :source_id", {"source_id": source_id})
+        _bump(conn, "content_version")
 
 
 # ---------------------------------------------------------------- files and chunks
@@ -120,15 +121,22 @@ def _delete_vectors(conn: Connection, where: str, params: dict[str, Any]) -> Non
     """Delete the vectors of the chunks selected by ``where`` (a fixed condition with named parameters)."""
     if has_vec_table(conn):
         conn.execute(f"DELETE FROM vec_chunks WHERE rowid IN (SELECT id FROM chunks WHERE {where})", params)
-        _bump_vectors_version(conn)
+        _bump(conn, "vectors_version")
 
 
-def _bump_vectors_version(conn: Connection) -> None:
-    """Readers that keep vectors in memory reload when this counter moves (see server.vectors)."""
+# Counters in ``meta`` that move with the data, in the same transaction: ``vectors_version`` when
+# vectors are stored or deleted (readers keeping vectors in memory reload, see server.vectors),
+# ``content_version`` when anything a page shows changes (the site is re-rendered, see builder.render).
+_COUNTERS = frozenset({"vectors_version", "content_version"})
+
+
+def _bump(conn: Connection, counter: str) -> None:
+    if counter not in _COUNTERS:
+        raise ValueError(f"unknown counter {counter!r}")
     conn.execute(dedent("""
-        INSERT INTO meta (key, value) VALUES ('vectors_version', '1')
+        INSERT INTO meta (key, value) VALUES (:counter, '1')
         ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1
-    """))
+    """), {"counter": counter})
 
 
 def replace_file(conn: Connection, source_id: str, record: FileRecord, chunks: Sequence[dict[str, Any]],
@@ -156,10 +164,11 @@ def replace_file(conn: Connection, source_id: str, record: FileRecord, chunks: S
                "changed_by": record.changed_by, "indexed_at": now})
         conn.executemany(dedent("""
             INSERT INTO chunks (source_id, path, chunk_idx, breadcrumb, anchor, line_start, line_end,
-                                text, embed_sha)
+                                text, embed_sha, stems)
             VALUES (:source_id, :path, :chunk_idx, :breadcrumb, :anchor, :line_start, :line_end,
-                    :text, :embed_sha)
-        """), [{**key, **chunk} for chunk in chunks])
+                    :text, :embed_sha, :stems)
+        """), [{**key, **chunk, "stems": chunk_stems(chunk["breadcrumb"], chunk["text"])} for chunk in chunks])
+        _bump(conn, "content_version")
 
 
 def _json(value: Any) -> str:
@@ -176,10 +185,12 @@ def touch_file(conn: Connection, source_id: str, path: str, size: int, mtime_ns:
 def set_last_change(conn: Connection, source_id: str, path: str, changed_at: str | None,
                     changed_by: str | None) -> None:
     """Record when and by whom a note was last changed (git: its last commit) without touching its chunks."""
-    conn.execute(dedent("""
-        UPDATE files SET changed_at = :changed_at, changed_by = :changed_by
-        WHERE source_id = :source_id AND path = :path
-    """), {"source_id": source_id, "path": path, "changed_at": changed_at, "changed_by": changed_by})
+    with transaction(conn):
+        conn.execute(dedent("""
+            UPDATE files SET changed_at = :changed_at, changed_by = :changed_by
+            WHERE source_id = :source_id AND path = :path
+        """), {"source_id": source_id, "path": path, "changed_at": changed_at, "changed_by": changed_by})
+        _bump(conn, "content_version")
 
 
 def delete_file(conn: Connection, source_id: str, path: str) -> None:
@@ -188,6 +199,7 @@ def delete_file(conn: Connection, source_id: str, path: str) -> None:
     with transaction(conn):
         _delete_vectors(conn, "source_id = :source_id AND path = :path", key)
         conn.execute("DELETE FROM files WHERE source_id = :source_id AND path = :path", key)
+        _bump(conn, "content_version")
 
 
 # ---------------------------------------------------------------- vectors
@@ -213,13 +225,20 @@ def store_vectors(conn: Connection, vectors: Iterable[tuple[int, bytes]], now: s
         conn.executemany("DELETE FROM vec_chunks WHERE rowid = :id", rows)
         conn.executemany("INSERT INTO vec_chunks (rowid, embedding) VALUES (:id, :embedding)", rows)
         conn.executemany("UPDATE chunks SET embedded_at = :now WHERE id = :id", rows)
-        _bump_vectors_version(conn)
+        _bump(conn, "vectors_version")
 
 
 def vectors_version(conn: Connection) -> str:
     """A counter that moves whenever vectors are stored or deleted."""
     row = conn.execute("SELECT value FROM meta WHERE key = 'vectors_version'").fetchone()
     return row[0] if row else "0"
+
+
+def content_token(conn: Connection) -> str:
+    """Names what the index holds for the pages: this generation and its ``content_version``. Equal
+    tokens mean the same notes, titles, headings and dates (the site rendered from one is current)."""
+    rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('generation', 'content_version')"))
+    return f"{rows.get('generation', '')}#{rows.get('content_version', '0')}"
 
 
 # ---------------------------------------------------------------- counts and listings
@@ -261,6 +280,22 @@ def notes_for_toc(conn: Connection, source_id: str | None, tag: str | None) -> l
           AND {TAG_FILTER}
         ORDER BY source_id, path
     """), {"source_id": source_id, "tag": tag}).fetchall()
+
+
+def note_headings(conn: Connection, source_id: str, path: str) -> list[dict[str, Any]]:
+    """One note's headings (``level``, ``text``, ``anchor``, 1-based ``line``), in order."""
+    row = conn.execute("SELECT headings FROM files WHERE source_id = :source_id AND path = :path",
+                       {"source_id": source_id, "path": path}).fetchone()
+    return list(json.loads(row[0])) if row else []
+
+
+def chunk_last_line(conn: Connection, source_id: str, path: str, line_start: int) -> int:
+    """The last line of the chunk of a note that starts at ``line_start`` (0 when there is none)."""
+    row = conn.execute(dedent("""
+        SELECT max(line_end) FROM chunks
+        WHERE source_id = :source_id AND path = :path AND line_start = :line_start
+    """), {"source_id": source_id, "path": path, "line_start": line_start}).fetchone()
+    return int(row[0] or 0)
 
 
 def notes_for_render(conn: Connection) -> list[Row]:

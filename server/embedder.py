@@ -1,0 +1,115 @@
+"""The query embedder of the server: the configured provider, used by one thread, waited for briefly.
+
+Every query vector is computed on one worker thread of its own (the in-process
+model is not made for concurrent calls), before the time-limited SQL part of a
+search. A request waits at most ``time_limit_s`` for it; a slow or failing
+provider turns into a note and BM25-only results, never an error. What is known
+about the provider (created or not, the last failure and the last success) is
+kept for ``/api/health``, which never runs an inference itself.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any
+
+from builder.core.clock import now_iso
+from builder.core.config import EmbeddingConfig
+from builder.core.embedding import Embedder, EmbedderFactory, EmbeddingError, make_embedder
+
+
+@dataclass
+class _State:
+    created: bool = False
+    last_ok: bool | None = None  # the outcome of the latest attempt; None before the first
+    last_error: str | None = None
+    last_error_at: str | None = None
+    last_success_at: str | None = None
+    created_failed_at: float = float("-inf")  # time.monotonic() of the last failed creation
+
+
+class QueryEmbedder:
+    """Creates the provider on first use (retrying a failed creation after ``RETRY_AFTER_S``)
+    and embeds queries on its own thread."""
+
+    RETRY_AFTER_S = 30.0
+
+    def __init__(self, config: EmbeddingConfig, factory: EmbedderFactory | None = None,
+                 time_limit_s: float = 2.0) -> None:
+        self.config = config
+        self.factory = factory or (lambda embedding: make_embedder(embedding, for_queries=True))
+        self.time_limit_s = time_limit_s
+        self._embedder: Embedder | None = None
+        self._state = _State()
+        self._lock = threading.Lock()  # guards _state
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embedder")
+
+    def embed(self, text: str) -> tuple[bytes | None, str | None]:
+        """The query's vector, or None and the reason (None, None: embeddings are disabled)."""
+        if not self.config.enabled:
+            return None, None
+        job = self._worker.submit(self._embed, text)
+        try:
+            return job.result(timeout=self.time_limit_s), None
+        except FutureTimeout:
+            job.cancel()  # still queued: never started, so it costs nothing; running: it finishes alone
+            reason = f"the query embedder took longer than {self.time_limit_s:g} s"
+            self._failed(reason)
+            return None, reason
+        except _Failed as failed:
+            return None, str(failed)
+
+    def _embed(self, text: str) -> bytes:
+        embedder = self._provider()
+        try:
+            vector = embedder.embed_query(text)
+        except EmbeddingError as exc:
+            raise self._failed(str(exc)) from None
+        except Exception as exc:  # a provider's own bug or a dropped connection: degrade, loudly
+            raise self._failed(f"{type(exc).__name__}: {exc}") from None
+        with self._lock:
+            self._state.last_ok, self._state.last_success_at = True, now_iso()
+        return vector
+
+    def _provider(self) -> Embedder:
+        if self._embedder is not None:
+            return self._embedder
+        with self._lock:
+            recent = time.monotonic() - self._state.created_failed_at < self.RETRY_AFTER_S
+            reason = self._state.last_error
+        if recent:
+            raise _Failed(reason or "the embedder could not be created")
+        try:
+            made = self.factory(self.config)
+        except Exception as exc:  # a broken provider degrades to FTS-only, loudly
+            with self._lock:
+                self._state.created_failed_at = time.monotonic()
+            raise self._failed(f"{type(exc).__name__}: {exc}") from None
+        if made is None:
+            raise self._failed("no embedder for this provider")
+        self._embedder = made
+        with self._lock:
+            self._state.created = True
+        return made
+
+    def _failed(self, reason: str) -> _Failed:
+        with self._lock:
+            self._state.last_ok, self._state.last_error, self._state.last_error_at = False, reason, now_iso()
+        return _Failed(reason)
+
+    def state(self) -> dict[str, Any]:
+        """What ``/api/health`` shows about the provider, from what queries found (no inference)."""
+        with self._lock:
+            s = self._state
+            reachable = s.last_ok if self.config.enabled else None
+            return {"provider": self.config.provider, "created": s.created, "reachable": reachable,
+                    "error": s.last_error if reachable is False else None, "last_error": s.last_error,
+                    "last_error_at": s.last_error_at, "last_success_at": s.last_success_at}
+
+
+class _Failed(Exception):
+    """A query embedding that did not happen; the message is the reason shown to the user."""

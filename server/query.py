@@ -1,0 +1,89 @@
+"""What a typed query means to BM25: its words, which of them are function words, their word keys,
+and the FTS5 expressions built from them.
+
+User text never becomes FTS5 syntax: it is cut into words and every word is a quoted phrase.
+Each word matches its exact form — as a prefix when it has 3+ letters, diacritics optional —
+in the breadcrumb and the text, **or** its Czech/Slovak word key (:mod:`builder.core.analysis`)
+in the ``stems`` column, so ``převodníkem`` finds ``Převodník`` while an exact form still scores
+in more columns and ranks first. Function words (``a``, ``na``, ``the``…) are recognised on the
+form as typed — ``byt`` (a flat) is not ``být`` — never in an all-capitals word (``NA`` may be a
+name), and never when the query has nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from builder.core.analysis import stem_word
+from builder.core.slug import fold
+
+MAX_TERMS = 24
+MAX_QUERY_CHARS = 2000
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)  # FTS5's unicode61 splits at "_" as well
+
+# Czech, Slovak and English function words, spelled with their diacritics as typed.
+FUNCTION_WORDS = frozenset("""
+a aby aj ak ako ale alebo ani asi až bez bol bola boli bolo by byl byla byli bylo být byť co čo což do
+ho i já ja jak jaké jako je jeho jej její jemu jen jenž ještě ji jí jsem jsi jsme jsou jste k kam
+kde kdy když keď keby kto která které který ktorá ktoré ktorý ku lebo len ma má mám máte mi mu my na
+nad nám nás nebo nej nie no o od on ona oni ono po pod pre pred před pri při pro proč prečo preto s sa
+se si sme so sú ste ta tá tak také tam te teda tedy ten ti tie tiež tj to toho tom tu ty u už v vo vy
+z za zo ze že
+about an and are as at be but by can do does for from how if in into is it its of on or so that the
+their then there these this to was what when where which who why will with you your
+""".split())
+
+
+@dataclass(frozen=True)
+class Term:
+    """One word of the query."""
+
+    text: str  # lower-cased, as typed (diacritics kept)
+    key: str  # its word key for the stems column
+    function: bool  # a function word: it must match, but it finds nothing by itself and is not marked
+
+    @property
+    def exact(self) -> str:
+        """Its phrase for the exact columns: a prefix from 3 letters on (endings vary)."""
+        return f'"{self.text}"*' if len(self.text) >= 3 else f'"{self.text}"'
+
+
+def parse(text: str) -> list[Term]:
+    """The words of ``text`` in order, without repeats (at most ``MAX_TERMS``)."""
+    seen: dict[str, bool] = {}
+    for word in _WORD.findall(unicodedata.normalize("NFC", text[:MAX_QUERY_CHARS])):
+        lower = word.lower()
+        capitals = len(word) > 1 and word.isupper()
+        seen[lower] = seen.get(lower, True) and not capitals and lower in FUNCTION_WORDS
+    words = list(seen.items())[:MAX_TERMS]
+    only_function_words = all(function for _, function in words)
+    return [Term(w, stem_word(w), function and not only_function_words) for w, function in words]
+
+
+def content(terms: list[Term]) -> list[Term]:
+    """The terms that can find something by themselves."""
+    return [t for t in terms if not t.function]
+
+
+def _group(term: Term, stems: bool) -> str:
+    exact = f"{{breadcrumb text}} : {term.exact}"
+    if not stems or term.function:
+        return f"({exact})"
+    return f'({exact} OR stems : "{term.key}")'
+
+
+def match_all(terms: list[Term], stems: bool) -> str:
+    """An FTS5 expression that every term must match (its exact form, or its key when ``stems``)."""
+    return " AND ".join(_group(t, stems) for t in terms)
+
+
+def match_any(terms: list[Term], stems: bool) -> str:
+    """An FTS5 expression that any content term may match."""
+    return " OR ".join(_group(t, stems) for t in content(terms) or terms)
+
+
+def marks(terms: list[Term]) -> list[str]:
+    """What snippets mark: the folded content words (a function word is never highlighted)."""
+    return [fold(t.text) for t in content(terms)]

@@ -1,0 +1,228 @@
+"""Nothing disappears silently, nothing private gets out: read errors, mounts that are not there,
+symlinks into excluded folders, attachments that could run script, leftovers of killed builds."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from builder import indexfile
+from builder.core import index as db
+from builder.core.config import load_config
+from builder.sync import build
+from builder.synclog import SyncLog
+from tests.conftest import write_config, write_note
+
+
+def make(tmp_path: Path, source: str = "folder: notes") -> object:
+    body = ("index: data/index.sqlite\nsite:\n  output: site\nembedding:\n  provider: none\n"
+            f"sources:\n  notes:\n    {source}\n")
+    return load_config(write_config(tmp_path, body))
+
+
+def run(config) -> int:
+    return build(config, log=SyncLog(config.log_path, echo_info=False))
+
+
+def indexed_paths(config) -> set[str]:
+    conn = db.connect(indexfile.resolve(config.index), vec=False)
+    try:
+        return {row[0] for row in conn.execute("SELECT path FROM files")}
+    finally:
+        conn.close()
+
+
+def log_lines(config, level: str = "WARN") -> list[str]:
+    return [line.split(f" {level} ", 1)[1] for line in config.log_path.read_text("utf-8").splitlines()
+            if f" {level} " in line]
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    for i in range(12):
+        write_note(root, f"deniky/d{i}.md", f"# Deník {i}\n\nZápis číslo {i}.\n")
+    write_note(root, "index.md", "# Úvod\n\nText.\n")
+    return root
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every folder whatever its permissions")
+def test_an_unreadable_folder_is_a_source_failure_and_its_notes_stay(tmp_path, notes):
+    config = make(tmp_path)
+    assert run(config) == 0
+    os.chmod(notes / "deniky", 0)
+    try:
+        assert run(config) == 3
+    finally:
+        os.chmod(notes / "deniky", 0o755)
+    assert len(indexed_paths(config)) == 13
+    assert log_lines(config)[-1].startswith("notes: cannot read deniky/: Permission denied;")
+
+
+def test_an_unreadable_folder_as_root_too(tmp_path, notes, monkeypatch):
+    """The same defect for a user who is root (CI is): the folder listing fails as the OS would fail it."""
+    config = make(tmp_path)
+    assert run(config) == 0
+    real_scandir = os.scandir
+
+    def failing(path):
+        if str(path).endswith("deniky"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr("builder.sources.os.scandir", failing)
+    assert run(config) == 3
+    assert len(indexed_paths(config)) == 13
+    assert log_lines(config)[-1] == "notes: cannot read deniky/: Permission denied; its notes stay as they were indexed"
+    assert (config.site.output / "notes/deniky/d3.html").exists()
+
+
+def test_an_empty_folder_where_notes_were_is_not_taken_as_deleting_them(tmp_path, notes):
+    config = make(tmp_path)
+    assert run(config) == 0
+    moved = tmp_path / "unmounted"
+    notes.rename(moved)
+    notes.mkdir()  # a mount point with nothing mounted on it
+    assert run(config) == 3
+    assert len(indexed_paths(config)) == 13
+    assert log_lines(config)[-1] == (
+        f"notes: the scan would remove 13 of the 13 notes the index holds (is {notes} mounted and complete?); "
+        "nothing was removed. If they are really gone, run `notes-portal build --full`")
+    assert (config.site.output / "notes/deniky/d3.html").exists()
+    notes.rmdir()
+    moved.rename(notes)
+    assert run(config) == 0 and len(indexed_paths(config)) == 13
+
+
+def test_deleting_a_few_notes_is_applied_as_usual(tmp_path, notes):
+    config = make(tmp_path)
+    assert run(config) == 0
+    for i in range(3):
+        (notes / f"deniky/d{i}.md").unlink()
+    assert run(config) == 0 and len(indexed_paths(config)) == 10
+
+
+def test_a_symlink_does_not_carry_an_excluded_note_or_file_past_the_scope(tmp_path, notes):
+    write_note(notes, "soukrome/hesla.md", "# Hesla\n\nwifi: modrý-kocour\n")
+    (notes / "soukrome/plan.pdf").write_bytes(b"%PDF-1.4 secret")
+    os.symlink("../soukrome/hesla.md", notes / "deniky/hesla.md")
+    os.symlink("../soukrome", notes / "deniky/odkaz")
+    os.symlink("../soukrome/plan.pdf", notes / "deniky/plan.pdf")
+    write_note(notes, "deniky/s-prilohou.md", "# Příloha\n\n[plán](plan.pdf) a [vedle](odkaz/plan.pdf)\n")
+    config = make(tmp_path, 'folder: notes\n    exclude: ["soukrome/**"]')
+    assert run(config) == 0
+    paths = indexed_paths(config)
+    assert not any("hesla" in p or "odkaz" in p for p in paths) and "deniky/s-prilohou.md" in paths
+    site = config.site.output
+    assert not list(site.rglob("*hesla*")) and not list(site.rglob("*.pdf"))
+    assert "broken link plan.pdf: no such note or file" in " ".join(log_lines(config))
+
+
+@pytest.mark.parametrize("name, content, published", [
+    ("obrazek.png", b"\x89PNG\r\n", True),
+    ("navod.pdf", b"%PDF-1.4", True),
+    ("zaloha.sh", b"#!/bin/sh\necho hi\n", True),
+    ("skript.es", b"alert(1)", False),  # served as text/javascript by a mimetypes guess
+    ("stranka.xhtml", b"<html xmlns='http://www.w3.org/1999/xhtml'><script>alert(1)</script></html>", False),
+    ("data.xml", b"<x/>", False),
+    ("neznamy.qqq", b"?", False),
+    ("kresba.svg", b'<svg xmlns="http://www.w3.org/2000/svg"><circle r="1"/></svg>', True),
+    ("jmenny.svg", b'<s:svg xmlns:s="http://www.w3.org/2000/svg"><s:script>alert(1)</s:script></s:svg>', False),
+    ("entita.svg", b'<svg xmlns="http://www.w3.org/2000/svg" xmlns:x="http://www.w3.org/1999/xlink">'
+                   b'<a x:href="&#106;avascript:alert(1)"><text>x</text></a></svg>', False),
+    ("udalost.svg", b'<svg xmlns="http://www.w3.org/2000/svg"><rect onclick="alert(1)"/></svg>', False),
+])
+def test_attachments_are_published_by_an_allowlist(tmp_path, notes, name, content, published):
+    (notes / "deniky" / name).write_bytes(content)
+    write_note(notes, "deniky/priloha.md", f"# Příloha\n\n[soubor]({name})\n")
+    config = make(tmp_path)
+    assert run(config) == 0
+    assert (config.site.output / "notes/deniky" / name).exists() == published
+    warnings = log_lines(config)
+    assert (not warnings) if published else warnings[0].startswith(f"notes: deniky/priloha.md: broken link {name}: ")
+
+
+def test_leftovers_of_a_killed_full_build_are_removed_by_the_next_build(tmp_path, notes):
+    config = make(tmp_path)
+    assert run(config) == 0
+    current = indexfile.resolve(config.index)
+    dead = indexfile.new_generation(config.index)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{dead}{suffix}").write_bytes(b"half a generation")
+    keep = config.index.with_name("index-backup.sqlite")  # a user's file: not ours
+    keep.write_bytes(b"mine")
+    write_note(notes, "novy.md", "# Nový\n")
+    assert run(config) == 0
+    left = sorted(p.name for p in config.index.parent.iterdir() if p.name.startswith("index"))
+    assert left == sorted([config.index.name, current.name, f"{current.name}-shm", f"{current.name}-wal",
+                           keep.name]) or left == sorted([config.index.name, current.name, keep.name])
+    assert f"removed {dead.name}, left by a build that did not finish" in log_lines(config, "INFO")
+
+
+def test_a_full_build_with_a_failing_source_keeps_the_previous_index(tmp_path, notes, monkeypatch):
+    config = make(tmp_path)
+    assert run(config) == 0
+    before = indexfile.resolve(config.index)
+    real_scandir = os.scandir
+
+    def failing(path):
+        if str(path).endswith("deniky"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr("builder.sources.os.scandir", failing)
+    assert build(config, full=True, log=SyncLog(config.log_path, echo_info=False)) == 3
+    assert indexfile.resolve(config.index) == before and len(indexed_paths(config)) == 13
+    assert log_lines(config)[-1] == ("full build not swapped in: notes could not be indexed; "
+                                     "the previous index keeps serving")
+    assert sorted(p.name for p in config.index.parent.glob("index-*")) == sorted(
+        p.name for p in before.parent.glob(f"{before.name}*"))
+
+
+def test_status_shows_an_indexing_failure(tmp_path, notes, monkeypatch, capsys):
+    from builder.cli import main
+
+    config = make(tmp_path)
+    assert run(config) == 0
+    write_note(notes, "novy.md", "# Nový\n")
+
+    def full_disk(*args, **kwargs):
+        raise db.sqlite_module().OperationalError("database or disk is full")
+
+    monkeypatch.setattr("builder.core.index.notes.replace_file", full_disk)
+    monkeypatch.setattr("builder.sync.db.replace_file", full_disk)
+    assert run(config) == 3
+    assert main(["status", "--config", str(config.path)]) == 0
+    out = capsys.readouterr().out
+    assert ("last error" in out and "indexing failed (OperationalError: database or disk is full); "
+            "the next build tries again" in out)
+
+
+def test_a_build_is_killed_and_the_next_one_finishes_the_work(tmp_path, notes):
+    """A SIGKILL in the middle of indexing (the crash test covers many more moments)."""
+    config = make(tmp_path)
+    assert run(config) == 0
+    for i in range(12, 24):
+        write_note(notes, f"deniky/d{i}.md", f"# Deník {i}\n\nZápis číslo {i}.\n")
+    script = ("import os, signal, sys\n"
+              "from builder.core.index import notes\n"
+              "real = notes.replace_file\n"
+              "count = [0]\n"
+              "def dying(*a, **k):\n"
+              "    count[0] += 1\n"
+              "    if count[0] == 5: os.kill(os.getpid(), signal.SIGKILL)\n"
+              "    return real(*a, **k)\n"
+              "notes.replace_file = dying\n"
+              "import builder.sync\nbuilder.sync.db.replace_file = dying\n"
+              "from builder.cli import main\nsys.exit(main(['build', '--config', sys.argv[1]]))\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    killed = subprocess.run([sys.executable, "-c", script, str(config.path)], env=env, capture_output=True)
+    assert killed.returncode == -9
+    assert 13 < len(indexed_paths(config)) < 25
+    assert not (config.site.output / "notes/deniky/d23.html").exists()
+    assert run(config) == 0 and len(indexed_paths(config)) == 25
+    assert (config.site.output / "notes/deniky/d23.html").exists()

@@ -1,0 +1,132 @@
+"""The site and the index always converge: whatever a build was doing when it stopped, the next
+ordinary build makes the site equal to a clean build's, and nothing unpublished stays public."""
+
+from __future__ import annotations
+
+import errno
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from builder.render import output
+from builder.sync import build
+from builder.synclog import SyncLog
+from tests.test_render_helpers import make_config, write
+
+NOTES = {
+    "a.md": "# Alfa\n\nOdkaz na [b](b.md).\n",
+    "b.md": "---\ntags: [čaj]\n---\n# Beta\n\nText.\n",
+    "sub/c.md": "# Gama\n\n![obrázek](img.png)\n",
+}
+TIME = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d")
+
+
+def site_snapshot(site: Path) -> dict[str, bytes]:
+    """Every file a visitor can fetch, with the build time on the pages blanked out."""
+    return {p.relative_to(site).as_posix(): TIME.sub(b"<time>", p.read_bytes())
+            for p in sorted(site.rglob("*")) if p.is_file()
+            and not any(part.startswith(".") for part in p.relative_to(site).parts)}
+
+
+def clean_site(tmp_path: Path, root: Path) -> dict[str, bytes]:
+    """The site a fresh build of the same notes makes."""
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    config = make_config(fresh, {"notes": root})
+    assert build(config, log=SyncLog(config.log_path, echo_info=False)) == 0
+    return site_snapshot(config.site.output)
+
+
+@pytest.fixture
+def portal(tmp_path: Path):
+    root = tmp_path / "notes"
+    for rel, text in NOTES.items():
+        write(root, rel, text)
+    (root / "sub/img.png").write_bytes(b"png")
+    config = make_config(tmp_path, {"notes": root})
+    log = SyncLog(config.log_path, echo_info=False)
+    assert build(config, log=log) == 0
+    return config, root, log
+
+
+def test_a_build_stopped_between_index_and_render_is_repaired_by_the_next(portal, tmp_path):
+    config, root, log = portal
+    (root / "b.md").unlink()
+    write(root, "d.md", "# Delta\n\nNová.\n")
+    assert build(config, log=log, render=False) == 0  # the index moved on, the site did not
+    assert (config.site.output / "notes/b.html").exists()
+    assert build(config, log=log) == 0  # nothing changed in the notes since: the site is still repaired
+    site = site_snapshot(config.site.output)
+    assert "notes/b.html" not in site and "notes/d.html" in site
+    assert site == clean_site(tmp_path, root)
+
+
+def test_pages_of_a_render_that_never_finished_are_removed_when_their_note_is_unpublished(portal, tmp_path,
+                                                                                           monkeypatch):
+    config, root, log = portal
+    write(root, "tajne.md", "# Tajné\n\nHeslo k routeru.\n")
+
+    def killed(*args: object, **kwargs: object) -> list[str]:
+        raise KeyboardInterrupt  # stands for a SIGKILL after the pages were written, before the manifest
+    with monkeypatch.context() as patch:
+        patch.setattr(output.Output, "remove_stale", killed)
+        with pytest.raises(KeyboardInterrupt):
+            build(config, log=log)
+    assert (config.site.output / "notes/tajne.html").exists()
+    write(root, "tajne.md", "---\npublished: false\n---\n# Tajné\n\nHeslo k routeru.\n")
+    assert build(config, log=log) == 0
+    assert not (config.site.output / "notes/tajne.html").exists()
+    assert site_snapshot(config.site.output) == clean_site(tmp_path, root)
+
+
+def test_a_full_disk_while_rendering_is_repaired_once_there_is_space(portal, tmp_path, monkeypatch):
+    config, root, log = portal
+    for n in range(6):
+        write(root, f"nove/n{n}.md", f"# Nová {n}\n\n[alfa](../a.md)\n")
+    real_write = output.write_atomic
+    budget = [3]
+
+    def disk_fills_up(path: Path, data: str | bytes) -> None:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        real_write(path, data)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(output, "write_atomic", disk_fills_up)
+        assert build(config, log=log) == 3
+    assert "WARN site: cannot write" in config.log_path.read_text(encoding="utf-8")
+    assert not [p for p in config.site.output.rglob("*.tmp")]  # no half-written page left behind
+    assert build(config, log=log) == 0  # space is back; no note changed
+    assert site_snapshot(config.site.output) == clean_site(tmp_path, root)
+
+
+def test_the_portal_deletes_only_files_it_wrote(portal):
+    config, root, log = portal
+    mine = config.site.output / "robots.txt"
+    mine.write_text("User-agent: *\n", encoding="utf-8")
+    (root / "b.md").unlink()
+    assert build(config, log=log) == 0
+    assert not (config.site.output / "notes/b.html").exists() and mine.read_text() == "User-agent: *\n"
+
+
+def test_an_upgrade_from_an_older_manifest_still_removes_what_it_listed(portal, tmp_path):
+    config, root, log = portal
+    manifest = config.site.output / output.MANIFEST
+    manifest.write_text(manifest.read_text("utf-8").replace(f'"version":{output.MANIFEST_VERSION}', '"version":1'),
+                        encoding="utf-8")
+    (root / "b.md").unlink()
+    assert build(config, log=log) == 0
+    assert not (config.site.output / "notes/b.html").exists()
+    assert site_snapshot(config.site.output) == clean_site(tmp_path, root)
+
+
+def test_a_missing_page_is_written_again(portal, tmp_path):
+    config, root, log = portal
+    (config.site.output / "notes/a.html").unlink()
+    shutil.rmtree(config.site.output / "tags")
+    (root / "b.md").write_text(NOTES["b.md"] + "\nDalší řádek.\n", encoding="utf-8")  # some build work
+    assert build(config, log=log) == 0
+    assert site_snapshot(config.site.output) == clean_site(tmp_path, root)

@@ -1,0 +1,223 @@
+"""The read path under trouble: a slow or broken query embedder, a failed vector load, a swapped
+index generation, and what /api/health says about them (without running a model)."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from builder import indexfile
+from builder.core import index as db
+from builder.core.embedding import EmbeddingError
+from builder.sync import build
+from server.app import create_app
+from server.reader import IndexReader
+from server.vectors import VectorMemory
+from tests.conftest import HashEmbedder, ollama_yaml
+from tests.test_server import build_and_render
+
+ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00")
+
+
+@pytest.fixture
+def portal(config_for, quiet_log):
+    config = config_for(ollama_yaml("http://127.0.0.1:9"))
+    build_and_render(config, quiet_log(config))
+    return config
+
+
+class SlowEmbedder(HashEmbedder):
+    """Answers after ``delay`` seconds (an Ollama busy with a build, a cold model)."""
+
+    delay = 0.6
+
+    def embed_query(self, text: str) -> bytes:
+        time.sleep(self.delay)
+        return super().embed_query(text)
+
+
+def test_a_slow_query_embedder_does_not_use_up_the_sql_time_limit(config_for, quiet_log, notes_dir):
+    """The embedding took 0.6 s of a 0.3 s SQL limit, and the search's SQL after it was interrupted: 503."""
+    for i in range(200):  # 10,000 chunks: the SQL after the embedding runs long enough to be interrupted
+        sections = "".join(f"## Oddíl {j}\n\nČaj číslo {i} a slovo{j}.\n\n" for j in range(50))
+        (notes_dir / f"n{i}.md").write_text(f"# Poznámka {i}\n\n{sections}", encoding="utf-8")
+    config = config_for(ollama_yaml("http://127.0.0.1:9"))
+    assert build(config, embedder_factory=HashEmbedder, log=quiet_log(config)) == 0
+    client = TestClient(create_app(config, embedder_factory=SlowEmbedder, time_limit_s=0.3))
+    response = client.get("/api/search", params={"q": "převodník", "source": "notes", "limit": "100"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["notes"] == []
+    assert body["hits"][0]["path"] == "projekty/sauter-bus.md"
+    assert any(h["ranks"]["vector"] for h in body["hits"])
+
+
+def test_an_embedder_slower_than_its_limit_gives_word_results_with_a_note(portal):
+    class VerySlow(SlowEmbedder):
+        delay = 1.5
+
+    client = TestClient(create_app(portal, embedder_factory=VerySlow, embed_time_limit_s=0.2))
+    started = time.monotonic()
+    response = client.get("/api/search", params={"q": "powerbanka"})
+    assert time.monotonic() - started < 1.0
+    assert response.status_code == 200
+    body = response.json()
+    assert body["notes"] == ["embeddings unavailable (the query embedder took longer than 0.2 s): FTS-only results"]
+    assert [h["path"] for h in body["hits"]] == ["cestovani/snezka.md"]
+    assert body["hits"][0]["ranks"] == {"bm25": 1, "vector": None}
+    page = client.get("/search", params={"q": "powerbanka"})
+    assert page.status_code == 200
+    assert ("embeddings unavailable (the query embedder took longer than 0.2 s): FTS-only results"
+            in page.text)
+
+
+@pytest.mark.parametrize("error, note", [
+    (EmbeddingError("Ollama answered HTTP 500"), "Ollama answered HTTP 500"),
+    (RuntimeError("the model crashed"), "RuntimeError: the model crashed"),
+])
+def test_an_embedder_that_fails_gives_word_results_with_a_note(portal, error, note):
+    class Failing(HashEmbedder):
+        def embed_query(self, text: str) -> bytes:
+            raise error
+
+    client = TestClient(create_app(portal, embedder_factory=Failing))
+    response = client.get("/api/search", params={"q": "powerbanka"})
+    assert response.status_code == 200
+    assert response.json()["notes"] == [f"embeddings unavailable ({note}): FTS-only results"]
+    assert [h["path"] for h in response.json()["hits"]] == ["cestovani/snezka.md"]
+    embedding = client.get("/api/health").json()["embedding"]
+    assert (embedding["created"], embedding["reachable"], embedding["error"], embedding["last_error"]) == (
+        True, False, note, note)
+    assert ISO_TIME.fullmatch(embedding["last_error_at"]) and embedding["last_success_at"] is None
+
+
+def test_health_never_runs_the_embedder_and_reports_what_queries_found(portal):
+    embedded: list[str] = []
+
+    class Recording(HashEmbedder):
+        def embed_query(self, text: str) -> bytes:
+            embedded.append(text)
+            return super().embed_query(text)
+
+    client = TestClient(create_app(portal, embedder_factory=Recording))
+    for _ in range(3):
+        health = client.get("/api/health").json()
+    assert embedded == []
+    assert health["status"] == "ok"
+    assert health["embedding"] == {"provider": "ollama", "created": False, "reachable": None, "error": None,
+                                   "last_error": None, "last_error_at": None, "last_success_at": None}
+    assert client.get("/api/search", params={"q": "čaj"}).status_code == 200
+    embedding = client.get("/api/health").json()["embedding"]
+    assert embedded == ["čaj"]
+    assert (embedding["created"], embedding["reachable"], embedding["error"], embedding["last_error"]) == (
+        True, True, None, None)
+    assert ISO_TIME.fullmatch(embedding["last_success_at"])
+
+
+def _wait_for_vector_loader(timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while any(t.name == "vector-memory" for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "the vector loader did not finish"
+        time.sleep(0.01)
+
+
+def test_a_failed_vector_load_is_remembered_reported_and_retried_later(portal, notes_dir, quiet_log, monkeypatch):
+    loads: list[int] = []
+    real_all_vectors = db.all_vectors
+
+    def out_of_memory(conn):
+        loads.append(1)
+        raise MemoryError("cannot allocate 1.5 GiB")
+
+    monkeypatch.setattr(db, "all_vectors", out_of_memory)
+    app = create_app(portal, embedder_factory=HashEmbedder, min_vectors=1)
+    client = TestClient(app)
+    for q in ["čaj", "powerbanka", "převodník", "sluchátka", "mléko"]:
+        assert client.get("/api/search", params={"q": q, "mode": "vector"}).json()["hits"]  # vec0 answers
+        _wait_for_vector_loader()
+    assert len(loads) == 1  # not once per query
+    health = client.get("/api/health").json()
+    assert health["status"] == "degraded"
+    assert health["vector_memory"]["error"] == "MemoryError: cannot allocate 1.5 GiB"
+    assert (health["vector_memory"]["loaded"], health["vector_memory"]["vectors"]) == (False, 0)
+    assert ISO_TIME.fullmatch(health["vector_memory"]["failed_at"])
+
+    (notes_dir / "zahrada.md").write_text("# Zahrada\n\nRajčata a okurky.\n", encoding="utf-8")
+    build(portal, embedder_factory=HashEmbedder, log=quiet_log(portal))  # the index changed: tried at once
+    client.get("/api/search", params={"q": "rajčata"})
+    _wait_for_vector_loader()
+    assert len(loads) == 2
+
+    monkeypatch.setattr(db, "all_vectors", real_all_vectors)
+    monkeypatch.setattr(VectorMemory, "RETRY_AFTER_S", 0.0)  # the back-off is over
+    client.get("/api/search", params={"q": "rajčata"})
+    _wait_for_vector_loader()
+    memory = client.get("/api/health").json()["vector_memory"]
+    assert memory == {"loaded": True, "vectors": client.get("/api/health").json()["counts"]["vec_chunks"],
+                      "error": None, "failed_at": None}
+
+
+def open_files_of(path: Path) -> list[str]:
+    """What this process's file descriptors point at that is ``path`` or one of its WAL companions."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed meanwhile (the listing's own descriptor among them)
+            continue
+        if target.startswith(str(path)):
+            found.append(target)
+    return found
+
+
+def test_no_connection_keeps_a_replaced_generation_open(portal, quiet_log):
+    """After a --full build swapped the index and deleted the old file, one request closes every
+    connection to it, including those last used by threads that now sit idle."""
+    reader = IndexReader(portal.index)
+    old = indexfile.resolve(portal.index)
+    all_holding, all_returned, finish = threading.Barrier(5), threading.Barrier(5), threading.Event()
+
+    def use_and_idle() -> None:
+        with reader.connection() as lease:
+            db.counts(lease.conn)
+            all_holding.wait(timeout=10)  # four connections in use at once
+        all_returned.wait(timeout=10)
+        finish.wait(timeout=60)  # the thread stays alive, idle
+
+    threads = [threading.Thread(target=use_and_idle) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        all_holding.wait(timeout=10)
+        all_returned.wait(timeout=10)
+        assert len([t for t in open_files_of(old) if t == str(old)]) == 4
+        assert build(portal, full=True, embedder_factory=HashEmbedder, log=quiet_log(portal)) == 0
+        assert not old.exists() and all(t.endswith("(deleted)") for t in open_files_of(old))
+        with reader.connection() as lease:  # one request after the swap
+            assert db.counts(lease.conn)["chunks"] > 0
+        assert open_files_of(old) == []
+    finally:
+        finish.set()
+        for thread in threads:
+            thread.join()
+
+
+def test_an_unreadable_index_is_503_with_the_way_out(portal):
+    generation = indexfile.resolve(portal.index)
+    indexfile.discard(generation)
+    generation.write_bytes(b"not a database, " * 512)
+    client = TestClient(create_app(portal, embedder_factory=HashEmbedder))
+    expected = ("the index cannot be read (file is not a database); "
+                "rebuild it with `notes-portal build --full`")
+    response = client.get("/api/search", params={"q": "čaj"})
+    assert (response.status_code, response.json()) == (503, {"error": expected})
+    page = client.get("/search", params={"q": "čaj"})
+    assert page.status_code == 503 and f'<p class="search-note">{expected}</p>' in page.text
+    health = client.get("/api/health").json()
+    assert (health["index"], health["error"], health["status"]) == (False, expected, "degraded")

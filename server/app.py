@@ -110,11 +110,11 @@ class Portal:
     def run_search(self, params: SearchParams) -> SearchResult:
         """The query's vector first (its own time limit), then the SQL (the reader's time limit)."""
         vector, error = self.embedder.embed(params.query) if params.mode != "bm25" else (None, None)
-        with self.reader.connection() as (conn, identity):
-            def nearest(query_vector: bytes, k: int) -> list[int] | None:
-                return self.memory.nearest(conn, identity, query_vector, k)
+        with self.reader.connection() as lease:
+            def nearest(query_vector: bytes, k: int) -> list[tuple[int, float]] | None:
+                return self.memory.nearest(lease.conn, lease.identity, query_vector, k)
 
-            return search(conn, self.config, params.query, limit=params.limit, source=params.source,
+            return search(lease.conn, self.config, params.query, limit=params.limit, source=params.source,
                           tag=params.tag, mode=params.mode, query_vector=vector, embedder_error=error,
                           nearest=nearest)
 
@@ -144,8 +144,10 @@ class Portal:
             return HTMLResponse(self.pages.render(query=query[:MAX_Q], notes=[str(exc)], hits=[]),
                                 status_code=_status_of(exc))
         hits = [{"url": h.url, "title": h.title, "breadcrumb": h.breadcrumb, "snippet": h.snippet,
-                 "provenance": provenance(h)} for h in result.hits]
-        return HTMLResponse(self.pages.render(query=query, notes=list(result.notes), hits=hits))
+                 "provenance": provenance(h), "more": list(h.more), "copies": list(h.copies)}
+                for h in result.hits]
+        return HTMLResponse(self.pages.render(query=query, notes=list(result.notes), hits=hits,
+                                              weak=result.weak and bool(hits)))
 
     async def auth(self, request: Request) -> Response:
         """``GET /auth``: the sign-in form; ``POST /auth``: check the key, set the cookie, go back."""

@@ -19,7 +19,12 @@ from typing import Any
 
 from builder.core.clock import now_iso
 from builder.core.config import EmbeddingConfig
-from builder.core.embedding import Embedder, EmbedderFactory, EmbeddingError, make_embedder
+from builder.core.embedding import (
+    Embedder,
+    EmbedderFactory,
+    EmbeddingError,
+    make_embedder,
+)
 
 
 @dataclass

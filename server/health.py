@@ -32,7 +32,8 @@ def health(config: Config, reader: IndexReader, embedder: QueryEmbedder, memory:
 
 
 def _index(config: Config, reader: IndexReader) -> dict[str, Any]:
-    with reader.connection() as (conn, _identity):
+    with reader.connection() as lease:
+        conn = lease.conn
         counts = db.counts(conn)
         sources = db.get_sources(conn)
         body: dict[str, Any] = {

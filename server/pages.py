@@ -8,6 +8,7 @@ from typing import Any
 from builder.core import urls
 from builder.core.config import Config
 from builder.core.templates import TEMPLATE_DIR, Page, Templates, asset_version
+from server.search import WEAK
 
 # The sign-in form exists only on a running server, so its template lives here, not in templates/.
 AUTH_TEMPLATE = """{% extends "base.html" %}
@@ -40,9 +41,11 @@ class SearchPage:
     def __init__(self, config: Config) -> None:
         self.templates = _templates(config)
 
-    def render(self, *, query: str, notes: list[str], hits: list[dict[str, Any]] | None) -> str:
-        """The results page for ``query`` (``hits`` None: the empty search form)."""
-        context: dict[str, Any] = {"query": query, "notes": notes}
+    def render(self, *, query: str, notes: list[str], hits: list[dict[str, Any]] | None,
+               weak: bool = False) -> str:
+        """The results page for ``query`` (``hits`` None: the empty search form; ``weak``: the hits are
+        only the closest by meaning)."""
+        context: dict[str, Any] = {"query": query, "notes": notes, "weak": weak, "weak_text": WEAK}
         if hits is not None:
             context["hits"] = hits
         title = f"Search: {query}" if query else "Search"

@@ -39,6 +39,7 @@ class Lease(NamedTuple):
 
     conn: Connection
     identity: Identity
+    snapshot: bool = False  # an immutable snapshot (a full disk): used once, never pooled
 
 
 class IndexReader:
@@ -55,16 +56,24 @@ class IndexReader:
     def _open(self, *, pooled: bool) -> Lease:
         for _ in range(OPEN_ATTEMPTS):
             real = Path(os.path.realpath(self.index_path))
+            conn = None
             try:
                 st = real.stat()
                 # check_same_thread=False only because check-out and check-in move it between threads
                 conn = db.connect(real, readonly=True, check_same_thread=not pooled)
+                conn.execute("SELECT count(*) FROM meta")  # reads through the WAL index: creates -shm
             except FileNotFoundError:
                 continue
             except db.sqlite_module().Error as exc:
-                if real.exists():
-                    raise IndexUnreadable(exc) from exc
-                continue
+                if conn is not None:
+                    conn.close()
+                if not real.exists():
+                    continue
+                if isinstance(exc, db.sqlite_module().OperationalError) and db.snapshot_only(real):
+                    # no room for the WAL index on a full disk: the file alone holds the last good index
+                    conn = db.connect(real, snapshot=True, check_same_thread=not pooled)
+                    return Lease(conn, (st.st_dev, st.st_ino), snapshot=True)
+                raise IndexUnreadable(exc) from exc
             return Lease(conn, (st.st_dev, st.st_ino))
         raise IndexMissing(self.index_path)
 
@@ -77,8 +86,8 @@ class IndexReader:
 
     def open_fresh(self) -> tuple[Identity, Connection]:
         """A new read-only connection of the caller's own (for a background loader) and its identity."""
-        conn, identity = self._open(pooled=False)
-        return identity, conn
+        lease = self._open(pooled=False)
+        return lease.identity, lease.conn
 
     def _check_out(self) -> Lease:
         identity = self._current()
@@ -93,7 +102,8 @@ class IndexReader:
 
     def _check_in(self, lease: Lease, reusable: bool) -> None:
         with self._lock:
-            keep = reusable and lease.identity == self._generation and len(self._idle) < self.max_idle
+            keep = (reusable and not lease.snapshot and lease.identity == self._generation
+                    and len(self._idle) < self.max_idle)
             if keep:
                 self._idle.append(lease.conn)
         if not keep:

@@ -1,15 +1,22 @@
-"""Hybrid search over chunks: BM25 (FTS5) and KNN (sqlite-vec), merged by Reciprocal Rank Fusion.
+"""Hybrid search over chunks: BM25 (FTS5, exact forms and Czech/Slovak word keys) and KNN (vectors),
+fused by rank, grouped by note, with an honest word when nothing matches.
 
-User text never becomes FTS5 syntax: it is cut into words, each word is quoted,
-and words of 3+ characters get a prefix ``*`` (Czech and Slovak inflect word
-endings). Chunks that match every word rank before chunks that match some.
+The order of work for one query:
+1. its words (:mod:`server.query`); a word no note holds in any form is replaced by a close one
+   that some note holds (:mod:`server.spelling`), and the answer says what was searched instead;
+2. BM25 over chunks: every word, else any content word; the vector half: the nearest chunks;
+3. fusion (:mod:`server.fusion`): Reciprocal Rank Fusion at k=10, except that a BM25 winner far
+   ahead of its runner-up stays first;
+4. results by note: at most ``max_per_note`` chunks of a note among the hits (its other matching
+   sections are listed under its first hit), and chunks with byte-identical text (copied notes) are
+   one hit naming the other places;
+5. ``weak``: true when neither half found anything confident (see :func:`server.fusion.is_weak`).
 """
 
 from __future__ import annotations
 
-import html
+import hashlib
 import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -18,31 +25,20 @@ from builder.core import index as db
 from builder.core.config import Config
 from builder.core.embedding import Embedder, EmbeddingError
 from builder.core.errors import UserError
-from builder.core.slug import fold
 from builder.core.urls import hit_url
+from server import fusion, spelling
+from server.query import MAX_QUERY_CHARS, Term, content, match_all, match_any, parse
+from server.snippets import coverage, snippet
 
 if TYPE_CHECKING:
-    from sqlite3 import Connection
+    from sqlite3 import Connection, Row
 
-Nearest = Callable[[bytes, int], "list[int] | None"]
+Nearest = Callable[[bytes, int], "list[tuple[int, float]] | None"]
 
-RRF_K = 60
 MODES = ("hybrid", "bm25", "vector")
 MAX_LIMIT = 100
-MAX_TERMS = 24
-MAX_QUERY_CHARS = 2000
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)  # FTS5's unicode61 splits at "_" as well
-# Function words of Czech, Slovak and English (folded). They still must match in the all-words
-# phase; in the some-words phase they would only pull in most of the index and slow BM25 down.
-STOPWORDS = frozenset("""
-a aby aj ak ako ale alebo ani asi az bez bol bola bolo by byl byla bylo byt co coz do ho i jak jake
-jako je jeho jej jen jeste ji jsem jsi jsme jsou jste k kam kde kdy kdyz ked keby kto ktera ktere
-ktery ktora ktore ktory lebo len ma mam mate mi mu na nad nam nas nebo nej nie no o od po pod pre
-pred pri pro proc preto s sa se si sme so su ta tak tam te tedy ten tiez tj to toho tom tu ty u uz
-v vo vsak z za ze zo
-about an and are as at be but by can do does for from how i if in into is it its of on or so that
-the their then there these this to was what when where which who why will with you your
-""".split())
+MAX_PER_NOTE = 2
+CANDIDATES = 30  # each half's list, before fusion (more than the hits: grouping drops some)
 
 
 @dataclass(frozen=True)
@@ -53,10 +49,13 @@ class Hit:
     breadcrumb: str
     anchor: str
     line_start: int
+    line_end: int
     snippet: str  # HTML-escaped text with <mark> around matched words
     score: float
-    ranks: dict[str, int | None]
+    ranks: dict[str, int | None]  # where each half ranked the chunk (1-based), or None
     url: str  # the note page, site-relative, with the section anchor
+    more: tuple[dict[str, Any], ...] = ()  # the note's other matching sections: breadcrumb, anchor, url
+    copies: tuple[dict[str, Any], ...] = ()  # the same text elsewhere: source, path, url, breadcrumb, lines
 
 
 @dataclass(frozen=True)
@@ -65,10 +64,12 @@ class SearchResult:
     mode: str
     hits: tuple[Hit, ...]
     notes: tuple[str, ...] = field(default=())
+    weak: bool = False  # nothing confident: the hits are only the closest there is
+    corrected: str | None = None  # the words searched instead of the typed ones
 
     def to_json(self) -> dict[str, Any]:
-        return {"query": self.query, "mode": self.mode, "notes": list(self.notes),
-                "hits": [asdict(h) for h in self.hits]}
+        return {"query": self.query, "mode": self.mode, "weak": self.weak, "corrected": self.corrected,
+                "notes": list(self.notes), "hits": [asdict(h) for h in self.hits]}
 
 
 def check_mode(mode: str) -> str:
@@ -86,84 +87,10 @@ def check_limit(limit: int | str) -> int:
     return int(text)
 
 
-def query_terms(text: str) -> list[str]:
-    """The words of the user's text, in order, without duplicates (at most MAX_TERMS)."""
-    seen: dict[str, None] = {}
-    for word in _WORD.findall(unicodedata.normalize("NFC", text[:MAX_QUERY_CHARS])):
-        seen.setdefault(word.lower(), None)
-    return list(seen)[:MAX_TERMS]
-
-
-def fts_expression(terms: list[str], operator: str) -> str:
-    """An FTS5 expression where every term is a quoted string: user text is never syntax."""
-    quoted = [f'"{t}"*' if len(t) >= 3 else f'"{t}"' for t in terms]
-    return f" {operator} ".join(quoted)
-
-
-def _bm25_ids(conn: Connection, terms: list[str], k: int, source: str | None, tag: str | None) -> list[int]:
-    if not terms:
-        return []
-    ids = db.fts_search(conn, fts_expression(terms, "AND"), k, source, tag)
-    some = [t for t in terms if fold(t) not in STOPWORDS] or terms
-    if len(ids) < k and len(some) > 1 or (len(terms) > 1 and len(some) == 1 and not ids):
-        seen = set(ids)
-        ids += [i for i in db.fts_search(conn, fts_expression(some, "OR"), k, source, tag) if i not in seen]
-    return ids[:k]
-
-
-_MARKUP = [
-    (re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)"), r"\1"),  # [text](url), ![alt](src) → text, alt
-    (re.compile(r"\[\[(?:[^\]|\n]*\|)?([^\]\n]*)\]\]"), r"\1"),  # [[note|label]] → label
-    (re.compile(r"^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)", re.M), ""),
-    (re.compile(r"^\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*$", re.M), ""),  # table rule rows
-    (re.compile(r"^\s*(?:```|~~~).*$", re.M), ""),  # fence lines
-    (re.compile(r"\*\*|`|\|"), " "),
-]
-
-
-def plain_text(markdown: str) -> str:
-    """Chunk text without the markdown punctuation that makes snippets hard to read."""
-    for pattern, replacement in _MARKUP:
-        markdown = pattern.sub(replacement, markdown)
-    return markdown
-
-
-def snippet(text: str, terms: list[str], width: int = 36) -> str:
-    """A window of ``width`` words around the densest matches, HTML-escaped, matches in <mark>."""
-    text = plain_text(text)
-    folded_terms = [fold(t) for t in terms]
-    words = list(_WORD.finditer(text))
-
-    def is_match(word: str) -> bool:
-        w = fold(word)
-        return any(w.startswith(t) if len(t) >= 3 else w == t for t in folded_terms)
-
-    flags = [is_match(m.group()) for m in words]
-    best, best_score = 0, -1
-    for start in range(0, max(1, len(words) - width + 1), 4):
-        score = sum(flags[start:start + width])
-        if score > best_score:
-            best, best_score = start, score
-    window = words[best:best + width]
-    if not window:
-        return html.escape(text[:240])
-    at_start, at_end = best == 0, best + width >= len(words)
-    begin = 0 if at_start else window[0].start()
-    end = len(text) if at_end else window[-1].end()
-    out, pos = [], begin
-    for m, flag in zip(window, flags[best:best + width]):
-        out.append(html.escape(text[pos:m.start()]))
-        out.append(f"<mark>{html.escape(m.group())}</mark>" if flag else html.escape(m.group()))
-        pos = m.end()
-    out.append(html.escape(text[pos:end]))
-    body = " ".join("".join(out).split())
-    return ("…" if begin > 0 else "") + body + ("…" if end < len(text) else "")
-
-
 def search(conn: Connection, config: Config, query: str, *, limit: int = 10, source: str | None = None,
            tag: str | None = None, mode: str = "hybrid", embedder: Embedder | None = None,
            embedder_error: str | None = None, query_vector: bytes | None = None,
-           nearest: Nearest | None = None) -> SearchResult:
+           nearest: Nearest | None = None, max_per_note: int = MAX_PER_NOTE) -> SearchResult:
     """Answer one query. Raises :class:`ReindexNeeded` when the index speaks another embedding space.
 
     The query's vector is ``query_vector`` when given (the server embeds before its SQL time
@@ -174,26 +101,35 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     check_mode(mode)
     check_limit(limit)
     db.check_identity(conn, config)
-    notes: list[str] = []
-    terms = query_terms(query)
+    terms = parse(query)
     if not terms:
         return SearchResult(query, mode, (), ("the query has no words to search for",))
-    k = max(limit * 3, 30)
-    bm25 = _bm25_ids(conn, terms, k, source, tag) if mode in ("hybrid", "bm25") else []
-    vector: list[int] = []
+    notes: list[str] = []
+    corrections = spelling.correct(conn, terms)
+    corrected = None
+    if corrections:
+        terms = spelling.replaced(terms, corrections)
+        corrected = " ".join(t.text for t in terms)
+        notes.append(f"no note holds {', '.join(repr(w) for w in corrections)}: showing results for {corrected!r}")
+    lexical = _bm25(conn, terms, source, tag)
+    semantic: list[tuple[int, float]] = []
     if mode in ("hybrid", "vector"):
         if query_vector is None and embedder is not None:
             query_vector, embedder_error = embed_query(embedder, query)
-        vector, note = _vector_ids(conn, config, k, source, tag, query_vector, embedder_error, nearest)
+        semantic, note = _vector(conn, config, source, tag, query_vector, embedder_error, nearest)
         if note:
             notes.append(note)
     pending = db.count_pending(conn) if config.embedding.enabled else 0
     if pending and mode != "bm25":
         notes.append(f"{pending} chunks still awaiting vectors: they are found by words only")
-    hits = _fuse(conn, terms, bm25, vector, limit)
+    rows = db.chunk_details(conn, [i for i, _ in lexical] + [i for i, _ in semantic])
+    best = _best_coverage(terms, lexical, rows)
+    ranked = fusion.fuse(lexical if mode != "vector" else [], semantic if mode != "bm25" else [], best)
+    hits = _group(ranked, rows, terms, limit, max_per_note)
+    weak = _weak(best, lexical, semantic, rows, mode)
     if not hits and not db.counts(conn)["chunks"]:
         notes.append("the index is empty: run `notes-portal build`")
-    return SearchResult(query, mode, tuple(hits), tuple(notes))
+    return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected)
 
 
 def embed_query(embedder: Embedder, query: str) -> tuple[bytes | None, str | None]:
@@ -204,54 +140,103 @@ def embed_query(embedder: Embedder, query: str) -> tuple[bytes | None, str | Non
         return None, str(exc)
 
 
-def _vector_ids(conn: Connection, config: Config, k: int, source: str | None, tag: str | None,
-                vector: bytes | None, embedder_error: str | None,
-                nearest: Nearest | None) -> tuple[list[int], str | None]:
+def _bm25(conn: Connection, terms: list[Term], source: str | None, tag: str | None) -> list[tuple[int, float]]:
+    """Chunks holding every word (in some form), then chunks holding any content word."""
+    stems = db.has_stems(conn)
+    found = db.fts_search(conn, match_all(terms, stems), CANDIDATES, source, tag, stems)
+    if len(found) < CANDIDATES and (len(content(terms)) > 1 or not found):
+        seen = {chunk_id for chunk_id, _ in found}
+        found += [hit for hit in db.fts_search(conn, match_any(terms, stems), CANDIDATES, source, tag, stems)
+                  if hit[0] not in seen]
+    return found[:CANDIDATES]
+
+
+def _vector(conn: Connection, config: Config, source: str | None, tag: str | None, vector: bytes | None,
+            embedder_error: str | None, nearest: Nearest | None) -> tuple[list[tuple[int, float]], str | None]:
     if not config.embedding.enabled:
         return [], "embeddings disabled (provider: none): FTS-only results"
     if vector is None:
         return [], f"embeddings unavailable ({embedder_error or 'no embedder'}): FTS-only results"
-    ids = nearest(vector, db.vector_candidates(k, source is not None or tag is not None)) if nearest else None
-    if ids is None:
-        return db.knn_search(conn, vector, k, source, tag), None
-    return db.filter_chunk_ids(conn, ids, source, tag)[:k], None
+    filtered = source is not None or tag is not None
+    found = nearest(vector, db.vector_candidates(CANDIDATES, filtered)) if nearest else None
+    if found is None:
+        return db.knn_search(conn, vector, CANDIDATES, source, tag), None
+    if not filtered:
+        return found[:CANDIDATES], None
+    kept = set(db.filter_chunk_ids(conn, [chunk_id for chunk_id, _ in found], source, tag))
+    return [hit for hit in found if hit[0] in kept][:CANDIDATES], None
 
 
-def fuse(*rankings: list[int]) -> list[tuple[int, float]]:
-    """Reciprocal Rank Fusion: chunk ids with their summed ``1 / (RRF_K + rank)``, best first
-    (ties: the smaller id)."""
-    scores: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, chunk_id in enumerate(ranking, start=1):
-            scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (RRF_K + rank)
-    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-
-
-def _fuse(conn: Connection, terms: list[str], bm25: list[int], vector: list[int], limit: int) -> list[Hit]:
-    fused = fuse(bm25, vector)[:limit]
-    scores = dict(fused)
-    ordered = [chunk_id for chunk_id, _ in fused]
-    bm25_rank = {cid: r for r, cid in enumerate(bm25, start=1)}
-    vec_rank = {cid: r for r, cid in enumerate(vector, start=1)}
-    rows = db.chunk_details(conn, ordered)
-    hits = []
-    for chunk_id in ordered:
-        row = rows.get(chunk_id)
-        if row is None:
+def _group(ranked: list[fusion.Ranked], rows: dict[int, Row], terms: list[Term], limit: int,
+           max_per_note: int) -> list[Hit]:
+    """The hits in fused order: at most ``max_per_note`` per note (the rest listed under the note's
+    first hit), one per text (copies listed under the hit that shows it)."""
+    hits: list[dict[str, Any]] = []
+    by_text: dict[str, dict[str, Any]] = {}
+    by_note: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for item in ranked:
+        row = rows.get(item.chunk_id)
+        if row is None:  # removed by a build since the lists were made
             continue
-        hits.append(Hit(source=row["source_id"], path=row["path"], title=row["title"],
-                        breadcrumb=row["breadcrumb"], anchor=row["anchor"], line_start=row["line_start"],
-                        snippet=snippet(row["text"], terms), score=round(scores[chunk_id], 6),
-                        ranks={"bm25": bm25_rank.get(chunk_id), "vector": vec_rank.get(chunk_id)},
-                        url=hit_url(row["source_id"], row["path"], row["anchor"])))
-    return hits
+        text_key = hashlib.sha1(row["text"].encode("utf-8")).hexdigest()
+        note_key = (row["source_id"], row["path"])
+        where = {"source": row["source_id"], "path": row["path"],
+                 "url": hit_url(row["source_id"], row["path"], row["anchor"])}
+        if text_key in by_text:
+            if where["path"] != by_text[text_key]["path"] or where["source"] != by_text[text_key]["source"]:
+                by_text[text_key]["copies"].append({**where, "breadcrumb": row["breadcrumb"],
+                                                    "line_start": row["line_start"], "line_end": row["line_end"]})
+            continue
+        shown = by_note.setdefault(note_key, [])
+        if len(shown) >= max_per_note:
+            shown[0]["more"].append({"breadcrumb": row["breadcrumb"], "anchor": row["anchor"],
+                                     "line_start": row["line_start"], "url": where["url"]})
+            continue
+        if len(hits) >= limit:
+            continue
+        hit = {"row": row, "item": item, "url": where["url"], "more": [], "copies": []}
+        hits.append(hit)
+        shown.append(hit)
+        by_text[text_key] = {**where, "copies": hit["copies"]}
+    return [_hit(h, terms) for h in hits]
+
+
+def _hit(found: dict[str, Any], terms: list[Term]) -> Hit:
+    row, item = found["row"], found["item"]
+    return Hit(source=row["source_id"], path=row["path"], title=row["title"], breadcrumb=row["breadcrumb"],
+               anchor=row["anchor"], line_start=row["line_start"], line_end=row["line_end"],
+               snippet=snippet(row["text"], terms), score=round(item.score, 6),
+               ranks={"bm25": item.bm25_rank, "vector": item.vector_rank}, url=found["url"],
+               more=tuple(found["more"]), copies=tuple(found["copies"]))
+
+
+def _best_coverage(terms: list[Term], lexical: list[tuple[int, float]], rows: dict[int, Row]) -> float:
+    """The largest share of the query's content words that one note of BM25's best ten chunks holds
+    (an answer may span the sections of a note)."""
+    texts: dict[tuple[str, str], list[str]] = {}
+    for chunk_id, _ in lexical[:10]:
+        if chunk_id in rows:
+            row = rows[chunk_id]
+            texts.setdefault((row["source_id"], row["path"]), []).append(f"{row['breadcrumb']}\n{row['text']}")
+    return max((coverage("\n".join(parts), terms) for parts in texts.values()), default=0.0)
+
+
+def _weak(best_coverage: float, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
+          rows: dict[int, Row], mode: str) -> bool:
+    def notes(found: list[tuple[int, float]]) -> set[tuple[str, str]]:
+        return {(rows[i]["source_id"], rows[i]["path"]) for i, _ in found[:fusion.AGREEMENT_DEPTH] if i in rows}
+
+    return fusion.is_weak(best_coverage, notes(lexical), notes(semantic) if mode != "bm25" else None)
+
+
+WEAK = "nothing in your notes matches these words; closest by meaning:"
 
 
 def provenance(hit: Hit) -> str:
-    """``bm25 #2, vec #1`` — which half found the hit, at which rank."""
+    """``words #2, meaning #1`` — which half found the hit, at which rank (the words the search box uses)."""
     parts = []
     if hit.ranks.get("bm25"):
-        parts.append(f"bm25 #{hit.ranks['bm25']}")
+        parts.append(f"words #{hit.ranks['bm25']}")
     if hit.ranks.get("vector"):
-        parts.append(f"vec #{hit.ranks['vector']}")
+        parts.append(f"meaning #{hit.ranks['vector']}")
     return ", ".join(parts)

@@ -24,7 +24,13 @@ from urllib.parse import quote
 import anyio
 from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import (
+    HTMLResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.types import Receive, Scope, Send
 
 from builder.core import filetypes, urls

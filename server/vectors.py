@@ -83,8 +83,9 @@ class VectorMemory:
                            and time.monotonic() - failure.at < self.RETRY_AFTER_S)
         return key != self._too_small and not recently_failed
 
-    def nearest(self, conn: Connection, identity: Identity | None, vector: bytes, k: int) -> list[int] | None:
-        """Up to ``k`` chunk ids nearest to ``vector`` by cosine, or None (use vec0 instead)."""
+    def nearest(self, conn: Connection, identity: Identity | None, vector: bytes,
+                k: int) -> list[tuple[int, float]] | None:
+        """Up to ``k`` (chunk id, cosine similarity) nearest to ``vector``, or None (use vec0 instead)."""
         if identity is None:
             return None
         key = (identity, db.vectors_version(conn))
@@ -103,7 +104,7 @@ class VectorMemory:
         k = min(k, scores.shape[0])
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [int(i) for i in snapshot.ids[top]]
+        return [(int(i), float(s)) for i, s in zip(snapshot.ids[top], scores[top])]
 
     def _start_load(self, key: SnapshotKey) -> None:
         with self._lock:

@@ -36,7 +36,7 @@ def test_search_text_output(built, capsys):
     assert main(["search", "převodník MAX485", "--config", str(built.path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "note: embeddings disabled (provider: none): FTS-only results"
-    assert out[1] == " 1. Sauter Bus > Zapojení  [bm25 #1]"
+    assert out[1] == " 1. Sauter Bus > Zapojení  [words #1]"
     assert out[2] == "    notes:projekty/sauter-bus.md:5#zapojeni"
     assert out[3] == "    [Převodník] [MAX485] na pinech P0 a P1."
 
@@ -128,3 +128,12 @@ def test_corrupt_index_is_one_line(built, capsys):
     assert main(["search", "čaj", "--config", str(built.path)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("notes-portal: the index cannot be read (file is not a database)")
+
+
+def test_search_says_when_nothing_matches_the_words(built, capsys):
+    assert main(["search", "qxzvv kwyjibo", "--config", str(built.path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == ["note: embeddings disabled (provider: none): FTS-only results", "(no matches)"]
+    assert main(["search", "qxzvv kwyjibo", "--json", "--config", str(built.path)]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert (body["weak"], body["hits"]) == (True, [])

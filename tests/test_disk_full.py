@@ -248,17 +248,7 @@ def assert_index_holds_exactly(config: Config, notes: dict[str, str]) -> None:
         conn.close()
 
 
-class KnownDefect(AssertionError):
-    """The assertion an xfail test exists for; any other failing assertion is a real failure."""
-
-
 # ---------------------------------------------------------------- the index's disk
-
-READ_DEFECT = (
-    "server/app.py api_search() and _health() (and `status`, builder/status.py): a read-only connection to the "
-    "WAL index with under 32 KiB free and no -shm sized yet raises OperationalError('disk I/O error'), not caught: "
-    "/api/search and /api/health answer 500, `status` exits 1 'the index cannot be read'")
-
 
 @pytest.mark.parametrize("leave, serving, opens", [
     # With the server reading, the index's -shm exists: with 64 KiB left some new notes still fit,
@@ -324,7 +314,7 @@ def test_a_full_index_disk_keeps_the_old_index_serving_and_the_next_build_conver
 
 @pytest.mark.parametrize("leave", [
     pytest.param(64 * 1024, id="nearly-full"),
-    pytest.param(0, id="last-byte", marks=pytest.mark.xfail(strict=True, raises=KnownDefect, reason=READ_DEFECT)),
+    pytest.param(0, id="last-byte"),
 ])
 def test_a_server_started_while_the_index_disk_is_full_answers_from_the_index(
         leave: int, tmp_path: Path, small_disk: Callable[[str, int], SmallDisk], ollama: FakeOllama) -> None:
@@ -342,8 +332,7 @@ def test_a_server_started_while_the_index_disk_is_full_answers_from_the_index(
     health = client.get("/api/health")
     index_ok = health.json().get("index") if health.status_code == 200 else None
     status = run_status(config, disk)
-    if (found, health.status_code, index_ok, status) != ((200, ["hory/snezka.md"]), 200, True, None):
-        raise KnownDefect(f"search {found}, health {health.status_code} {health.text[:60]!r}, status {status!r}")
+    assert (found, health.status_code, index_ok, status) == ((200, ["hory/snezka.md"]), 200, True, None)
 
 
 # ---------------------------------------------------------------- the site's disk

@@ -530,10 +530,10 @@ def test_wikilink_title_keys_equal_slugify():
     assert [_key(t) for t in samples] == [slugify(t, fallback="") for t in samples]
 
 
-@pytest.mark.parametrize("source_id", ["tags", "static", "api", "search"])
+@pytest.mark.parametrize("source_id", ["tags", "static", "api", "search", "auth"])
 def test_reserved_source_ids_are_refused_by_the_config(tmp_path, notes, source_id):
     from builder.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=rf"sources\.{source_id}: source id '{source_id}' is reserved for the "
-                                          r"site's own pages \(api, search, static, tags\); choose another"):
+                                          r"site's own pages \(api, auth, search, static, tags\); choose another"):
         make_config(tmp_path, {source_id: notes})

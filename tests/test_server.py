@@ -47,11 +47,12 @@ def test_search_result_shape_and_url_lands_on_the_section(client):
     response = client.get("/api/search", params={"q": "Zapojení převodník"})
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"query", "mode", "notes", "hits", "took_ms"}
-    assert (body["query"], body["mode"], body["notes"]) == ("Zapojení převodník", "hybrid", [])
+    assert set(body) == {"query", "mode", "weak", "corrected", "notes", "hits", "took_ms"}
+    assert (body["query"], body["mode"], body["weak"], body["corrected"], body["notes"]) == (
+        "Zapojení převodník", "hybrid", False, None, [])
     top = body["hits"][0]
-    assert set(top) == {"source", "path", "title", "breadcrumb", "anchor", "line_start", "snippet", "score",
-                        "ranks", "url"}
+    assert set(top) == {"source", "path", "title", "breadcrumb", "anchor", "line_start", "line_end", "snippet",
+                        "score", "ranks", "url", "more", "copies"}
     assert top["url"] == "notes/projekty/sauter-bus.html#zapojeni"
     assert top["ranks"]["bm25"] == 1 and isinstance(top["ranks"]["vector"], int)
     assert "<mark>Převodník</mark>" in top["snippet"]
@@ -344,3 +345,12 @@ def test_a_fresh_server_answers_concurrent_first_queries_with_vectors(portal, fa
     assert len(answers) == 16
     assert [a["notes"] for a in answers] == [[]] * 16
     assert all(any(h["ranks"]["vector"] for h in a["hits"]) for a in answers)
+
+
+def test_the_results_page_and_the_api_say_when_nothing_matches(client):
+    body = client.get("/api/search", params={"q": "xylofonový koncert"}).json()
+    assert body["weak"] is True and body["hits"]  # the closest by meaning, marked as such
+    page = client.get("/search", params={"q": "xylofonový koncert"})
+    assert '<p class="search-weak">nothing in your notes matches these words; closest by meaning:</p>' in page.text
+    page = client.get("/search", params={"q": "Zapojení převodník"})
+    assert "search-weak" not in page.text

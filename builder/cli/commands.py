@@ -52,7 +52,7 @@ def _query_embedder(config: Config) -> tuple[Embedder | None, str | None]:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from server.search import provenance, search
+    from server.search import WEAK, provenance, search
 
     config = config_of(args)
     if args.source:
@@ -68,11 +68,17 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     if not result.hits:
         print("(no matches)")
+    elif result.weak:
+        print(WEAK)
     for rank, hit in enumerate(result.hits, start=1):
         anchor = f"#{hit.anchor}" if hit.anchor else ""
         print(f"{rank:2}. {hit.breadcrumb}  [{provenance(hit)}]")
         print(f"    {hit.source}:{hit.path}:{hit.line_start}{anchor}")
         print(f"    {_plain_snippet(hit.snippet)}")
+        for other in hit.more:
+            print(f"      also {other['breadcrumb']}  {hit.source}:{hit.path}:{other['line_start']}#{other['anchor']}")
+        for copy in hit.copies:
+            print(f"      the same text in {copy['source']}:{copy['path']}")
     return 0
 
 
@@ -166,9 +172,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     def ask(query: Query, mode: str) -> tuple[list[HitRef], bool | None]:
         result = search(conn, evaluated, query.text, limit=10, mode=mode, embedder=embedder, embedder_error=error,
                         source=query.corpus if args.per_corpus else None)
-        return ([HitRef(h.source, h.path, h.breadcrumb, h.line_start,
-                        db.chunk_last_line(conn, h.source, h.path, h.line_start)) for h in result.hits],
-                getattr(result, "weak", None))
+        hits = [HitRef(h.source, h.path, h.breadcrumb, h.line_start, h.line_end,
+                       tuple(HitRef(c["source"], c["path"], c["breadcrumb"], c["line_start"], c["line_end"])
+                             for c in h.copies))
+                for h in result.hits]
+        return hits, result.weak
 
     @cache
     def headings(source: str, path: str) -> tuple[tuple[str, int], ...]:

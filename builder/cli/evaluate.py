@@ -56,13 +56,17 @@ class Query:
 
 @dataclass(frozen=True)
 class HitRef:
-    """What scoring needs of one search hit."""
+    """What scoring needs of one search hit (``copies``: the same text elsewhere, shown as one hit)."""
 
     source: str
     path: str
     breadcrumb: str
     line_start: int
     line_end: int
+    copies: tuple[HitRef, ...] = ()
+
+    def places(self) -> tuple[HitRef, ...]:
+        return (self, *self.copies)
 
 
 Headings = Callable[[str, str], "tuple[tuple[str, int], ...]"]  # (source, path) → (heading text, line)
@@ -108,10 +112,16 @@ def _plain(text: str) -> str:
 
 
 def _file_match(query: Query, hit: HitRef) -> bool:
-    return hit.source == query.corpus and (hit.path in query.also or any(r.path == hit.path for r in query.relevant))
+    return any(place.source == query.corpus and (place.path in query.also
+                                                 or any(r.path == place.path for r in query.relevant))
+               for place in hit.places())
 
 
 def _section_match(relevant: Relevant, hit: HitRef, corpus: str, headings: Headings) -> bool:
+    return any(_place_holds_section(relevant, place, corpus, headings) for place in hit.places())
+
+
+def _place_holds_section(relevant: Relevant, hit: HitRef, corpus: str, headings: Headings) -> bool:
     if hit.source != corpus or hit.path != relevant.path:
         return False
     if relevant.heading is None:
@@ -131,8 +141,8 @@ def rank(query: Query, hits: Sequence[HitRef], weak: bool | None, headings: Head
                          if any(_section_match(r, hit, query.corpus, headings) for r in query.relevant)), None)
     first5 = top[:5]
     if query.relevant:
-        by_file = sum(any(h.source == query.corpus and (h.path == r.path or h.path in query.also) for h in first5)
-                      for r in query.relevant) / len(query.relevant)
+        by_file = sum(any(p.source == query.corpus and (p.path == r.path or p.path in query.also)
+                          for h in first5 for p in h.places()) for r in query.relevant) / len(query.relevant)
         by_section = sum(any(_section_match(r, h, query.corpus, headings) for h in first5)
                          for r in query.relevant) / len(query.relevant)
     else:

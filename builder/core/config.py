@@ -19,7 +19,7 @@ import yaml
 from builder.core.errors import ConfigError
 
 # Top-level site paths of the portal itself; a source with such an id would collide with them.
-RESERVED_SOURCE_IDS = frozenset({"tags", "static", "api", "search"})
+RESERVED_SOURCE_IDS = frozenset({"tags", "static", "api", "search", "auth"})
 SOURCE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 PROVIDERS = ("local", "ollama", "openai", "none")
 SITE_MARKER = ".notes-portal-site"  # in every site folder the portal made (see builder.render.output)

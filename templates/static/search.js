@@ -81,6 +81,7 @@
       panel.textContent = "";
       (data.notes || []).forEach(function (note) { panel.appendChild(el("p", "search-note", note)); });
       if (!data.hits.length) panel.appendChild(el("p", "muted", "No matches."));
+      else if (data.weak) panel.appendChild(el("p", "search-weak", "Nothing in your notes matches these words; closest by meaning:"));
       data.hits.forEach(function (hit) {
         var a = el("a", "search-result");
         a.href = hitHref(root, hit, query);

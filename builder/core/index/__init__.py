@@ -13,6 +13,7 @@ from builder.core.index.connection import (
     connect,
     load_vec,
     open_index,
+    snapshot_only,
     sqlite_module,
     transaction,
     vec_version,
@@ -21,7 +22,6 @@ from builder.core.index.notes import (
     FileRecord,
     FileState,
     SourceRow,
-    chunk_last_line,
     content_token,
     count_pending,
     counts,
@@ -48,8 +48,11 @@ from builder.core.index.queries import (
     count_vectors,
     filter_chunk_ids,
     fts_search,
+    has_vocabulary,
+    has_word_or_key,
     knn_search,
     vector_candidates,
+    words_starting,
 )
 from builder.core.index.schema import (
     CHUNKER_VERSION,
@@ -65,12 +68,13 @@ from builder.core.index.schema import (
 )
 
 __all__ = [
-    "all_vectors", "check_identity", "checkpoint", "chunk_details", "chunk_last_line", "CHUNKER_VERSION",
+    "all_vectors", "check_identity", "checkpoint", "chunk_details", "CHUNKER_VERSION",
     "connect", "content_token", "count_pending", "count_vectors", "counts", "delete_file", "delete_source",
     "ensure_vec_table", "expected_identity", "file_states", "FileRecord", "FileState", "filter_chunk_ids",
-    "fts_integrity_error", "fts_search", "get_meta", "get_sources", "has_stems", "has_vec_table", "knn_search",
-    "load_vec", "migrate", "note_headings", "notes_for_render", "notes_for_toc", "open_index", "pending_chunks",
-    "replace_file", "set_last_change", "set_meta", "source_stats", "SourceRow", "sqlite_module",
-    "store_vectors", "touch_file", "transaction", "update_source", "upsert_source", "vec_version",
-    "vector_candidates", "vectors_version",
+    "fts_integrity_error", "fts_search", "get_meta", "get_sources", "has_stems", "has_vec_table",
+    "has_vocabulary", "has_word_or_key", "knn_search", "load_vec", "migrate", "note_headings",
+    "notes_for_render", "notes_for_toc", "open_index", "pending_chunks", "replace_file", "set_last_change",
+    "set_meta", "snapshot_only", "source_stats", "SourceRow", "sqlite_module", "store_vectors", "touch_file",
+    "transaction", "update_source", "upsert_source", "vec_version", "vector_candidates", "vectors_version",
+    "words_starting",
 ]

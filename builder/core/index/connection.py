@@ -28,14 +28,16 @@ def sqlite_module() -> ModuleType:
 
 
 def connect(path: Path, *, readonly: bool = False, vec: bool = True, timeout: float = 10.0,
-            check_same_thread: bool = True) -> Connection:
+            check_same_thread: bool = True, snapshot: bool = False) -> Connection:
     """Open a database file (autocommit, explicit transactions); load sqlite-vec when ``vec``.
 
     ``check_same_thread=False`` is for a pool that hands a read-only connection to one thread at a time.
+    ``snapshot`` opens it read-only as an immutable file, without the WAL index (see :func:`snapshot_only`).
     """
     sqlite3 = sqlite_module()
-    if readonly:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=timeout,
+    if readonly or snapshot:
+        mode = "ro&immutable=1" if snapshot else "ro"
+        conn = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, isolation_level=None, timeout=timeout,
                                check_same_thread=check_same_thread)
     else:
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=timeout)
@@ -53,6 +55,20 @@ def connect(path: Path, *, readonly: bool = False, vec: bool = True, timeout: fl
         conn.execute("PRAGMA journal_size_limit=1048576")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
+
+
+def snapshot_only(path: Path) -> bool:
+    """Can ``path`` be read only as an immutable snapshot? So when a reader cannot create the WAL index
+    (``-shm``, on a full disk) while the file holds everything (no WAL beside it, as after the last
+    connection closed cleanly): reading the main file alone is then exact."""
+    def size(companion: Path) -> int:
+        try:
+            return companion.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    # A WAL index in use is at least 32 KiB; a failed open may leave a few bytes of one behind.
+    return size(Path(f"{path}-shm")) < 32768 and size(Path(f"{path}-wal")) == 0
 
 
 def open_index(index: Path, *, vec: bool = True) -> Connection:

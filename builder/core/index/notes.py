@@ -289,15 +289,6 @@ def note_headings(conn: Connection, source_id: str, path: str) -> list[dict[str,
     return list(json.loads(row[0])) if row else []
 
 
-def chunk_last_line(conn: Connection, source_id: str, path: str, line_start: int) -> int:
-    """The last line of the chunk of a note that starts at ``line_start`` (0 when there is none)."""
-    row = conn.execute(dedent("""
-        SELECT max(line_end) FROM chunks
-        WHERE source_id = :source_id AND path = :path AND line_start = :line_start
-    """), {"source_id": source_id, "path": path, "line_start": line_start}).fetchone()
-    return int(row[0] or 0)
-
-
 def notes_for_render(conn: Connection) -> list[Row]:
     """Every published note with what its page, the tables of contents and tag pages show."""
     return conn.execute(dedent("""

@@ -21,29 +21,40 @@ def vector_candidates(k: int, filtered: bool) -> int:
     return min(MAX_VECTOR_CANDIDATES, k * 20) if filtered else k
 
 
-def fts_search(conn: Connection, match: str, limit: int, source_id: str | None, tag: str | None) -> list[int]:
-    """Chunk ids matching the FTS5 expression ``match``, best BM25 first."""
+# Column weights of bm25(chunks_fts): the breadcrumb (title and headings) counts twice the text; the
+# stems (word keys of both) once, so a note with the exact form scores in more columns than one with
+# another form of the word.
+_BM25 = "bm25(chunks_fts, 2.0, 1.0, 1.0)"
+_BM25_BEFORE_STEMS = "bm25(chunks_fts, 2.0, 1.0)"  # an index from before schema step 3, read-only
+
+
+def fts_search(conn: Connection, match: str, limit: int, source_id: str | None, tag: str | None,
+               stems: bool = True) -> list[tuple[int, float]]:
+    """Chunks matching the FTS5 expression ``match``: (id, BM25 score, larger is better), best first."""
+    rank = _BM25 if stems else _BM25_BEFORE_STEMS  # a fixed choice of two constants, never user text
     if source_id is None and tag is None:  # FTS5 ranks and limits alone: no join per matching row
-        rows = conn.execute(dedent("""
-            SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH :match
-            ORDER BY bm25(chunks_fts, 2.0, 1.0) LIMIT :limit
+        rows = conn.execute(dedent(f"""
+            SELECT rowid, -{rank} AS score FROM chunks_fts WHERE chunks_fts MATCH :match
+            ORDER BY {rank} LIMIT :limit
         """), {"match": match, "limit": limit}).fetchall()
-        return [row[0] for row in rows]
+        return [(row[0], row[1]) for row in rows]
     rows = conn.execute(dedent(f"""
-        SELECT c.id FROM chunks_fts
+        SELECT c.id, -{rank} AS score FROM chunks_fts
         JOIN chunks AS c ON c.id = chunks_fts.rowid
         JOIN files AS f ON f.source_id = c.source_id AND f.path = c.path
         WHERE chunks_fts MATCH :match
           AND (:source_id IS NULL OR c.source_id = :source_id)
           AND {TAG_FILTER}
-        ORDER BY bm25(chunks_fts, 2.0, 1.0)
+        ORDER BY {rank}
         LIMIT :limit
     """), {"match": match, "limit": limit, "source_id": source_id, "tag": tag}).fetchall()
-    return [row[0] for row in rows]
+    return [(row[0], row[1]) for row in rows]
 
 
-def knn_search(conn: Connection, vector: bytes, k: int, source_id: str | None, tag: str | None) -> list[int]:
-    """Chunk ids nearest to ``vector`` (cosine) by sqlite-vec's scan, filtered by source/tag afterwards."""
+def knn_search(conn: Connection, vector: bytes, k: int, source_id: str | None,
+               tag: str | None) -> list[tuple[int, float]]:
+    """Chunks nearest to ``vector`` by sqlite-vec's scan, filtered by source/tag afterwards:
+    (id, cosine similarity), nearest first."""
     if not has_vec_table(conn):
         return []
     filtered = source_id is not None or tag is not None
@@ -51,7 +62,7 @@ def knn_search(conn: Connection, vector: bytes, k: int, source_id: str | None, t
         WITH knn AS (
           SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH :vector AND k = :k
         )
-        SELECT c.id FROM knn
+        SELECT c.id, 1.0 - knn.distance FROM knn
         JOIN chunks AS c ON c.id = knn.rowid
         JOIN files AS f ON f.source_id = c.source_id AND f.path = c.path
         WHERE (:source_id IS NULL OR c.source_id = :source_id)
@@ -59,7 +70,7 @@ def knn_search(conn: Connection, vector: bytes, k: int, source_id: str | None, t
         ORDER BY knn.distance
     """), {"vector": vector, "k": vector_candidates(k, filtered), "source_id": source_id,
            "tag": tag}).fetchall()
-    return [row[0] for row in rows][:k]
+    return [(row[0], row[1]) for row in rows][:k]
 
 
 def filter_chunk_ids(conn: Connection, ids: Sequence[int], source_id: str | None, tag: str | None) -> list[int]:
@@ -80,12 +91,42 @@ def chunk_details(conn: Connection, ids: Sequence[int]) -> dict[int, Row]:
     if not ids:
         return {}
     rows = conn.execute(dedent("""
-        SELECT c.id, c.source_id, c.path, c.breadcrumb, c.anchor, c.line_start, c.line_end, c.text,
+        SELECT c.id, c.source_id, c.path, c.chunk_idx, c.breadcrumb, c.anchor, c.line_start, c.line_end, c.text,
                f.title, f.tags
         FROM chunks AS c JOIN files AS f ON f.source_id = c.source_id AND f.path = c.path
         WHERE c.id IN (SELECT value FROM json_each(:ids))
     """), {"ids": json.dumps(list(ids))}).fetchall()
     return {row["id"]: row for row in rows}
+
+
+def has_vocabulary(conn: Connection) -> bool:
+    """Does this index have ``chunks_vocab`` (schema step 4)?"""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_vocab'").fetchone() is not None
+
+
+def words_starting(conn: Connection, prefix: str, lengths: tuple[int, int],
+                   limit: int) -> list[tuple[str, int]]:
+    """Words of the notes' text and headings (folded, as FTS5 holds them) that begin with ``prefix``
+    and have from ``lengths[0]`` to ``lengths[1]`` letters, with the number of chunks holding each
+    (not the stems column: its keys are not words)."""
+    rows = conn.execute(dedent("""
+        SELECT term, sum(doc) FROM chunks_vocab
+        WHERE term >= :prefix AND term < :prefix || char(1114111) AND col IN ('breadcrumb', 'text')
+          AND length(term) BETWEEN :shortest AND :longest
+        GROUP BY term ORDER BY term LIMIT :limit
+    """), {"prefix": prefix, "shortest": lengths[0], "longest": lengths[1], "limit": limit}).fetchall()
+    return [(row[0], int(row[1])) for row in rows]
+
+
+def has_word_or_key(conn: Connection, prefix: str, key: str) -> bool:
+    """Does any chunk hold a word beginning with ``prefix`` or the word key ``key`` (stems column)?"""
+    row = conn.execute(dedent("""
+        SELECT 1 FROM chunks_vocab
+        WHERE (term >= :prefix AND term < :prefix || char(1114111) AND col IN ('breadcrumb', 'text'))
+           OR (term = :key AND col = 'stems')
+        LIMIT 1
+    """), {"prefix": prefix, "key": key}).fetchone()
+    return row is not None
 
 
 def all_vectors(conn: Connection) -> list[Row]:

@@ -162,6 +162,10 @@ SCHEMA_STEPS: tuple[str | Callable[[Connection], None], ...] = (
     """,
     # 3: word keys for Czech and Slovak inflection next to the exact text
     _add_stems,
+    # 4: the words the full-text index holds, with how many chunks hold each (for typo suggestions)
+    """
+    CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'col');
+    """,
 )
 
 

@@ -1,0 +1,65 @@
+"""Fusing the two halves' rankings, and deciding whether the result is confident at all.
+
+Reciprocal Rank Fusion with a small k (10, not the textbook 60): the first places of each list
+weigh clearly more than the tail, which is where the answer is when the halves disagree. The
+lexical list counts ``CONFIDENT_WEIGHT`` times when some note among BM25's best holds every content
+word of the query (an identifier, a command, a name, a question asked in the notes' own words): the
+words then say more than the vector's sense of meaning. And a lexical winner stays first when its
+BM25 score is ``STRONG_RATIO`` times its runner-up's: the words point at it unmistakably, and a
+vector list that missed it must not push it down. The variants measured on the dev set (other k,
+a bonus for first places, a convex combination of normalised scores, the dense half leading when
+BM25 matches little) are in docs/QUALITY.md.
+
+Weak: the answer is "nothing confident" when no note among BM25's best chunks holds most of the
+query's content words (``COVERAGE``) *and* the two halves agree on no note among their first
+``AGREEMENT_DEPTH``. Each signal alone is common in real answers (a paraphrase shares few words; a
+long question rarely has all its words in one chunk); together they mark questions the notes do not
+answer, and nonsense.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RRF_K = 10
+STRONG_RATIO = 1.3
+CONFIDENT_WEIGHT = 1.5
+COVERAGE = 2 / 3
+AGREEMENT_DEPTH = 5
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One chunk after fusion."""
+
+    chunk_id: int
+    score: float
+    bm25_rank: int | None
+    vector_rank: int | None
+
+
+def fuse(bm25: list[tuple[int, float]], vector: list[tuple[int, float]], best_coverage: float = 0.0) -> list[Ranked]:
+    """Both halves' (chunk id, score) lists, best first, as one ranking (ties: the smaller id);
+    ``best_coverage``: the largest share of the query's content words one note of BM25's best holds."""
+    bm25_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(bm25, start=1)}
+    vector_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(vector, start=1)}
+    scores: dict[int, float] = {}
+    lexical_weight = CONFIDENT_WEIGHT if best_coverage >= 1.0 else 1.0
+    for ranks, weight in ((bm25_rank, lexical_weight), (vector_rank, 1.0)):
+        for chunk_id, rank in ranks.items():
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (RRF_K + rank)
+    if len(bm25) >= 2 and bm25[1][1] > 0 and bm25[0][1] >= STRONG_RATIO * bm25[1][1]:
+        leader = bm25[0][0]
+        scores[leader] = max(scores.values()) + 1.0 / (RRF_K + 1)
+    order = sorted(scores, key=lambda chunk_id: (-scores[chunk_id], chunk_id))
+    return [Ranked(chunk_id, scores[chunk_id], bm25_rank.get(chunk_id), vector_rank.get(chunk_id))
+            for chunk_id in order]
+
+
+def is_weak(best_coverage: float, lexical_notes: set[tuple[str, str]],
+            semantic_notes: set[tuple[str, str]] | None) -> bool:
+    """Nothing confident: no note holds most of the words, and the halves agree on no note (with
+    no vector half, ``semantic_notes`` is None and the words alone decide)."""
+    if best_coverage >= COVERAGE:
+        return False
+    return semantic_notes is None or not (lexical_notes & semantic_notes)

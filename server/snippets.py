@@ -1,0 +1,87 @@
+"""Snippets: the densest window of a chunk's text around the query's words, escaped, words marked.
+
+A word is marked when it begins with a content word of the query (diacritics optional, as BM25
+matched it) or has the same Czech/Slovak word key (``Převodník`` for ``převodníkem``). Function
+words are never marked.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable
+
+from builder.core.analysis import stem_word
+from builder.core.slug import fold
+from server.query import Term, content
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_MARKUP = [
+    (re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)"), r"\1"),  # [text](url), ![alt](src) → text, alt
+    (re.compile(r"\[\[(?:[^\]|\n]*\|)?([^\]\n]*)\]\]"), r"\1"),  # [[note|label]] → label
+    (re.compile(r"^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)", re.M), ""),
+    (re.compile(r"^\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*$", re.M), ""),  # table rule rows
+    (re.compile(r"^\s*(?:```|~~~).*$", re.M), ""),  # fence lines
+    (re.compile(r"\*\*|`|\|"), " "),
+]
+
+
+def plain_text(markdown: str) -> str:
+    """Chunk text without the markdown punctuation that makes snippets hard to read."""
+    for pattern, replacement in _MARKUP:
+        markdown = pattern.sub(replacement, markdown)
+    return markdown
+
+
+def _matcher(terms: list[Term]) -> Callable[[str], bool]:
+    wanted = [(fold(t.text), t.key) for t in content(terms)]
+
+    def is_match(word: str) -> bool:
+        folded = fold(word)
+        if any(folded.startswith(f) if len(f) >= 3 else folded == f for f, _ in wanted):
+            return True
+        return len(folded) > 3 and stem_word(word) in {key for _, key in wanted}
+
+    return is_match
+
+
+def snippet(text: str, terms: list[Term], width: int = 36) -> str:
+    """A window of ``width`` words around the densest matches, HTML-escaped, matches in <mark>."""
+    text = plain_text(text)
+    is_match = _matcher(terms)
+    words = list(_WORD.finditer(text))
+    flags = [is_match(m.group()) for m in words]
+    best, best_score = 0, -1
+    for start in range(0, max(1, len(words) - width + 1), 4):
+        score = sum(flags[start:start + width])
+        if score > best_score:
+            best, best_score = start, score
+    window = words[best:best + width]
+    if not window:
+        return html.escape(text[:240])
+    at_start, at_end = best == 0, best + width >= len(words)
+    begin = 0 if at_start else window[0].start()
+    end = len(text) if at_end else window[-1].end()
+    out, pos = [], begin
+    for m, flag in zip(window, flags[best:best + width]):
+        out.append(html.escape(text[pos:m.start()]))
+        out.append(f"<mark>{html.escape(m.group())}</mark>" if flag else html.escape(m.group()))
+        pos = m.end()
+    out.append(html.escape(text[pos:end]))
+    body = " ".join("".join(out).split())
+    return ("…" if begin > 0 else "") + body + ("…" if end < len(text) else "")
+
+
+def coverage(text: str, terms: list[Term]) -> float:
+    """The share of the query's content words that ``text`` holds (in any form): how well it answers."""
+    wanted = content(terms)
+    if not wanted:
+        return 0.0
+    words = {fold(w) for w in _WORD.findall(text)}
+    keys = {stem_word(w) for w in _WORD.findall(text) if len(w) > 3}
+    found = 0
+    for term in wanted:
+        f = fold(term.text)
+        if term.key in keys or any(w.startswith(f) if len(f) >= 3 else w == f for w in words):
+            found += 1
+    return found / len(wanted)

@@ -1,0 +1,75 @@
+"""Typos: a query word that no note holds, in any form, is replaced by a close word the notes do hold.
+
+"Close" is a Damerau–Levenshtein distance of 1 (2 for words of 8+ letters) between folded words
+(lower case, no diacritics: what the full-text index holds). Among close words the nearest wins,
+then the one in more chunks. Only words of 4+ letters that are not identifiers (no digits) are
+corrected, and a candidate must share the typed word's first letter: the first letter is rarely the
+mistyped one, and it keeps the look-up to a short slice of the vocabulary.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from builder.core import index as db
+from builder.core.analysis import stem_word
+from builder.core.slug import fold
+from server.query import Term, content
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
+
+MIN_LETTERS = 4
+MAX_CANDIDATES = 5000  # words sharing the first letter that are compared (a long tail is rare anyway)
+
+
+def distance(a: str, b: str, limit: int) -> int:
+    """Damerau–Levenshtein distance (optimal string alignment) of ``a`` and ``b``, or ``limit + 1``
+    as soon as it is certain to exceed ``limit``."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, start=1):
+            cost = 0 if ca == cb else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def _correctable(term: Term) -> bool:
+    folded = fold(term.text)
+    return len(folded) >= MIN_LETTERS and folded.isalpha() and folded.isascii()
+
+
+def correct(conn: Connection, terms: list[Term]) -> dict[str, str]:
+    """Typed word → the word to search instead, for each content word no note holds."""
+    if not db.has_vocabulary(conn):
+        return {}
+    out: dict[str, str] = {}
+    for term in content(terms):
+        folded = fold(term.text)
+        if not _correctable(term) or db.has_word_or_key(conn, folded, term.key):
+            continue
+        limit = 2 if len(folded) >= 8 else 1
+        best: tuple[int, int, str] | None = None
+        lengths = (len(folded) - limit, len(folded) + limit)
+        for word, chunks in db.words_starting(conn, folded[0], lengths, MAX_CANDIDATES):
+            d = distance(folded, word, limit)
+            if d <= limit and (best is None or (d, -chunks, word) < best):
+                best = (d, -chunks, word)
+        if best is not None:
+            out[term.text] = best[2]
+    return out
+
+
+def replaced(terms: list[Term], corrections: dict[str, str]) -> list[Term]:
+    """``terms`` with the corrected words in place of the typed ones."""
+    return [Term(corrections[t.text], stem_word(corrections[t.text]), t.function) if t.text in corrections else t
+            for t in terms]

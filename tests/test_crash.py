@@ -23,7 +23,7 @@ COPY_STATIC = "fn:builder.render.output.copy_static"  # every page written; stal
 SITE_PAGES = "fn:builder.render.site._site_pages"  # note pages journaled and being written
 
 # A case that fails on the write path is marked with the defect and how it shows in the failure
-# (strict: a fix makes it pass, and then asks for the mark to go). As of main e34c616 one crash case
+# (strict: a fix makes it pass, and then asks for the mark to go). As of main 7812306 one crash case
 # fails (before 0fa4b7a the other nine did too); the touch control fails without any crash.
 BACKLINKS = (("a --full render killed after it journaled its note pages: the next render rewrites those "
               "pages (suspect) but computes backlinks only for the notes it thinks affected, so they lose "

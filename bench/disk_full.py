@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.conftest import FakeOllama, HashEmbedder  # noqa: E402  (the project root is on the path now)
 from tests.test_disk_full import (  # noqa: E402
-    MiB,
     OLD_NOTES,
+    MiB,
     SmallDisk,
     clean_site,
     indexed_paths,

@@ -18,7 +18,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from builder.cli.evaluate import TYPE_ORDER, HitRef, eval_config, load_queries, metrics, rank  # noqa: E402
+from builder.cli.evaluate import (  # noqa: E402
+    TYPE_ORDER,
+    HitRef,
+    eval_config,
+    load_queries,
+    metrics,
+    rank,
+)
 from builder.core import index as db  # noqa: E402
 from builder.core.config import load_config  # noqa: E402
 from builder.core.embedding import make_embedder  # noqa: E402

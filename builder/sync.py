@@ -365,7 +365,7 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog) 
         old = states.get(stat.path)
         author = scan.authors.get(stat.path)
         if old is not None and old.sha256 == sha256_bytes(data):
-            db.touch_file(conn, source.id, stat.path, stat.size, stat.mtime_ns)
+            db.touch_file(conn, source.id, stat.path, stat.size, stat.mtime_ns, iso_from_ns(stat.mtime_ns))
             if author is not None:  # same content, but the history that last touched it moved
                 db.set_last_change(conn, source.id, stat.path, iso_from_ns(stat.mtime_ns), author)
             touched += 1

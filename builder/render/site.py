@@ -119,6 +119,10 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
             affected = state.affected(notes, stale, old, entries) if trust else None
             if affected is not None:  # a page that is missing or that an unfinished render touched is
                 affected |= {n.key for n in notes if not out.current(n.url)}  # written whole, backlinks too
+                for note in notes:  # same text, another date (a touched file, a new commit): its page moves
+                    if note.key in entries and entries[note.key].get("changed_at") != note.changed_at:
+                        entries[note.key] = {**entries[note.key], "changed_at": note.changed_at}
+                        affected.add(note.key)
             backlinks = state.backlinks(notes, entries, affected)
             pending = [n for n in notes if n.key in entries and not out.kept(n.url, affected is None or
                                                                              n.key in affected)

@@ -1,7 +1,7 @@
 """What the incremental render remembers between builds and what it concludes from it.
 
 The render manifest keeps, per note, an entry: the sha256 of the text it was rendered from
-(``sha``), its links (``links``) and what they resolved to (``resolved``), digests of what other
+(``sha``), the date its page shows (``changed_at``), its links (``links``) and what they resolved to (``resolved``), digests of what other
 pages show of it (``toc_digest``: its table of contents entry, ``tags_digest``: URL, title and
 tags, ``anchors_digest``: heading anchors, ``links_digest``: the link answers), and the keys of
 the highlighted code blocks its body uses (``highlights``). These functions compare entries with
@@ -55,7 +55,7 @@ def universe(config: Config, notes: list[NoteInfo]) -> str:
 def entry(note: NoteInfo, body: Body, highlights: tuple[str, ...]) -> dict[str, Any]:
     """A note's manifest entry (see the module docstring)."""
     resolved = [r.as_list() for r in body.results]
-    found = {"sha": note.sha256, "links": [list(k) for k in body.links], "resolved": resolved,
+    found = {"sha": note.sha256, "changed_at": note.changed_at, "links": [list(k) for k in body.links], "resolved": resolved,
              "links_digest": sha(*("\x1f".join(r) for r in resolved)), "toc_digest": sha(note.toc_entry),
              "tags_digest": sha(note.url, note.title, *note.tags), "anchors_digest": sha(*note.anchor_list)}
     if highlights:

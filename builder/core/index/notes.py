@@ -175,11 +175,19 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def touch_file(conn: Connection, source_id: str, path: str, size: int, mtime_ns: int | None) -> None:
-    """Content unchanged (same sha256), only size/mtime moved: remember them, keep the chunks."""
-    conn.execute("UPDATE files SET size = :size, mtime_ns = :mtime_ns "
-                 "WHERE source_id = :source_id AND path = :path",
-                 {"source_id": source_id, "path": path, "size": size, "mtime_ns": mtime_ns})
+def touch_file(conn: Connection, source_id: str, path: str, size: int, mtime_ns: int | None,
+               changed_at: str | None) -> None:
+    """Content unchanged (same sha256), only size/mtime moved: remember them and the note's date (what
+    a fresh build would show), keep the chunks."""
+    key = {"source_id": source_id, "path": path}
+    with transaction(conn):
+        moved = conn.execute("UPDATE files SET changed_at = :changed_at WHERE source_id = :source_id "
+                             "AND path = :path AND changed_at IS NOT :changed_at",
+                             {**key, "changed_at": changed_at}).rowcount
+        conn.execute("UPDATE files SET size = :size, mtime_ns = :mtime_ns "
+                     "WHERE source_id = :source_id AND path = :path", {**key, "size": size, "mtime_ns": mtime_ns})
+        if moved:
+            _bump(conn, "content_version")
 
 
 def set_last_change(conn: Connection, source_id: str, path: str, changed_at: str | None,

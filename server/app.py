@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import quote
 
 from starlette.applications import Starlette
@@ -21,6 +21,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from builder.core import urls
 from builder.core.config import Config
 from builder.core.embedding import EmbedderFactory
 from builder.core.errors import IndexMissing, IndexUnreadable, ReindexNeeded, UserError
@@ -114,10 +115,23 @@ class Portal:
             def nearest(query_vector: bytes, k: int) -> list[tuple[int, float]] | None:
                 return self.memory.nearest(lease.conn, lease.identity, query_vector, k)
 
-            return search(lease.conn, self.config, params.query, limit=params.limit, source=params.source,
-                          max_per_note=self.config.max_per_note,
-                          tag=params.tag, mode=params.mode, query_vector=vector, embedder_error=error,
-                          nearest=nearest)
+            result = search(lease.conn, self.config, params.query, limit=params.limit, source=params.source,
+                            max_per_note=self.config.max_per_note, tag=params.tag, mode=params.mode,
+                            query_vector=vector, embedder_error=error, nearest=nearest)
+        return self._on_the_site(result)
+
+    def _on_the_site(self, result: SearchResult) -> SearchResult:
+        """Only hits whose page is on the site: a build indexes a new note before it renders its page,
+        and a hit must never lead to a 404 (the next search, after the render, finds it)."""
+        site = self.config.site.output
+
+        def present(url: str) -> bool:
+            return (site / urls.site_file(url)).is_file()
+
+        hits = tuple(replace(h, more=tuple(m for m in h.more if present(m["url"])),
+                             copies=tuple(c for c in h.copies if present(c["url"])))
+                     for h in result.hits if present(h.url))
+        return result if hits == result.hits else replace(result, hits=hits)
 
     def api_search(self, request: Request) -> Response:
         """``GET /api/search``: the hits as JSON."""

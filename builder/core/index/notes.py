@@ -297,10 +297,23 @@ def note_headings(conn: Connection, source_id: str, path: str) -> list[dict[str,
     return list(json.loads(row[0])) if row else []
 
 
+# The front matter keys that date a note, in order of preference (Hugo, Jekyll, Obsidian spellings).
+CREATED_KEYS = ("date", "created")
+UPDATED_KEYS = ("updated", "lastmod", "modified")
+
+
 def notes_for_render(conn: Connection) -> list[Row]:
-    """Every published note with what its page, the tables of contents and tag pages show."""
-    return conn.execute(dedent("""
-        SELECT source_id, path, title, tags, headings, changed_at, sha256 FROM files
+    """Every published note with what its page, the tables of contents and tag pages show; ``created``
+    and ``updated`` are the front matter's own dates as written (or NULL), ``changed_at`` and
+    ``changed_by`` the last change the build saw (git: the last commit touching the note; else its file)."""
+    def first_of(keys: tuple[str, ...]) -> str:
+        return "coalesce(" + ", ".join(f"json_extract(front_matter, '$.{key}')" for key in keys) + ")"
+
+    return conn.execute(dedent(f"""
+        SELECT source_id, path, title, tags, headings, changed_at, changed_by, sha256,
+               CASE WHEN front_matter = '{{}}' THEN NULL ELSE {first_of(CREATED_KEYS)} END AS created,
+               CASE WHEN front_matter = '{{}}' THEN NULL ELSE {first_of(UPDATED_KEYS)} END AS updated
+        FROM files
         WHERE status = :status
         ORDER BY source_id, path
     """), {"status": "ok"}).fetchall()

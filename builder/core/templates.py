@@ -51,9 +51,11 @@ class Page:
 
 
 class Templates:
-    """The Jinja2 environment (autoescaping) and the site-wide template variables."""
+    """The Jinja2 environment (autoescaping) and the site-wide template variables: the site's title,
+    the asset version and the sources (the navigation on every page lists them)."""
 
-    def __init__(self, template_dir: Path, site_title: str, asset_version: str) -> None:
+    def __init__(self, template_dir: Path, site_title: str, asset_version: str,
+                 sources: tuple[str, ...] = ()) -> None:
         import jinja2
 
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir)),
@@ -61,12 +63,20 @@ class Templates:
                                       undefined=jinja2.StrictUndefined)
         self.site_title = site_title
         self.asset_version = asset_version
+        self.sources = sources
 
     def render(self, page: Page, built_at: str) -> str:
         """The page's HTML; ``built_at`` is the time shown in the footer."""
         # The 404 page is served by the server at any depth: only absolute URLs work there.
         root = "/" if page.kind == "404" else urls.root_of(page.url)
         template = self.env.get_template(page.template)
+        nav_sources = [{"id": sid, "toc": urls.toc_url(sid), "graph": urls.graph_url(sid), "tree": urls.tree_url(sid)}
+                       for sid in self.sources]
         return template.render(**page.context, root=root, site_title=self.site_title, built_at=built_at,
                                asset_v=self.asset_version, breadcrumbs=page.breadcrumbs,
-                               page_kind=page.kind, page_title=page.title)
+                               page_kind=page.kind, page_title=page.title, page_url=page.url,
+                               nav_sources=nav_sources)
+
+    def fragment(self, template: str, **context: Any) -> str:
+        """A piece of a page (no shell): ``template`` rendered with ``context`` alone."""
+        return self.env.get_template(template).render(**context)

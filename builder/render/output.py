@@ -23,7 +23,7 @@ from builder.core import urls
 from builder.core.config import SITE_MARKER
 
 MANIFEST = ".render-manifest.json"
-MANIFEST_VERSION = 2  # 2: entry keys spelled out
+MANIFEST_VERSION = 3  # 2: entry keys spelled out; 3: dates, broken links with lines
 JOURNAL = ".render-journal"
 CACHE_DIR = ".render-cache"
 STAMP = ".render-stamp"

@@ -31,9 +31,15 @@ PAGE = 256
 def _progress(total: int) -> Any:
     """A progress bar on stderr for long runs in a terminal; a no-op object otherwise."""
     if total >= 64 and sys.stderr.isatty():
+        import os
+
         from tqdm import tqdm
 
-        return tqdm(total=total, unit="chunk", desc="embedding", file=sys.stderr, leave=False)
+        try:  # a terminal that reports no width (some pseudo-terminals) would get an empty bar
+            ncols = None if os.get_terminal_size(sys.stderr.fileno()).columns else 80
+        except OSError:
+            ncols = 80
+        return tqdm(total=total, unit="chunk", desc="embedding", file=sys.stderr, leave=False, ncols=ncols)
 
     class _Silent:
         def update(self, n: int) -> None: ...

@@ -78,7 +78,13 @@
     for (var node = target; node; node = node.parentElement) {
       if (node.tagName === "DETAILS") node.open = true;
     }
-    if (target) target.scrollIntoView({ block: "start" });
+    if (!target) return;
+    // Notes off screen are laid out when they come near (content-visibility: auto), which moves
+    // what is below them: scroll again once that has settled.
+    target.scrollIntoView({ block: "start" });
+    requestAnimationFrame(function () {
+      requestAnimationFrame(function () { target.scrollIntoView({ block: "start" }); });
+    });
   }
 
   document.addEventListener("DOMContentLoaded", function () {

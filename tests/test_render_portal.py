@@ -139,11 +139,12 @@ def test_a_note_picture_shows_two_hops_both_ways_with_links_to_the_notes(tmp_pat
     config = make_config(tmp_path, {"notes": root})
     build_and_render(config)
     doc = parse_page(config.site.output / "notes/a.html")
-    assert svg_links(doc) == [("x.html", "X"), ("b.html", "B"), ("d.html", "D"), ("y.html", "Y"), ("c.html", "C")]
+    assert svg_links(doc) == [("../notes/x.html", "X"), ("../notes/b.html", "B"), ("../notes/d.html", "D"),
+                              ("../notes/y.html", "Y"), ("../notes/c.html", "C")]
     section = next(s for s in doc.iter("section") if s.get("class") == "links-view")
     assert ("../graph-notes.html", "All links of notes") in [(a.get("href"), a.text) for a in section.iter("a")]
     lonely = parse_page(config.site.output / "notes/z.html")  # linked from y only: y, and x behind it
-    assert svg_links(lonely) == [("y.html", "Y"), ("x.html", "X")]
+    assert svg_links(lonely) == [("../notes/y.html", "Y"), ("../notes/x.html", "X")]
     check_site(config.site.output)  # every node's href reaches a page
 
 

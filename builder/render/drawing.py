@@ -24,7 +24,7 @@ def _short(text: str, limit: int) -> str:
 
 
 def _num(value: float) -> str:
-    return f"{value:.1f}".rstrip("0").rstrip(".")
+    return f"{value:.1f}"
 
 
 # ---------------------------------------------------------------- one note's neighbourhood
@@ -85,6 +85,7 @@ def _line(a: _Place, b: _Place, ra: float, rb: float, both: bool, css: str) -> s
 def local_svg(local: Local, page_url: str) -> str:
     """The picture of a note's neighbourhood for its page at ``page_url`` (site-relative)."""
     places = _local_layout(local)
+    root = urls.root_of(page_url)  # site-relative URLs from this page (as the page's other links)
     pairs = set(local.edges)
     edges = []
     for a, b in local.edges:
@@ -104,7 +105,7 @@ def local_svg(local: Local, page_url: str) -> str:
             continue
         label = _label(place.x, place.y, place.angle, radius, _short(node.title, LABEL[node.ring]),
                        f"label label{node.ring}")
-        href = escape(urls.relative(page_url, node.url))
+        href = escape(root + node.url)
         nodes.append(f'<a class="node ring{node.ring}" href="{href}"><title>{escape(node.title)}</title>'
                      f'{circle}{label}</a>')
     more = "" if not local.more else (f'<text class="label more" x="{LOCAL_W - 8}" y="{LOCAL_H - 10}" '
@@ -133,6 +134,7 @@ def source_svg(nodes: list[SourceNode], edges: list[tuple[int, int]], page_url: 
     """Notes on a circle in path order (folders together), links as curves across it; ``labelled``:
     the nodes whose titles are written beside them (every node has its title as a tooltip)."""
     c = SOURCE_SIZE / 2
+    root = urls.root_of(page_url)
     count = max(len(nodes), 1)
     places = []
     for i in range(len(nodes)):
@@ -156,7 +158,7 @@ def source_svg(nodes: list[SourceNode], edges: list[tuple[int, int]], page_url: 
                      f'transform="rotate({_num(degrees + 180 if flip else degrees)} {_num(lx)} {_num(ly)})">'
                      f'{escape(_short(node.title, 28))}</text>')
         drawn.append(f'<a class="node folder{node.folder % FOLDER_CLASSES}" '
-                     f'href="{escape(urls.relative(page_url, node.url))}"><title>{escape(node.title)}</title>'
+                     f'href="{escape(root + node.url)}"><title>{escape(node.title)}</title>'
                      f'<circle cx="{_num(x)}" cy="{_num(y)}" r="5"/>{label}</a>')
     return (f'<svg class="graph graph-source" viewBox="0 0 {SOURCE_SIZE} {SOURCE_SIZE}" role="group" '
             f'aria-label="Notes and their links">'

@@ -129,17 +129,9 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
             entries.update({n.key: state.entry(n, bodies[n.key].body, bodies[n.key].highlights)
                             for n in stale if bodies[n.key].body})
             broken = state.log_broken(stale, bodies, entries, log)
-            removed_notes = set(old) - {n.key for n in notes}
             links = graph.Links(notes, entries)
-            moved, before = graph.moved(stale, removed_notes, old, entries)
-            affected = state.affected(notes, stale, old, entries) if trust else None
-            if affected is not None:  # a page that is missing or that an unfinished render touched is
-                affected |= {n.key for n in notes if not out.current(n.url)}  # written whole, backlinks too
-                affected |= links.ball(moved, 2, before)  # its picture shows notes two links away
-                for note in notes:  # same text, another date (a touched file, a new commit): its page moves
-                    if note.key in entries and entries[note.key].get("dates") != note.dates:
-                        entries[note.key] = {**entries[note.key], "dates": note.dates}
-                        affected.add(note.key)
+            moved, before = graph.moved(stale, set(old) - {n.key for n in notes}, old, entries)
+            affected = _affected(notes, stale, old, entries, out, links.ball(moved, 2, before)) if trust else None
             backlinks = state.backlinks(notes, entries, affected)
             pictures: dict[str, graph.Local] = {}
 
@@ -189,6 +181,21 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
         log.info(f"render: {len(out.written)} files written ({len(page_jobs)} note pages of {len(page_urls)} pages), "
                  f"{len(removed)} removed, {broken} broken links, {seconds:.2f} s")
     return RenderReport(tuple(out.written), tuple(removed), out.unchanged, len(page_jobs), broken, seconds)
+
+
+def _affected(notes: list[pages.NoteInfo], stale: list[pages.NoteInfo], old: dict[str, Any], entries: dict[str, Any],
+              out: output.Output, pictured: set[str]) -> set[str]:
+    """Notes whose page may differ from the last render's: see :func:`builder.render.state.affected`,
+    plus ``pictured`` (their picture of links moved), pages that are missing or that an unfinished
+    render touched (written whole, backlinks too) and notes whose date moved (a touched file, a new
+    commit: same text), whose entries take the new date."""
+    found = state.affected(notes, stale, old, entries) | pictured
+    found |= {n.key for n in notes if not out.current(n.url)}
+    for note in notes:
+        if note.key in entries and entries[note.key].get("dates") != note.dates:
+            entries[note.key] = {**entries[note.key], "dates": note.dates}
+            found.add(note.key)
+    return found
 
 
 def _bodies(pool: jobs.Pool, notes: list[pages.NoteInfo]) -> dict[str, jobs.Outcome]:

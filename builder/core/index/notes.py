@@ -309,8 +309,10 @@ def notes_for_render(conn: Connection) -> list[Row]:
     def first_of(keys: tuple[str, ...]) -> str:
         return "coalesce(" + ", ".join(f"json_extract(front_matter, '$.{key}')" for key in keys) + ")"
 
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(files)")}
+    author = "changed_by" if "changed_by" in columns else "NULL AS changed_by"  # an index before schema step 2
     return conn.execute(dedent(f"""
-        SELECT source_id, path, title, tags, headings, changed_at, changed_by, sha256,
+        SELECT source_id, path, title, tags, headings, changed_at, {author}, sha256,
                CASE WHEN front_matter = '{{}}' THEN NULL ELSE {first_of(CREATED_KEYS)} END AS created,
                CASE WHEN front_matter = '{{}}' THEN NULL ELSE {first_of(UPDATED_KEYS)} END AS updated
         FROM files

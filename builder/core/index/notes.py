@@ -297,6 +297,20 @@ def note_headings(conn: Connection, source_id: str, path: str) -> list[dict[str,
     return list(json.loads(row[0])) if row else []
 
 
+def file_status(conn: Connection, source_id: str, path: str) -> tuple[str, str] | None:
+    """The index's ``status`` (``ok``, ``unpublished``, ``skipped``) and ``sha256`` of one file, or None
+    when the index does not hold it."""
+    row = conn.execute("SELECT status, sha256 FROM files WHERE source_id = :source_id AND path = :path",
+                       {"source_id": source_id, "path": path}).fetchone()
+    return (row["status"], row["sha256"]) if row else None
+
+
+def unpublished_notes(conn: Connection) -> set[tuple[str, str]]:
+    """(source, path) of every note the index holds as ``published: false``."""
+    return {(r["source_id"], r["path"])
+            for r in conn.execute("SELECT source_id, path FROM files WHERE status = 'unpublished'")}
+
+
 def notes_for_render(conn: Connection) -> list[Row]:
     """Every published note with what its page, the tables of contents and tag pages show."""
     return conn.execute(dedent("""

@@ -3,7 +3,7 @@
 Scope still applies, except ``include``: a ``paths`` whitelist and ``exclude``
 keep private directories out of grep as they keep them out of the index, and a
 caller may leave out more files (``skip``: notes marked ``published: false``).
-:func:`find` returns the matches as data (for ``--json`` and the MCP server),
+:func:`find` returns the matches as data (for the CLI, ``--json`` and the MCP server),
 :func:`grep` prints them.
 """
 
@@ -84,8 +84,8 @@ def find(config: Config, sources: list[SourceConfig], pattern: str, *, ignore_ca
 
 
 def grep(config: Config, sources: list[SourceConfig], pattern: str, *, ignore_case: bool = False,
-         max_results: int | None = None, skip: Skip | None = None) -> Found:
-    """Print ``source:path:line:text`` for every match (warnings to stderr); returns what was found."""
+         max_results: int | None = None, skip: Skip | None = None) -> bool:
+    """Print ``source:path:line:text`` for every match (warnings to stderr); True when anything matched."""
     import sys
 
     found = find(config, sources, pattern, ignore_case=ignore_case, max_results=max_results, skip=skip)
@@ -93,9 +93,7 @@ def grep(config: Config, sources: list[SourceConfig], pattern: str, *, ignore_ca
         print(f"notes-portal: {warning}", file=sys.stderr)
     for m in found.matches:
         print(f"{m.source}:{m.path}:{m.line}:{m.text}")
-    if found.truncated:
-        print(f"notes-portal: stopped after {max_results} matches (--max-results)", file=sys.stderr)
-    return found
+    return bool(found.matches)
 
 
 def _trim(text: str) -> str:

@@ -109,7 +109,7 @@ def test_stdio_lists_the_tools_and_each_answers_as_the_cli_does(portal, capsys, 
                       "description": "How many hits (sections) to return."},
             "source": {"type": "string", "enum": ["notes"], "description": "Only this source (default: every source)."},
             "tag": {"type": "string", "minLength": 1, "maxLength": 1000,
-                    "description": "Only notes with this tag (case and diacritics as written in the notes)."},
+                    "description": "Only notes with this tag (any case, diacritics as in the notes)."},
             "mode": {"type": "string", "enum": ["hybrid", "bm25", "vector"], "default": "hybrid",
                      "description": "hybrid: words and meaning (the default, best in general); bm25: words only; "
                                     "vector: meaning only."}}}

@@ -143,7 +143,7 @@ def tools(config: Config) -> dict[str, Tool]:
                   required=True, max_length=MAX_QUERY_CHARS),
             Param("limit", "integer", "How many hits (sections) to return.", default=10, minimum=1, maximum=100),
             source("Only this source (default: every source)."),
-            Param("tag", "string", "Only notes with this tag (case and diacritics as written in the notes)."),
+            Param("tag", "string", "Only notes with this tag (any case, diacritics as in the notes)."),
             Param("mode", "string", "hybrid: words and meaning (the default, best in general); bm25: words "
                   "only; vector: meaning only.", default="hybrid", choices=("hybrid", "bm25", "vector")),
         ), lambda rp, **a: reads.search(rp, **a)),

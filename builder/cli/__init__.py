@@ -56,11 +56,20 @@ def _command(sub: argparse._SubParsersAction, name: str, summary: str, descripti
                           formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked for: importlib.metadata costs the every-minute build
+    more than the rest of its start-up."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        print(f"notes-portal {version()}")
+        parser.exit()
+
+
 def parser() -> Parser:
     top = Parser(prog="notes-portal", description=DESCRIPTION, epilog=EPILOG,
                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    top.add_argument("--version", action="version", version=f"notes-portal {version()}",
-                     help="show the version and exit")
+    top.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", metavar="FILE",
                         help=f"the portal's YAML config (default: $NOTES_PORTAL_CONFIG, else ./{DEFAULT_CONFIG})")

@@ -112,9 +112,11 @@ class FileRecord:
 
 def file_states(conn: Connection, source_id: str) -> dict[str, FileState]:
     """Path → (sha256, size, mtime) of every file of the source that the index holds."""
-    rows = conn.execute("SELECT path, sha256, size, mtime_ns FROM files WHERE source_id = :source_id",
-                        {"source_id": source_id})
-    return {r["path"]: FileState(r["sha256"], r["size"], r["mtime_ns"]) for r in rows}
+    cursor = conn.cursor()
+    cursor.row_factory = None  # plain tuples: this runs over every note on every build
+    rows = cursor.execute("SELECT path, sha256, size, mtime_ns FROM files WHERE source_id = :source_id",
+                          {"source_id": source_id})
+    return {path: FileState(sha, size, mtime) for path, sha, size, mtime in rows}
 
 
 def _delete_vectors(conn: Connection, where: str, params: dict[str, Any]) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from builder.core.config import SourceConfig
@@ -21,6 +22,10 @@ from builder.core.config import SourceConfig
 
 @lru_cache(maxsize=512)
 def _glob_regex(pattern: str) -> re.Pattern[str]:
+    return re.compile("^" + _glob_body(pattern) + "(?:/.*)?$")
+
+
+def _glob_body(pattern: str) -> str:
     out, i = [], 0
     while i < len(pattern):
         if pattern.startswith("**/", i):
@@ -38,7 +43,27 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(pattern[i]))
             i += 1
-    return re.compile("^" + "".join(out) + "(?:/.*)?$")
+    return "".join(out)
+
+
+def _any_of(patterns: Iterable[str]) -> re.Pattern[str] | None:
+    """One regex matching what any of the globs matches (None: no glob)."""
+    bodies = [_glob_body(p) for p in patterns]
+    return re.compile("^(?:" + "|".join(bodies) + ")(?:/.*)?$") if bodies else None
+
+
+class _Globs:
+    """Globs compiled into two regexes: patterns without "/" also match a file's name anywhere."""
+
+    def __init__(self, patterns: tuple[str, ...]) -> None:
+        by_name = [p for p in patterns if "/" not in p and not p.startswith("**")]
+        self._name = _any_of(by_name)
+        self._path = _any_of(patterns)
+
+    def match(self, path: str) -> bool:
+        if self._path is not None and self._path.match(path):
+            return True
+        return self._name is not None and self._name.match(path.rsplit("/", 1)[-1]) is not None
 
 
 def matches(pattern: str, path: str) -> bool:
@@ -58,15 +83,20 @@ class Scope:
     def of(cls, source: SourceConfig) -> Scope:
         return cls(source.paths, source.include, source.exclude)
 
+    @cached_property
+    def _compiled(self) -> tuple[re.Pattern[str] | None, _Globs, _Globs]:
+        everywhere = "**" in self.paths
+        return (None if everywhere else _any_of(self.paths)), _Globs(self.include), _Globs(self.exclude)
+
     def covers(self, path: str) -> bool:
         """Is the path inside a ``paths`` entry (before include/exclude)?"""
-        return any(_glob_regex(p).match(path) for p in self.paths)
+        paths = self._compiled[0]
+        return paths is None or paths.match(path) is not None
 
     def wants(self, path: str) -> bool:
-        """Is the file part of the index?"""
-        return (self.covers(path)
-                and any(matches(p, path) for p in self.include)
-                and not any(matches(p, path) for p in self.exclude))
+        """Is the file part of the index? (Called once per file of every walk: one regex each step.)"""
+        _, include, exclude = self._compiled
+        return self.covers(path) and include.match(path) and not exclude.match(path)
 
     def may_contain(self, directory: str) -> bool:
         """Could any wanted file live below ``directory``? (prunes the walk)"""
@@ -139,10 +169,10 @@ def walk(root: Path, scope: Scope) -> Walk:
                     if any(is_hidden(part) for part in real.split("/")) or target in seen_dirs:
                         continue
                 if entry.is_dir():
-                    if scope.may_contain(rel) and scope.may_contain(real):
+                    if scope.may_contain(rel) and (real == rel or scope.may_contain(real)):
                         seen_dirs.add(os.path.realpath(entry.path))
                         stack.append((entry.path, rel, real))
-                elif entry.is_file() and scope.wants(rel) and scope.wants(real):
+                elif entry.is_file() and scope.wants(rel) and (real == rel or scope.wants(real)):
                     st = entry.stat()
                     found[rel] = FileStat(rel, st.st_size, st.st_mtime_ns)
             except OSError as exc:

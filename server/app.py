@@ -28,6 +28,7 @@ from builder.core.errors import IndexMissing, IndexUnreadable, ReindexNeeded, Us
 from server.auth import COOKIE, COOKIE_MAX_AGE_S, ApiKey, back_to, read_form
 from server.embedder import QueryEmbedder
 from server.health import health
+from server.mcp_mount import McpFactory, mcp_route
 from server.reader import IndexReader, QueryTimeout
 from server.search import SearchResult, check_limit, check_mode, provenance, search
 from server.site import SiteFiles
@@ -195,18 +196,24 @@ class Portal:
 
 
 def create_app(config: Config, *, embedder_factory: EmbedderFactory | None = None, time_limit_s: float = 2.0,
-               embed_time_limit_s: float = 2.0, min_vectors: int = MIN_VECTORS) -> Starlette:
+               embed_time_limit_s: float = 2.0, min_vectors: int = MIN_VECTORS,
+               mcp: McpFactory | None = None) -> Starlette:
     """The portal's web app for ``config``; ``embedder_factory`` replaces the provider in tests.
 
     ``time_limit_s`` bounds a query's SQL, ``embed_time_limit_s`` the wait for its vector.
     An index with at least ``min_vectors`` vectors is scanned from memory (see server.vectors).
+    ``mcp`` makes the MCP endpoint served at ``/mcp`` behind the key (see server.mcp_mount).
     """
     # numpy must be imported here, once: a first import racing in two request threads (the vector
     # loader and the query embedder) fails with "partially initialized module" and degrades search.
     import numpy  # noqa: F401
 
     portal = Portal(config, embedder_factory, time_limit_s, embed_time_limit_s, min_vectors)
-    app = Starlette(routes=portal.routes(), middleware=[Middleware(SecurityHeaders)])
+    routes, endpoint = portal.routes(), mcp(portal.reader, portal.embedder) if mcp else None
+    if endpoint is not None:
+        routes.insert(0, mcp_route(portal.key, endpoint, KEY_MISSING))
+    app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)],
+                    lifespan=(lambda _: endpoint.running()) if endpoint is not None else None)
     app.state.vector_memory = portal.memory
     app.state.reader = portal.reader
     return app

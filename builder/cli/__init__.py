@@ -1,66 +1,146 @@
-"""``notes-portal``: build, search, toc, grep, status, serve.
+"""The ``notes-portal`` command line: build, search, toc, grep, read, status, eval, serve, mcp.
 
 The CLI is the composition root: the one place that imports both the write
 path (``builder``) and the read path (``server``), each inside the command that
 needs it (:mod:`builder.cli.commands`). A user error prints one line and exits
 with its code (2 usage/config, 1 the index cannot answer, 3 a build where some
-source failed); never a traceback.
+source failed); never a traceback. With ``--json`` the error is also printed as
+JSON on stdout (see docs/CLI-JSON.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from typing import NoReturn
 
 from builder.cli.commands import (
     DEFAULT_CONFIG,
     cmd_build,
     cmd_eval,
     cmd_grep,
+    cmd_mcp,
+    cmd_read,
     cmd_search,
     cmd_serve,
     cmd_status,
     cmd_toc,
 )
+from builder.cli.package import version
+from builder.cli.reads import MAX_READ_LINES, READ_LINES, SCHEMA, error_body
 from builder.core.errors import IndexUnreadable, UserError
 
+DESCRIPTION = "Your markdown notes as a searchable portal: for a browser, a shell and agents."
+EPILOG = (f"Every command reads its config from --config FILE, else $NOTES_PORTAL_CONFIG,\n"
+          f"else ./{DEFAULT_CONFIG}. Run notes-portal COMMAND --help for a command's options.")
+JSON_HELP = f"print JSON (schema {SCHEMA}, see docs/CLI-JSON.md), errors included (default: text)"
 
-def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="notes-portal", description=__doc__.splitlines()[0])
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors can also be JSON (when the command line asks for ``--json``)."""
+
+    json_errors = False
+    commands: dict[str, argparse.ArgumentParser]  # the top parser's subcommands by name
+
+    def error(self, message: str) -> NoReturn:
+        if self.json_errors:
+            command = self.prog.split()[-1] if " " in self.prog else None
+            print(json.dumps(error_body(command or "", UserError(message)), ensure_ascii=False, indent=2))
+        super().error(message)
+
+
+def _command(sub: argparse._SubParsersAction, name: str, summary: str, description: str,
+             common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    return sub.add_parser(name, parents=[common], help=summary, description=description,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked for: importlib.metadata costs the every-minute build
+    more than the rest of its start-up."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        print(f"notes-portal {version()}")
+        parser.exit()
+
+
+def parser() -> Parser:
+    top = Parser(prog="notes-portal", description=DESCRIPTION, epilog=EPILOG,
+                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", metavar="FILE",
-                        help=f"the portal's YAML config (default: $NOTES_PORTAL_CONFIG or ./{DEFAULT_CONFIG})")
-    sub = top.add_subparsers(dest="command", required=True)
+                        help=f"the portal's YAML config (default: $NOTES_PORTAL_CONFIG, else ./{DEFAULT_CONFIG})")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
 
-    p = sub.add_parser("build", parents=[common], help="sync sources and refresh the index (cron: every minute)")
-    p.add_argument("--full", action="store_true", help="rebuild into a new index file and swap it in")
+    p = _command(sub, "build", "sync the sources, refresh the index and the site (cron)",
+                 "Sync every source, index what changed and render its pages. A build that finds\n"
+                 "nothing new prints nothing and writes nothing.", common)
+    p.add_argument("--full", action="store_true",
+                   help="rebuild into a new index file and swap it in (default: only what changed)")
     p.add_argument("--wait", action="store_true",
                    help="when another build is running, wait for it and run after it (default: leave at once)")
-    p.add_argument("--source", metavar="ID", help="only this source")
+    p.add_argument("--source", metavar="ID", help="only this source (default: every source)")
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("search", parents=[common], help="hybrid search (BM25 + vectors, RRF)")
-    p.add_argument("query")
-    p.add_argument("--limit", type=int, default=10)
-    p.add_argument("--source", metavar="ID")
-    p.add_argument("--tag", metavar="TAG")
-    p.add_argument("--mode", choices=("hybrid", "bm25", "vector"), default="hybrid")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = _command(sub, "search", "search the index by words and meaning",
+                 "Search the index by words (BM25) and by meaning (vectors), fused by rank.\n"
+                 "Each hit says which half found it. The index is as of the last build.", common)
+    p.add_argument("query", metavar="QUERY", help="what to look for: any text, never parsed as a query syntax")
+    p.add_argument("--limit", metavar="N", type=int, default=10, help="hits to show, 1 to 100 (default: 10)")
+    p.add_argument("--source", metavar="ID", help="only this source (default: every source)")
+    p.add_argument("--tag", metavar="TAG", help="only notes with this tag (default: any tag)")
+    p.add_argument("--mode", metavar="MODE", choices=("hybrid", "bm25", "vector"), default="hybrid",
+                   help="hybrid (words and meaning), bm25 (words only) or vector (meaning only) "
+                        "(default: hybrid)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_search)
 
-    p = sub.add_parser("toc", parents=[common], help="directory → note → title, tags, headings")
-    p.add_argument("--source", metavar="ID")
-    p.add_argument("--tag", metavar="TAG")
+    p = _command(sub, "toc", "list the indexed notes: folder, note, title, tags, headings",
+                 "List the published notes the index holds, by source and folder, with their\n"
+                 "titles, tags and headings down to ###.", common)
+    p.add_argument("--source", metavar="ID", help="only this source (default: every source)")
+    p.add_argument("--tag", metavar="TAG", help="only notes with this tag (default: any tag)")
+    p.add_argument("--folder", metavar="DIR", help="only the notes below this folder (default: every folder)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_toc)
 
-    p = sub.add_parser("grep", parents=[common], help="regular expression over every file of the sources")
-    p.add_argument("pattern")
-    p.add_argument("--source", metavar="ID")
-    p.add_argument("-i", "--ignore-case", action="store_true")
+    p = _command(sub, "grep", "search the files of the sources on disk by regular expression",
+                 "Search every file of the sources as it is on disk now (not only markdown; paths\n"
+                 "and exclude still apply; notes marked published: false are left out), with\n"
+                 "ripgrep when it is installed. Exits 1 when nothing matched.", common)
+    p.add_argument("pattern", metavar="PATTERN", help="a regular expression (Python and ripgrep syntax)")
+    p.add_argument("--source", metavar="ID", help="only this source (default: every source)")
+    p.add_argument("-i", "--ignore-case", action="store_true", help="ignore case (default: case matters)")
+    p.add_argument("--max-results", metavar="N", type=int,
+                   help="stop after N matching lines (default: no limit)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_grep)
 
-    p = sub.add_parser("eval", parents=[common],
-                       help="retrieval quality over judged queries (Hit@k, MRR, per mode and query type)")
+    p = _command(sub, "read", "print one note as it is on disk now, with line numbers",
+                 "Print one published note of a source as it is on disk now (not as the index\n"
+                 "has it), each line as N: text.", common)
+    p.add_argument("source", metavar="SOURCE", help="the source's id (a key under sources: in the config)")
+    p.add_argument("path", metavar="PATH", help="the note's path inside the source, as search and toc show it")
+    p.add_argument("--section", metavar="ANCHOR",
+                   help="only this section: its anchor or heading text (default: the whole note)")
+    p.add_argument("--from-line", metavar="N", type=int, default=1, help="start at line N (default: 1)")
+    p.add_argument("--max-lines", metavar="N", type=int, default=READ_LINES,
+                   help=f"print at most N lines, up to {MAX_READ_LINES} (default: {READ_LINES})")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(func=cmd_read)
+
+    p = _command(sub, "status", "show the index and each source: notes, vectors, last sync",
+                 "Show the index, the embedding model and, per source, notes, chunks, vectors\n"
+                 "still pending, the last sync, the indexed revision and the last error.", common)
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(func=cmd_status)
+
+    p = _command(sub, "eval", "measure retrieval quality over judged queries",
+                 "Index the corpora beside the queries file in a folder of their own and score\n"
+                 "every query in each mode: Hit@1/3/5, MRR@10 and Recall@5, per query type.", common)
     p.add_argument("--queries", metavar="FILE", required=True,
                    help="judged queries, one JSON object per line (see ../shared/eval/README.md)")
     p.add_argument("--corpora", metavar="DIR",
@@ -68,22 +148,42 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--modes", metavar="LIST", help="comma-separated modes to score (default: bm25,vector,hybrid)")
     p.add_argument("--per-corpus", action="store_true",
                    help="search only the query's own corpus (default: every corpus, as a user would)")
-    p.add_argument("--json", action="store_true", help="machine-readable report with per-query ranks")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("serve", parents=[common], help="serve the site and the search API (uvicorn)")
-    p.add_argument("--host", default="127.0.0.1", help="127.0.0.1 (default) or 0.0.0.0 for the LAN")
-    p.add_argument("--port", type=int, default=8080)
+    p = _command(sub, "serve", "serve the site, the search API and MCP over HTTP",
+                 "Serve the built site, /search, /api/search, /api/health and the MCP tools at\n"
+                 "/mcp (Streamable HTTP) with uvicorn. A key in server.api_key guards all but\n"
+                 "the pages.", common)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="the address to listen on; 0.0.0.0 for the LAN (default: 127.0.0.1)")
+    p.add_argument("--port", metavar="N", type=int, default=8080, help="the port to listen on (default: 8080)")
+    p.add_argument("--no-mcp", action="store_true", help="leave /mcp out (default: serve it)")
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("status", parents=[common], help="per source: notes, chunks, pending vectors, last sync")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_status)
+    p = _command(sub, "mcp", "serve the MCP tools on stdin and stdout, for agents",
+                 "Run the MCP server on stdin and stdout: the tools search, toc, grep, read_note\n"
+                 "and status over the same index and sources (see docs/AGENTS.md).", common)
+    p.set_defaults(func=cmd_mcp)
+    top.commands = dict(sub.choices)
     return top
 
 
+def _wants_json(argv: list[str]) -> bool:
+    """Does the command line ask for JSON (``--json`` before any ``--``)?"""
+    options = argv[:argv.index("--")] if "--" in argv else argv
+    return "--json" in options
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    top = parser()
+    json_errors = _wants_json(argv)
+    for each in (top, *top.commands.values()):
+        each.json_errors = json_errors  # type: ignore[attr-defined]
+    args, unknown = top.parse_known_args(argv)
+    if unknown:  # the subcommand's own usage, not the top-level one
+        top.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     from builder.core.index import (
         sqlite_module,  # the sqlite3 module is loaded only by a command
     )
@@ -93,15 +193,16 @@ def main(argv: list[str] | None = None) -> int:
             return int(args.func(args) or 0)
         except sqlite_module().DatabaseError as exc:
             raise IndexUnreadable(exc) from None
+        except BrokenPipeError:
+            raise
+        except OSError as exc:  # unreadable config dir, full disk, permissions: the user can fix these
+            raise UserError(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
+    except BrokenPipeError:  # `notes-portal grep … | head`
+        return 0
     except UserError as exc:
+        if getattr(args, "json", False):
+            print(json.dumps(error_body(args.command, exc), ensure_ascii=False, indent=2))
         print(f"notes-portal: {exc}", file=sys.stderr)
         return exc.exit_code
-    except OSError as exc:  # unreadable config dir, full disk, permissions: the user can fix these
-        print(f"notes-portal: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0
-
-

@@ -1,6 +1,7 @@
 """The commands behind ``notes-portal``: each composes the write path (``builder``) and the read path
 (``server``) it needs, importing them inside the command so the every-minute no-op build loads only
-what it needs."""
+what it needs. The read commands get their data from :mod:`builder.cli.reads` (the same data the MCP
+tools return) and print it as text or, with ``--json``, as it is."""
 
 from __future__ import annotations
 
@@ -9,20 +10,31 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from builder.core.config import Config, load_config
+from builder.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-    from builder.core.embedding import Embedder
-
 DEFAULT_CONFIG = "portal.yaml"
+CONFIG_HINT = "point at one with --config FILE or $NOTES_PORTAL_CONFIG"
 
 
 def config_of(args: argparse.Namespace) -> Config:
-    return load_config(args.config or os.environ.get("NOTES_PORTAL_CONFIG") or DEFAULT_CONFIG)
+    """The config named by ``--config``, else ``$NOTES_PORTAL_CONFIG``, else ``./portal.yaml``;
+    a missing file says how to name another one."""
+    path = Path(args.config or os.environ.get("NOTES_PORTAL_CONFIG") or DEFAULT_CONFIG).expanduser()
+    if not path.exists():
+        origin = (" (from --config)" if args.config else " (from $NOTES_PORTAL_CONFIG)"
+                  if os.environ.get("NOTES_PORTAL_CONFIG") else "")
+        raise ConfigError(f"{path}: config file not found{origin}; {CONFIG_HINT}")
+    return load_config(path)
+
+
+def print_json(data: dict[str, Any]) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2))
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -40,30 +52,14 @@ def _open_index(config: Config) -> Connection:
     return db.open_index(config.index)
 
 
-def _query_embedder(config: Config) -> tuple[Embedder | None, str | None]:
-    from builder.core.embedding import make_embedder
-
-    if not config.embedding.enabled:
-        return None, None
-    try:
-        return make_embedder(config.embedding, for_queries=True), None
-    except Exception as exc:  # a broken local install degrades to FTS-only, loudly
-        return None, f"{type(exc).__name__}: {exc}"
-
-
 def cmd_search(args: argparse.Namespace) -> int:
-    from server.search import WEAK, provenance, search
+    from builder.cli import reads
+    from server.search import WEAK, provenance
 
-    config = config_of(args)
-    if args.source:
-        config.source(args.source)
-    conn = _open_index(config)
-    embedder, error = _query_embedder(config) if args.mode != "bm25" else (None, None)
-    result = search(conn, config, args.query, limit=args.limit, source=args.source, tag=args.tag,
-                    max_per_note=config.max_per_note,
-                    mode=args.mode, embedder=embedder, embedder_error=error)
+    result = reads.search_result(reads.for_command(config_of(args)), args.query, limit=args.limit,
+                                 source=args.source, tag=args.tag, mode=args.mode)
     if args.json:
-        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+        print_json(reads.search_data(result))
         return 0
     for note in result.notes:
         print(f"note: {note}")
@@ -92,47 +88,69 @@ def _plain_snippet(snippet: str) -> str:
 
 
 def cmd_toc(args: argparse.Namespace) -> int:
-    from builder.core import index as db
+    from builder.cli import reads
 
-    config = config_of(args)
-    if args.source:
-        config.source(args.source)
-    conn = _open_index(config)
-    rows = db.notes_for_toc(conn, args.source, args.tag)
+    data = reads.toc(reads.for_command(config_of(args)), source=args.source, tag=args.tag, folder=args.folder)
+    if args.json:
+        print_json(data)
+        return 0
     current_source, current_dir = None, None
-    for row in rows:
-        if row["source_id"] != current_source:
-            current_source, current_dir = row["source_id"], None
+    for note in data["notes"]:
+        if note["source"] != current_source:
+            current_source, current_dir = note["source"], None
             print(f"== {current_source} ==")
-        directory = row["path"].rpartition("/")[0]
+        directory, _, name = note["path"].rpartition("/")
         if directory != current_dir:
             current_dir = directory
             print(f"{directory or '.'}/")
-        tags = json.loads(row["tags"])
-        print(f"  {row['path'].rpartition('/')[2]} — {row['title']}" + (f"  [{', '.join(tags)}]" if tags else ""))
-        for heading in json.loads(row["headings"]):
-            if heading["level"] <= 3:
-                print(f"    {'  ' * (heading['level'] - 1)}{'#' * heading['level']} {heading['text']}")
-    if not rows:
+        print(f"  {name} — {note['title']}" + (f"  [{', '.join(note['tags'])}]" if note["tags"] else ""))
+        for heading in note["headings"]:
+            print(f"    {'  ' * (heading['level'] - 1)}{'#' * heading['level']} {heading['text']}")
+    if not data["notes"]:
         print("(no notes)")
     return 0
 
 
 def cmd_grep(args: argparse.Namespace) -> int:
-    from builder.grep import grep
+    from builder.cli import reads
 
-    config = config_of(args)
-    sources = [config.source(args.source)] if args.source else list(config.sources)
-    found = grep(config, sources, args.pattern, ignore_case=args.ignore_case)
-    return 0 if found else 1
+    if args.max_results is not None and args.max_results < 1:
+        raise ConfigError(f"--max-results must be at least 1, got {args.max_results}")
+    data = reads.grep(reads.for_command(config_of(args)), args.pattern, source=args.source,
+                      ignore_case=args.ignore_case, max_results=args.max_results)
+    if args.json:
+        print_json(data)
+    else:
+        for warning in data["warnings"]:
+            print(f"notes-portal: {warning}", file=sys.stderr)
+        for m in data["matches"]:
+            print(f"{m['source']}:{m['path']}:{m['line']}:{m['text']}")
+        if data["truncated"]:
+            print(f"notes-portal: stopped after {args.max_results} matching lines (--max-results)", file=sys.stderr)
+    return 0 if data["matches"] else 1
+
+
+def cmd_read(args: argparse.Namespace) -> int:
+    from builder.cli import reads
+
+    data = reads.read_note(reads.for_command(config_of(args)), args.source, args.path, section=args.section,
+                           start_line=args.from_line, max_lines=args.max_lines)
+    if args.json:
+        print_json(data)
+    elif data["text"]:
+        print(data["text"])
+    return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from builder.status import collect_status, format_status
+    from builder.cli import reads
+    from builder.status import format_status
 
-    config = config_of(args)
-    status = collect_status(config)
-    print(json.dumps(status, ensure_ascii=False, indent=2) if args.json else format_status(status))
+    data = reads.status(reads.for_command(config_of(args)))
+    if args.json:
+        print_json(data)
+    else:
+        print(format_status(data))
     return 0
 
 
@@ -148,6 +166,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         format_report,
         load_queries,
     )
+    from builder.cli.reads import envelope, query_embedder
     from builder.core import index as db
     from builder.core.errors import ReindexNeeded
     from builder.sync import EXIT_PARTIAL, build
@@ -167,7 +186,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if code not in (0, EXIT_PARTIAL):
         return code
     conn = _open_index(evaluated)
-    embedder, error = _query_embedder(evaluated)
+    embedder, error = query_embedder(evaluated)
     modes = [m for m in MODES if m in args.modes.split(",")] if args.modes else list(MODES)
 
     def ask(query: Query, mode: str) -> tuple[list[HitRef], bool | None]:
@@ -184,8 +203,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return tuple((h["text"], h["line"]) for h in db.note_headings(conn, source, path))
 
     report = evaluate(queries, ask, headings, modes)
-    print(json.dumps(report.to_json(), ensure_ascii=False, indent=1) if args.json
-          else format_report(report.summary()))
+    if args.json:
+        print(json.dumps(envelope("eval", report.to_json()), ensure_ascii=False, indent=1))
+    else:
+        print(format_report(report.summary()))
     return 0
 
 
@@ -195,9 +216,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from server.app import create_app
 
     config = config_of(args)
-    print(f"notes-portal: serving {config.site.output} and search on http://{args.host}:{args.port}/",
-          file=sys.stderr)
-    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="warning")
+    mcp = None
+    if not args.no_mcp:
+        from builder.cli.mcp_server import http_endpoint
+
+        mcp = http_endpoint(config, host=args.host)
+    where = f"http://{args.host}:{args.port}/"
+    print(f"notes-portal: serving {config.site.output} and search on {where}"
+          + ("" if args.no_mcp else f" (MCP at {where}mcp)"), file=sys.stderr)
+    uvicorn.run(create_app(config, mcp=mcp), host=args.host, port=args.port, log_level="warning")
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from builder.cli.mcp_server import run_stdio
+
+    run_stdio(config_of(args))
+    return 0

@@ -112,9 +112,11 @@ class FileRecord:
 
 def file_states(conn: Connection, source_id: str) -> dict[str, FileState]:
     """Path → (sha256, size, mtime) of every file of the source that the index holds."""
-    rows = conn.execute("SELECT path, sha256, size, mtime_ns FROM files WHERE source_id = :source_id",
-                        {"source_id": source_id})
-    return {r["path"]: FileState(r["sha256"], r["size"], r["mtime_ns"]) for r in rows}
+    cursor = conn.cursor()
+    cursor.row_factory = None  # plain tuples: this runs over every note on every build
+    rows = cursor.execute("SELECT path, sha256, size, mtime_ns FROM files WHERE source_id = :source_id",
+                          {"source_id": source_id})
+    return {path: FileState(sha, size, mtime) for path, sha, size, mtime in rows}
 
 
 def _delete_vectors(conn: Connection, where: str, params: dict[str, Any]) -> None:
@@ -295,6 +297,20 @@ def note_headings(conn: Connection, source_id: str, path: str) -> list[dict[str,
     row = conn.execute("SELECT headings FROM files WHERE source_id = :source_id AND path = :path",
                        {"source_id": source_id, "path": path}).fetchone()
     return list(json.loads(row[0])) if row else []
+
+
+def file_status(conn: Connection, source_id: str, path: str) -> tuple[str, str] | None:
+    """The index's ``status`` (``ok``, ``unpublished``, ``skipped``) and ``sha256`` of one file, or None
+    when the index does not hold it."""
+    row = conn.execute("SELECT status, sha256 FROM files WHERE source_id = :source_id AND path = :path",
+                       {"source_id": source_id, "path": path}).fetchone()
+    return (row["status"], row["sha256"]) if row else None
+
+
+def unpublished_notes(conn: Connection) -> set[tuple[str, str]]:
+    """(source, path) of every note the index holds as ``published: false``."""
+    return {(r["source_id"], r["path"])
+            for r in conn.execute("SELECT source_id, path FROM files WHERE status = 'unpublished'")}
 
 
 # The front matter keys that date a note, in order of preference (Hugo, Jekyll, Obsidian spellings).

@@ -1,0 +1,54 @@
+"""``/mcp``: the MCP tools over Streamable HTTP in the web app, behind the API key when one is set.
+
+The tools are not made here: grep and read_note read the sources' files, which the read path never
+imports, so the command that starts the server (``builder/cli``) injects a factory. The app calls it
+with its own index reader and query embedder, so the tools and ``/api/search`` share them, mounts
+what it returns at ``/mcp`` and runs it for as long as the app runs (its lifespan).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from server.auth import ApiKey
+from server.embedder import QueryEmbedder
+from server.reader import IndexReader
+
+PATH = "/mcp"
+
+
+class McpEndpoint(Protocol):
+    """An ASGI app answering MCP requests, and the context its work runs in."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
+
+    def running(self) -> AbstractAsyncContextManager[None]: ...
+
+
+McpFactory = Callable[[IndexReader, QueryEmbedder], McpEndpoint]
+
+
+class Guarded:
+    """``app`` for requests that carry the key (or its sign-in cookie); 401 with ``message`` for the others."""
+
+    def __init__(self, key: ApiKey, app: ASGIApp, message: str) -> None:
+        self.key, self.app, self.message = key, app, message
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self.key.allows(Request(scope)):
+            denied = JSONResponse({"error": self.message}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+            await denied(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def mcp_route(key: ApiKey, endpoint: McpEndpoint, denied_message: str) -> Route:
+    """The ``/mcp`` route (POST requests, GET streams, DELETE to end a session), guarded by ``key``."""
+    return Route(PATH, Guarded(key, endpoint, denied_message), methods=["GET", "POST", "DELETE"])

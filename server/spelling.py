@@ -1,6 +1,6 @@
 """Typos: a query word that no note holds, in any form, is replaced by a close word the notes do hold.
 
-"Close" is a Damerau–Levenshtein distance of 1 (2 for words of 8+ letters) between folded words
+"Close" is a Damerau–Levenshtein distance of 1 (2 for words of 10+ letters) between folded words
 (lower case, no diacritics: what the full-text index holds). Among close words the nearest wins,
 then the one in more chunks. Only words of 4+ letters that are not identifiers (no digits) are
 corrected, and a candidate must share the typed word's first letter: the first letter is rarely the
@@ -57,7 +57,8 @@ def correct(conn: Connection, terms: list[Term]) -> dict[str, str]:
         folded = fold(term.text)
         if not _correctable(term) or db.has_word_or_key(conn, folded, term.key):
             continue
-        limit = 2 if len(folded) >= 8 else 1
+        # a correct word the notes lack (``zvednout``) is often two edits from an unrelated one (``zvyknout``)
+        limit = 2 if len(folded) >= 10 else 1
         best: tuple[int, int, str] | None = None
         lengths = (len(folded) - limit, len(folded) + limit)
         for word, chunks in db.words_starting(conn, folded[0], lengths, MAX_CANDIDATES):

@@ -244,3 +244,12 @@ def test_answered_questions_are_not_weak(indexed, query):
     config, conn = indexed
     for mode in ("hybrid", "bm25", "vector"):
         assert search(conn, config, query, mode=mode, embedder=HashEmbedder()).weak is False, mode
+
+
+def test_a_correct_word_the_notes_lack_is_not_turned_into_an_unrelated_one(config_for, notes_dir, quiet_log):
+    write_note(notes_dir, "zvyky.md", "# Zvyky\n\nNa nový editor si musíš zvyknout.\n")
+    config = config_for(EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    assert search(conn, config, "zvednout pero", mode="bm25").corrected is None  # 2 edits from "zvyknout"
+    assert search(conn, config, "zvyknot", mode="bm25").corrected == "zvyknout"  # 1 edit: a typo

@@ -15,8 +15,8 @@ import subprocess
 import sys
 import time
 import urllib.request
-from urllib.parse import urljoin
 from pathlib import Path
+from urllib.parse import urljoin
 
 import pytest
 

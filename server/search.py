@@ -189,8 +189,10 @@ def _group(ranked: list[fusion.Ranked], rows: dict[int, Row], terms: list[Term],
             continue
         shown = by_note.setdefault(note_key, [])
         if len(shown) >= max_per_note:
-            shown[0]["more"].append({"breadcrumb": row["breadcrumb"], "anchor": row["anchor"],
-                                     "line_start": row["line_start"], "url": where["url"]})
+            listed = {h["row"]["anchor"] for h in shown} | {m["anchor"] for m in shown[0]["more"]}
+            if row["anchor"] not in listed:  # a long section cut in several chunks is one place to go
+                shown[0]["more"].append({"breadcrumb": row["breadcrumb"], "anchor": row["anchor"],
+                                         "line_start": row["line_start"], "url": where["url"]})
             continue
         if len(hits) >= limit:
             continue

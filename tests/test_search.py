@@ -253,3 +253,15 @@ def test_a_correct_word_the_notes_lack_is_not_turned_into_an_unrelated_one(confi
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
     assert search(conn, config, "zvednout pero", mode="bm25").corrected is None  # 2 edits from "zvyknout"
     assert search(conn, config, "zvyknot", mode="bm25").corrected == "zvyknout"  # 1 edit: a typo
+
+
+def test_a_section_cut_in_several_chunks_is_listed_once(config_for, notes_dir, quiet_log):
+    long = "\n\n".join(f"Konvice číslo {i}. " + "slovo " * 150 for i in range(8))
+    write_note(notes_dir, "dlouha.md", f"# Dlouhá\n\n## Úvod\n\nKonvice.\n\n## Jádro\n\n{long}\n\n## Závěr\n\nKonvice.\n")
+    config = config_for(EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    hits = [h for h in search(conn, config, "konvice", mode="bm25").hits if h.path == "dlouha.md"]
+    anchors = [h.anchor for h in hits] + [m["anchor"] for m in hits[0].more]
+    chunks = conn.execute("SELECT count(*) FROM chunks WHERE path = 'dlouha.md' AND anchor = 'jadro'").fetchone()[0]
+    assert chunks >= 3 and anchors.count("jadro") == 1 and len(anchors) == len(set(anchors))

@@ -21,7 +21,15 @@ from builder.core.embedding import EmbeddingError, OllamaEmbedder, OpenAIEmbedde
 from builder.core.errors import ReindexNeeded
 from builder.sync import build
 from server.search import search
-from tests.conftest import DIMS, FakeOllama, HashEmbedder, hashed_vector, ollama_yaml, write_config, write_note
+from tests.conftest import (
+    DIMS,
+    FakeOllama,
+    HashEmbedder,
+    hashed_vector,
+    ollama_yaml,
+    write_config,
+    write_note,
+)
 
 
 def free_port() -> int:

@@ -66,10 +66,11 @@ class SearchResult:
     notes: tuple[str, ...] = field(default=())
     weak: bool = False  # nothing confident: the hits are only the closest there is
     corrected: str | None = None  # the words searched instead of the typed ones
+    marked: tuple[str, ...] = ()  # the words the snippets mark: as searched, function words left out
 
     def to_json(self) -> dict[str, Any]:
         return {"query": self.query, "mode": self.mode, "weak": self.weak, "corrected": self.corrected,
-                "notes": list(self.notes), "hits": [asdict(h) for h in self.hits]}
+                "marked": list(self.marked), "notes": list(self.notes), "hits": [asdict(h) for h in self.hits]}
 
 
 def check_mode(mode: str) -> str:
@@ -129,7 +130,7 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     weak = _weak(best, lexical, semantic, rows, mode)
     if not hits and not db.counts(conn)["chunks"]:
         notes.append("the index is empty: run `notes-portal build`")
-    return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected)
+    return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected, tuple(t.text for t in content(terms)))
 
 
 def embed_query(embedder: Embedder, query: str) -> tuple[bytes | None, str | None]:

@@ -49,7 +49,7 @@ def test_hit_shape_and_provenance(indexed):
     scores = [hit.score for hit in result.hits]
     assert scores == sorted(scores, reverse=True) and len(set(h.url for h in result.hits)) == len(scores)
     assert "<mark>dvě</mark>" in top.snippet and "<mark>čaje</mark>" in top.snippet
-    assert set(result.to_json()) == {"query", "mode", "weak", "corrected", "notes", "hits"}
+    assert set(result.to_json()) == {"query", "mode", "weak", "corrected", "marked", "notes", "hits"}
     assert set(result.to_json()["hits"][0]) == {"source", "path", "title", "breadcrumb", "anchor", "line_start",
                                                "line_end", "snippet", "score", "ranks", "url", "more", "copies"}
 
@@ -190,6 +190,15 @@ def test_function_words_are_neither_searched_alone_nor_marked():
         False, False]
     assert [t.function for t in parse("NA schůzi")] == [False, False]  # capitals: a name, not "na"
     assert [t.function for t in parse("a na to")] == [False, False, False]  # nothing else to search
+
+
+@pytest.mark.parametrize(("query", "marked"), [("kolik vody na teh tarik", ("kolik", "vody", "teh", "tarik")),
+                                                ("kondenzvané mléko", ("kondenzovane", "mléko")),
+                                                ("a na to", ("a", "na", "to"))])
+def test_the_answer_names_the_words_its_snippets_mark(indexed, query, marked):
+    """The landing page marks these (search.js sends them as ``hl``): never a function word, a typo as corrected."""
+    config, conn = indexed
+    assert search(conn, config, query, mode="bm25").to_json()["marked"] == list(marked)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ over the size limit, broken front matter, ``published: false``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,3 +78,33 @@ def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | No
                   "line_start": c.line_start, "line_end": c.line_end, "text": c.text,
                   "embed_sha": sha256_text(c.embed_text)} for c in chunks)
     return Ingested(_record(path, data, size, mtime_ns, changed_at, **fields), rows, tuple(warnings))
+
+
+@dataclass(frozen=True)
+class NoteFile:
+    """A changed file as the build read it, to be ingested."""
+
+    path: str
+    data: bytes
+    mtime_ns: int | None
+    changed_at: str | None
+
+
+_OPTIONS: list[tuple[int, Callable[[str], bool] | None]] = []  # (max_bytes, fits): workers inherit them by fork
+
+
+def ingest_all(files: list[NoteFile], *, max_bytes: int, fits: Callable[[str], bool] | None = None,
+               workers: int | None = None) -> Iterator[Ingested]:
+    """:func:`ingest` of each file, in order, each as soon as it is ready; on forked workers (every
+    core) when there are many, so this process stores one note while they parse the next ones."""
+    from builder.forkpool import Pool
+
+    _OPTIONS[:] = [(max_bytes, fits)]
+    with Pool(workers) as pool:
+        yield from pool.imap(_ingest_job, files)
+
+
+def _ingest_job(file: NoteFile) -> Ingested:
+    max_bytes, fits = _OPTIONS[0]
+    return ingest(file.path, file.data, mtime_ns=file.mtime_ns, changed_at=file.changed_at, max_bytes=max_bytes,
+                  fits=fits)

@@ -69,3 +69,49 @@ def test_a_folders_revision_follows_the_index_as_a_fresh_read_would(tmp_path):
         assert build(config, log=log) == 0
         stored, fresh = index_rev()
         assert stored == fresh, change
+
+
+def test_notes_parsed_on_every_core_are_indexed_as_one_process_indexes_them(tmp_path, monkeypatch):
+    """The first build parses on forked workers (here forced for a few notes); the index it makes
+    equals the one-process build's, row for row and in the same order of ids."""
+    import os
+
+    from builder import forkpool, indexfile
+    from builder.core import index as db
+    from builder.core.config import load_config
+    from builder.sync import build
+    from builder.synclog import SyncLog
+    from tests.conftest import write_config, write_note
+
+    notes = {f"d{i % 3}/n{i}.md": f"---\ntags: [t{i % 4}]\n---\n# Pozn {i}\n\nText {i} o čaji.\n\n## Oddíl\n\n"
+             f"[další](n{i + 1}.md) a kód:\n\n```python\nx = {i}\n```\n" for i in range(12)}
+    notes["zlomena.md"] = "# Zlomená\n\n" + "[" * 5000  # parsed, whatever it holds
+    notes["skryta.md"] = "---\npublished: false\n---\n# Skrytá\n"
+
+    def index_of(name: str, forced: bool) -> tuple[list[tuple], list[tuple]]:
+        root = tmp_path / name
+        for rel, text in notes.items():
+            write_note(root / "notes", rel, text)
+        config = load_config(write_config(root, "index: data/index.sqlite\nembedding:\n  provider: none\n"
+                                                "sources:\n  notes:\n    folder: notes\n"))
+        started: list[int] = []
+        with monkeypatch.context() as patch:
+            if forced:
+                patch.setattr(forkpool, "PARALLEL_MIN", 1)
+                patch.setattr(os, "cpu_count", lambda: 2)
+                executor = forkpool.Pool._executor
+                patch.setattr(forkpool.Pool, "_executor", lambda pool: started.append(1) or executor(pool))
+            assert build(config, log=SyncLog(config.log_path, echo_info=False), render=False) == 0
+        assert bool(started) == forced
+        conn = db.connect(indexfile.resolve(config.index), vec=False)
+        files = [tuple(r) for r in conn.execute(
+            "SELECT path, title, tags, headings, links, front_matter, status, sha256 FROM files ORDER BY path")]
+        chunks = [tuple(r) for r in conn.execute(
+            "SELECT id, path, chunk_idx, breadcrumb, anchor, line_start, line_end, text, embed_sha, stems "
+            "FROM chunks ORDER BY id")]
+        conn.close()
+        return files, chunks
+
+    serial, forked = index_of("serial", forced=False), index_of("forked", forced=True)
+    assert len(serial[0]) == len(notes) and len(serial[1]) > len(notes)
+    assert forked == serial

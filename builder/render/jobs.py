@@ -4,15 +4,13 @@ is enough of it. Workers inherit the render's :class:`Context` by fork instead o
 
 from __future__ import annotations
 
-import gc
 import hashlib
-import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.core import urls
+from builder.forkpool import PARALLEL_MIN, Pool  # noqa: F401  (the render's pool: site.py uses jobs.Pool)
 
 if TYPE_CHECKING:
     from builder.core.templates import Templates
@@ -21,8 +19,6 @@ if TYPE_CHECKING:
     from builder.render.markdown import Body
     from builder.render.pages import NoteInfo
 
-PARALLEL_MIN = 150  # below this many jobs a process pool costs more than it saves
-JOBS_PER_ROUND_TRIP = 8  # fewer round trips to a worker, yet a short wait for the last one
 
 
 @dataclass(frozen=True)
@@ -57,42 +53,6 @@ def set_context(context: Context | None) -> None:
 def context() -> Context:
     """The context of the render in progress."""
     return _CTX[0]
-
-
-class Pool:
-    """``map`` in forked worker processes when there is enough work, else in this process."""
-
-    def __init__(self, workers: int | None) -> None:
-        self.workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
-        if not hasattr(os, "fork"):  # (multiprocessing is imported only when a pool is started)
-            self.workers = 1
-        self.executor: Any = None
-
-    def __enter__(self) -> Pool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.executor is not None:
-            self.executor.shutdown()
-
-    def map(self, fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
-        """``[fn(item) for item in items]``."""
-        return self.start(fn, items)()
-
-    def start(self, fn: Callable[[Any], Any], items: list[Any]) -> Callable[[], list[Any]]:
-        """Start ``map``; call the result for its list. In workers, this process is free meanwhile."""
-        if self.workers < 2 or len(items) < PARALLEL_MIN:
-            results = [fn(item) for item in items]
-            return lambda: results
-        if self.executor is None:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            # the workers make short-lived objects: they collect garbage as usual
-            self.executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
-                                                initializer=gc.enable)
-        pending = self.executor.map(fn, items, chunksize=JOBS_PER_ROUND_TRIP)
-        return lambda: list(pending)
 
 
 def same_text_groups(notes: list[NoteInfo]) -> list[list[NoteInfo]]:

@@ -54,6 +54,30 @@ class SourceChanges:
         return not self.changed and not self.deleted and not self.coverage_changed and not self.refresh
 
 
+@dataclass
+class BuildReport:
+    """What a build is doing and what it indexed, for whoever started it (the sync job runner shows it).
+
+    ``phase`` moves waiting (for the build lock) → scan → index → embed → render; ``on_change`` is called
+    at each step with the report (from the building thread)."""
+
+    phase: str = "waiting"
+    notes: int = 0  # notes (re)indexed
+    chunks: int = 0  # their chunks
+    removed: int = 0  # notes that left the index
+    on_change: Callable[[BuildReport], None] | None = field(default=None, repr=False, compare=False)
+
+    def enter(self, phase: str) -> None:
+        self.phase = phase
+        if self.on_change is not None:
+            self.on_change(self)
+
+    def indexed(self, notes: int, chunks: int, removed: int) -> None:
+        self.notes, self.chunks, self.removed = self.notes + notes, self.chunks + chunks, self.removed + removed
+        if self.on_change is not None:
+            self.on_change(self)
+
+
 class SourceFailed(Exception):
     """A source could not be scanned; ``str()`` is the redacted one-line reason for the WARN line."""
 
@@ -69,13 +93,14 @@ class Indexed:
 
 def build(config: Config, *, full: bool = False, source_id: str | None = None,
           embedder_factory: EmbedderFactory | None = None, log: SyncLog | None = None,
-          render: bool = True, wait: bool = False) -> int:
+          render: bool = True, wait: bool = False, report: BuildReport | None = None) -> int:
     """Run one build; returns the process exit code (0 ok, 1 reindex needed, 3 partial).
 
     ``render=False`` refreshes only the index (the site is left as it is). When another build holds
-    the lock, this one returns 0 at once, or with ``wait`` runs after it.
+    the lock, this one returns 0 at once, or with ``wait`` runs after it. ``report`` follows its progress.
     """
     log = log or SyncLog(config.log_path)
+    report = report or BuildReport()
     selected = [config.source(source_id)] if source_id else list(config.sources)
     with BuildLock(config.lock_path, wait=wait) as lock:
         if not lock.acquired:
@@ -83,11 +108,12 @@ def build(config: Config, *, full: bool = False, source_id: str | None = None,
                 print(f"notes-portal: {describe_holder(lock.holder)}; this build leaves the work to it "
                       "(use --wait to run after it)", file=sys.stderr)
             return EXIT_OK
+        report.enter("scan")
         current = indexfile.resolve(config.index)
         for leftover in indexfile.remove_leftovers(config.index):  # of a --full build that was killed
             log.info(f"removed {leftover}, left by a build that did not finish")
         if full or current is None:
-            return _full_build(config, embedder_factory, log, render)
+            return _full_build(config, embedder_factory, log, render, report)
         try:
             conn = db.connect(current, vec=False)
         except db.sqlite_module().OperationalError as exc:  # a full disk leaves no room for its -shm file
@@ -96,8 +122,9 @@ def build(config: Config, *, full: bool = False, source_id: str | None = None,
             return EXIT_PARTIAL
         try:
             db.check_identity(conn, config)
-            indexed = _incremental(conn, config, selected, source_id is None, embedder_factory, log)
+            indexed = _incremental(conn, config, selected, source_id is None, embedder_factory, log, report)
             if render and (indexed.changed or site_is_stale(config, db.content_token(conn))):
+                report.enter("render")
                 return max(indexed.code, _render(config, conn, full=False, log=log, indexed=indexed))
             return indexed.code
         finally:
@@ -118,7 +145,8 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, index
     return EXIT_OK
 
 
-def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: SyncLog, render: bool) -> int:
+def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: SyncLog, render: bool,
+                report: BuildReport) -> int:
     """Build a complete new index file beside the old one, then swap it in atomically. When a source
     fails, the old index (which still holds that source's notes) keeps serving instead."""
     new_path = indexfile.new_generation(config.index)
@@ -130,7 +158,7 @@ def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: S
                                "created_at": now_iso(), "generation": new_path.name})
         if config.embedding.enabled:
             db.ensure_vec_table(conn, config.embedding.dims)
-        indexed = _incremental(conn, config, list(config.sources), True, embedder_factory, log, force=True)
+        indexed = _incremental(conn, config, list(config.sources), True, embedder_factory, log, report, force=True)
         db.checkpoint(conn)
         if indexed.failed and indexfile.resolve(config.index) is not None:
             log.warn(f"full build not swapped in: {', '.join(indexed.failed)} could not be indexed; "
@@ -147,6 +175,7 @@ def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: S
     try:
         if not render:
             return indexed.code
+        report.enter("render")
         return max(indexed.code, _render(config, conn, full=True, log=log, indexed=indexed))
     finally:
         conn.close()
@@ -157,7 +186,8 @@ class _Abandoned(Exception):
 
 
 def _incremental(conn: Connection, config: Config, selected: list[SourceConfig], all_sources: bool,
-                 embedder_factory: EmbedderFactory | None, log: SyncLog, force: bool = False) -> Indexed:
+                 embedder_factory: EmbedderFactory | None, log: SyncLog, report: BuildReport,
+                 force: bool = False) -> Indexed:
     """Index what changed in the selected sources."""
     code = EXIT_OK
     failed: list[str] = []
@@ -192,6 +222,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     changed = bool(stale) or not all(s.empty for s in scans)
     if not changed and not pending:
         return Indexed(code, False, tuple(failed))  # the every-minute case: nothing to say, nothing written
+    report.enter("index")
     _load_vec(conn, config)
     for sid in stale:
         db.delete_source(conn, sid)
@@ -199,7 +230,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     for scan in scans:
         if not scan.empty:
             try:
-                if _apply(conn, config, scan, log):
+                if _apply(conn, config, scan, log, report):
                     code = EXIT_PARTIAL
             except Exception as exc:  # one source's failure must not stop the others
                 reason = f"indexing failed ({type(exc).__name__}: {exc}); the next build tries again"
@@ -210,6 +241,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     if config.embedding.enabled and db.count_pending(conn):
         from builder.embed_run import embed_pending
 
+        report.enter("embed")
         if not embed_pending(conn, config, embedder_factory, log):
             code = EXIT_PARTIAL
     return Indexed(code, changed, tuple(failed))
@@ -342,7 +374,7 @@ def _record_error(conn: Connection, source: SourceConfig, reason: str, log: Sync
         log.warn(f"{source.id}: cannot record the failure in the index ({exc})")
 
 
-def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog) -> int:
+def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, report: BuildReport) -> int:
     """Write one source's changes into the index; returns how many changed files could not be indexed."""
     from builder.ingest import ingest, sha256_bytes
 
@@ -382,6 +414,7 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog) 
         chunks += len(result.chunks)
     for path in scan.deleted:
         db.delete_file(conn, source.id, path)
+    report.indexed(notes, chunks, len(scan.deleted))
     if notes or scan.deleted:
         log.info(f"{source.id}: indexed {notes} files / {chunks} chunks, removed {len(scan.deleted)} files")
     if notes or scan.deleted or scan.coverage_changed:

@@ -23,6 +23,8 @@ RESERVED_SOURCE_IDS = frozenset({"tags", "static", "api", "search", "auth"})
 SOURCE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 PROVIDERS = ("local", "ollama", "openai", "none")
 SITE_MARKER = ".notes-portal-site"  # in every site folder the portal made (see builder.render.output)
+MIN_SECRET = 32  # characters of a key that starts work: server.sync_key, a source's hook_secret
+HOOK_MAX_BYTES = 1_048_576  # the default limit of a webhook's body (server.hook_max_bytes)
 
 # Provider defaults: (model, dims, query_prefix, passage_prefix, endpoint, batch)
 _PROVIDER_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -76,6 +78,15 @@ class SourceConfig:
     paths: tuple[str, ...] = ("**",)
     include: tuple[str, ...] = ("*.md",)
     exclude: tuple[str, ...] = ()
+    hook_secret: str | None = field(default=None, repr=False)  # git sources: the webhook's shared secret
+
+
+@dataclass(frozen=True)
+class WatchConfig:
+    """``notes-portal watch``: how long a folder must stay quiet before its build, how often git is asked."""
+
+    debounce: float = 0.2  # seconds without a new file event before the build starts
+    git_poll: float = 60.0  # seconds between the ordinary builds that ask git sources for news
 
 
 @dataclass(frozen=True)
@@ -96,6 +107,9 @@ class Config:
     allow_html: bool = False
     api_key: str | None = None
     max_per_note: int = 2  # search: at most this many sections of one note among the hits
+    sync_key: str | None = field(default=None, repr=False)  # POST /api/sync and the job status
+    hook_max_bytes: int = HOOK_MAX_BYTES
+    watch: WatchConfig = field(default_factory=WatchConfig)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -114,6 +128,11 @@ class Config:
     @property
     def cache_path(self) -> Path:
         return self.data_dir / "embed-cache.sqlite"
+
+    @property
+    def jobs_path(self) -> Path:
+        """The sync job queue (see builder.jobs)."""
+        return self.data_dir / "jobs.sqlite"
 
     def source_root(self, source: SourceConfig) -> Path:
         """The directory a source's files are read from: the folder, or our clone of a git source."""
@@ -249,7 +268,7 @@ def load_config(path: str | Path) -> Config:
 
 def _build(r: _Reader, raw: Any, base: Path) -> Config:
     top = r.mapping(raw, (), {"site", "index", "embedding", "sources", "limits", "git", "render", "server",
-                              "search"})
+                              "search", "watch"})
     site_raw = r.mapping(top.get("site"), ("site",), {"title", "output"})
     site = SiteConfig(
         title=r.string(site_raw, ("site", "title"), "Notes") or "Notes",
@@ -259,10 +278,13 @@ def _build(r: _Reader, raw: Any, base: Path) -> Config:
     limits = r.mapping(top.get("limits"), ("limits",), {"max_note_bytes"})
     git = r.mapping(top.get("git"), ("git",), {"timeout"})
     render = r.mapping(top.get("render"), ("render",), {"allow_html"})
-    server = r.mapping(top.get("server"), ("server",), {"api_key"})
+    server = r.mapping(top.get("server"), ("server",), {"api_key", "sync_key", "hook_max_bytes"})
     search = r.mapping(top.get("search"), ("search",), {"max_per_note"})
+    watch = r.mapping(top.get("watch"), ("watch",), {"debounce", "git_poll"})
     sources = _sources(r, top.get("sources"), base)
     _check_site_output(r, site.output, index.parent, sources)
+    api_key = r.string(server, ("server", "api_key"))
+    sync_key = _secrets(r, server, sources, api_key)
     return Config(
         path=r.file,
         site=site,
@@ -272,9 +294,34 @@ def _build(r: _Reader, raw: Any, base: Path) -> Config:
         max_note_bytes=r.number(limits, ("limits", "max_note_bytes"), 2_000_000, integer=True, minimum=1),
         git_timeout=float(r.number(git, ("git", "timeout"), 30.0, minimum=0.1)),
         allow_html=r.boolean(render, ("render", "allow_html"), False),
-        api_key=r.string(server, ("server", "api_key")),
+        api_key=api_key,
         max_per_note=r.number(search, ("search", "max_per_note"), 2, integer=True, minimum=1),
+        sync_key=sync_key,
+        hook_max_bytes=r.number(server, ("server", "hook_max_bytes"), HOOK_MAX_BYTES, integer=True, minimum=1024),
+        watch=WatchConfig(
+            debounce=float(r.number(watch, ("watch", "debounce"), 0.2, minimum=0.01)),
+            git_poll=float(r.number(watch, ("watch", "git_poll"), 60.0, minimum=1)),
+        ),
     )
+
+
+def _secrets(r: _Reader, server: dict[str, Any], sources: tuple[SourceConfig, ...], api_key: str | None) -> str | None:
+    """``server.sync_key`` and every source's ``hook_secret``: long, and each one used for one thing only
+    (a search key that leaks must not start builds, one forge's secret must not sign for another source)."""
+    sync_key = r.string(server, ("server", "sync_key"))
+    named: list[tuple[tuple[str, ...], str | None]] = [(("server", "sync_key"), sync_key)]
+    named += [(("sources", s.id, "hook_secret"), s.hook_secret) for s in sources]
+    seen: dict[str, tuple[str, ...]] = {api_key: ("server", "api_key")} if api_key else {}
+    for key, secret in named:
+        if secret is None:
+            continue
+        if len(secret) < MIN_SECRET:
+            raise r.fail(key, f"must be at least {MIN_SECRET} characters long, got {len(secret)} "
+                              "(make one with `openssl rand -hex 32`)")
+        if secret in seen:
+            raise r.fail(key, f"must differ from {'.'.join(seen[secret])}: each key is used for one thing only")
+        seen[secret] = key
+    return sync_key
 
 
 def _within(path: Path, folder: Path) -> bool:
@@ -364,7 +411,7 @@ def _sources(r: _Reader, raw: Any, base: Path) -> tuple[SourceConfig, ...]:
         if source_id.lower() in seen:
             raise r.fail(skey, f"duplicate source id (already defined as {seen[source_id.lower()]!r})")
         seen[source_id.lower()] = source_id
-        s = r.mapping(settings, skey, {"folder", "git", "branch", "paths", "include", "exclude"})
+        s = r.mapping(settings, skey, {"folder", "git", "branch", "paths", "include", "exclude", "hook_secret"})
         has_folder, has_git = "folder" in s, "git" in s
         if has_folder == has_git:
             raise r.fail(skey, "needs exactly one of 'folder:' (a local directory) or 'git:' (a repository URL)")
@@ -382,6 +429,9 @@ def _sources(r: _Reader, raw: Any, base: Path) -> tuple[SourceConfig, ...]:
                 raise r.fail((*skey, "folder"), f"directory does not exist: {root}")
             if "branch" in s:
                 raise r.fail((*skey, "branch"), "only git sources have a branch")
+            if "hook_secret" in s:
+                raise r.fail((*skey, "hook_secret"), "only git sources have webhooks (a folder is watched: "
+                                                     "`notes-portal watch`)")
             sources.append(SourceConfig(id=source_id, kind="folder", root=root, **common))
         else:
             url = r.string(s, (*skey, "git"))
@@ -390,5 +440,6 @@ def _sources(r: _Reader, raw: Any, base: Path) -> tuple[SourceConfig, ...]:
             if not re.match(r"^(\w+://|[\w.-]+@[\w.-]+:)", url):
                 url = str(r.path(url, base))  # a local path, relative to the config file
             sources.append(SourceConfig(id=source_id, kind="git", url=url,
-                                        branch=r.string(s, (*skey, "branch")), **common))
+                                        branch=r.string(s, (*skey, "branch")),
+                                        hook_secret=r.string(s, (*skey, "hook_secret")), **common))
     return tuple(sources)

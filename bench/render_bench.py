@@ -100,7 +100,8 @@ def render_once(config: Path, full: bool) -> dict[str, float]:
     cfg = load_config(config)
     conn = db.connect(indexfile.resolve(cfg.index), vec=False)
     report = render_site(cfg, conn, full=full, log=SyncLog(cfg.log_path, echo_info=False))
-    return {"seconds": report.seconds, "notes": report.notes_rendered, "written": len(report.written)}
+    size = sum((cfg.site.output / rel).stat().st_size for rel in report.written)
+    return {"seconds": report.seconds, "notes": report.notes_rendered, "written": len(report.written), "bytes": size}
 
 
 def render_child(config: Path, full: bool) -> tuple[dict[str, float], float]:
@@ -130,15 +131,21 @@ def full_renders(label: str, config: Path, runs: int) -> None:
               f"notes/s (runs: {each})")
 
 
-def incremental(config: Path, target: Path, runs: int, heading: bool) -> None:
+CHANGES = {  # what one incremental run appends to the note
+    "body text only": lambda run, mode: f"\nzměna {run} {mode}\n",
+    "a new heading (TOC page too)": lambda run, mode: f"\n## Nová sekce {run} {mode}\n\nText.\n",
+    "a new link (pictures of links two hops around)": lambda run, mode: f"\nViz [[note-{run * 7 + len(mode)}]].\n",
+}
+
+
+def incremental(config: Path, target: Path, runs: int, kind: str) -> None:
     with contextlib.redirect_stderr(io.StringIO()):
         render_once(config, full=False)  # settle (a first render: one WARN line per broken link)
-    in_process, child_render, child_wall, reindex, written = [], [], [], [], []
+    in_process, child_render, child_wall, reindex, written, sizes = [], [], [], [], [], []
     for run in range(runs):
         for mode in ("in-process", "child"):
             text = target.read_text(encoding="utf-8")
-            addition = f"\n## Nová sekce {run} {mode}\n\nText.\n" if heading else f"\nzměna {run} {mode}\n"
-            target.write_text(text + addition, encoding="utf-8")
+            target.write_text(text + CHANGES[kind](run, mode), encoding="utf-8")
             reindex.append(index(config))
             if mode == "in-process":
                 report = render_once(config, full=False)
@@ -148,11 +155,12 @@ def incremental(config: Path, target: Path, runs: int, heading: bool) -> None:
                 child_render.append(report["seconds"])
                 child_wall.append(wall)
             written.append(report["written"])
-    kind = "a new heading (TOC page too)" if heading else "body text only"
+            sizes.append(report["bytes"])
     print(f"one note changed, {kind}: render_site median {statistics.median(in_process):.3f} s in-process, "
           f"{statistics.median(child_render):.3f} s in a fresh process "
           f"(whole process {statistics.median(child_wall):.3f} s); files written per run: "
-          f"{sorted(set(written))}; re-index median {statistics.median(reindex):.3f} s")
+          f"{sorted(set(written))}, {statistics.median(sizes) / 1e6:.2f} MB (median); "
+          f"re-index median {statistics.median(reindex):.3f} s")
 
 
 def main() -> None:
@@ -191,8 +199,10 @@ def main() -> None:
         if "incremental" in parts:
             source, rel = note_path(70)
             target = synth / "notes" / source / rel
-            incremental(config, target, args.runs, heading=False)
-            incremental(config, target, args.runs, heading=True)
+            for kind in CHANGES:
+                incremental(config, target, args.runs, kind)
+            toc = config.parent / "site" / source / "index.html"
+            print(f"the {source} source's table of contents: {toc.stat().st_size / 1e6:.2f} MB")
     finally:
         shutil.rmtree(work)
 

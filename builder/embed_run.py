@@ -31,9 +31,15 @@ PAGE = 256
 def _progress(total: int) -> Any:
     """A progress bar on stderr for long runs in a terminal; a no-op object otherwise."""
     if total >= 64 and sys.stderr.isatty():
+        import os
+
         from tqdm import tqdm
 
-        return tqdm(total=total, unit="chunk", desc="embedding", file=sys.stderr, leave=False)
+        try:  # a terminal that reports no width (some pseudo-terminals) would get an empty bar
+            ncols = None if os.get_terminal_size(sys.stderr.fileno()).columns else 80
+        except OSError:
+            ncols = 80
+        return tqdm(total=total, unit="chunk", desc="embedding", file=sys.stderr, leave=False, ncols=ncols)
 
     class _Silent:
         def update(self, n: int) -> None: ...
@@ -76,17 +82,24 @@ def embed_pending(conn: Connection, config: Config, embedder_factory: EmbedderFa
                 db.store_vectors(conn, hits, now_iso())
                 reused += len(hits)
                 bar.update(len(hits))
-            missing = [r for r in rows if r["embed_sha"] not in cached]
-            if missing and embedder is None:
+            waiting: dict[str, list[int]] = {}  # each distinct text once (copied notes share their chunks' text)
+            for r in rows:
+                if r["embed_sha"] not in cached:
+                    waiting.setdefault(r["embed_sha"], []).append(r["id"])
+            texts = {r["embed_sha"]: r["embed_text"] for r in rows if r["embed_sha"] in waiting}
+            if waiting and embedder is None:
                 embedder = (embedder_factory or make_embedder)(config.embedding)
-            for start in range(0, len(missing), config.embedding.batch):
-                part = missing[start:start + config.embedding.batch]
-                vectors = embedder.embed_passages([r["embed_text"] for r in part])
+            shas = list(waiting)
+            for start in range(0, len(shas), config.embedding.batch):
+                part = shas[start:start + config.embedding.batch]
+                vectors = embedder.embed_passages([texts[sha] for sha in part])
                 _check(vectors, len(part), config.embedding.dims)
-                cache.put(model, {r["embed_sha"]: v for r, v in zip(part, vectors)})
-                db.store_vectors(conn, [(r["id"], v) for r, v in zip(part, vectors)], now_iso())
+                cache.put(model, dict(zip(part, vectors)))
+                stored_now = [(chunk_id, v) for sha, v in zip(part, vectors) for chunk_id in waiting[sha]]
+                db.store_vectors(conn, stored_now, now_iso())
                 computed += len(part)
-                bar.update(len(part))
+                reused += len(stored_now) - len(part)
+                bar.update(len(stored_now))
     except db.sqlite_module().Error as exc:  # the index could not take them (a full disk)
         stored = False
         log.warn(f"cannot store vectors in the index ({exc}); the chunks wait for vectors and the next build retries")

@@ -29,7 +29,7 @@ The browser keeps a sign-in cookie (not the key) for 90 days.</p>
 def _templates(config: Config) -> Templates:
     import jinja2
 
-    templates = Templates(TEMPLATE_DIR, config.site.title, asset_version())
+    templates = Templates(TEMPLATE_DIR, config.site.title, asset_version(), tuple(s.id for s in config.sources))
     templates.env.loader = jinja2.ChoiceLoader([jinja2.DictLoader({"server/auth.html": AUTH_TEMPLATE}),
                                                 jinja2.FileSystemLoader(str(TEMPLATE_DIR))])
     return templates

@@ -211,13 +211,13 @@ class SiteFiles:
         return RedirectResponse(urls.relative(here, target), status_code=307)
 
     def _folder_toc(self, parts: list[str]) -> str | None:
-        """The URL (site-relative, with a deeper folder's anchor) of the page that lists the folder ``parts``."""
+        """The URL (site-relative, with the folder's anchor) of the page that lists the folder ``parts``."""
         if len(parts) < 2 or parts[0] not in self.source_ids:
             return None
         page = urls.folder_toc_url(parts[0], parts[1])
         if not (self.directory / urls.site_file(page)).is_file():
             return None
-        return page if len(parts) == 2 else f"{page}#{urls.dir_anchor('/'.join(parts[1:]))}"
+        return f"{page}#{urls.dir_anchor('/'.join(parts[1:]))}"
 
     def not_found(self) -> Response:
         """The portal's 404 page (a plain one when the site has not been built yet)."""

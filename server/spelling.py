@@ -1,6 +1,6 @@
 """Typos: a query word that no note holds, in any form, is replaced by a close word the notes do hold.
 
-"Close" is a Damerau–Levenshtein distance of 1 (2 for words of 8+ letters) between folded words
+"Close" is a Damerau–Levenshtein distance of 1 (2 for words of 10+ letters) between folded words
 (lower case, no diacritics: what the full-text index holds). Among close words the nearest wins,
 then the one in more chunks. Only words of 4+ letters that are not identifiers (no digits) are
 corrected, and a candidate must share the typed word's first letter: the first letter is rarely the
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 MIN_LETTERS = 4
 MAX_CANDIDATES = 5000  # words sharing the first letter that are compared (a long tail is rare anyway)
+MAX_WORD = 1000  # longer than any word FTS5 holds
 
 
 def distance(a: str, b: str, limit: int) -> int:
@@ -57,7 +58,8 @@ def correct(conn: Connection, terms: list[Term]) -> dict[str, str]:
         folded = fold(term.text)
         if not _correctable(term) or db.has_word_or_key(conn, folded, term.key):
             continue
-        limit = 2 if len(folded) >= 8 else 1
+        # a correct word the notes lack (``zvednout``) is often two edits from an unrelated one (``zvyknout``)
+        limit = 2 if len(folded) >= 10 else 1
         best: tuple[int, int, str] | None = None
         lengths = (len(folded) - limit, len(folded) + limit)
         for word, chunks in db.words_starting(conn, folded[0], lengths, MAX_CANDIDATES):
@@ -67,6 +69,27 @@ def correct(conn: Connection, terms: list[Term]) -> dict[str, str]:
         if best is not None:
             out[term.text] = best[2]
     return out
+
+
+def unknown_names(conn: Connection, terms: list[Term]) -> list[str]:
+    """The words typed as names (``Heroku``, ``GPIO``; see :class:`~server.query.Term`) that no note holds:
+    the query asks about something the notes do not cover, however well its other words match (a
+    search for Flask on Heroku over notes on Flask alone)."""
+    if not db.has_vocabulary(conn):
+        return []
+    return [t.text for t in content(terms) if t.name and not _holds_name(conn, t)]
+
+
+def _holds_name(conn: Connection, term: Term) -> bool:
+    """Does a note hold the name as typed (or as the start of a word), or inflected (``Pythonu``,
+    ``Dockerom``: a word that shares all but its last two letters and its word key)? The key alone is
+    too loose for foreign names: ``heroku`` and ``herky`` share one."""
+    folded = fold(term.text)
+    if db.words_starting(conn, folded, (len(folded), MAX_WORD), 1):
+        return True
+    start = max(3, len(folded) - 2)
+    return any(stem_word(word) == term.key
+               for word, _ in db.words_starting(conn, folded[:start], (start, len(folded) + 2), MAX_CANDIDATES))
 
 
 def replaced(terms: list[Term], corrections: dict[str, str]) -> list[Term]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +49,27 @@ class _Failure:
     reason: str
     at: float  # time.monotonic()
     at_iso: str
+
+
+def _matrix(rows: Iterable[tuple[int, bytes]], count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ids and the float32 matrix, filled row by row: never a second copy of all vectors in memory
+    (joining the rows' bytes first would double the peak while loading)."""
+    import numpy as np
+
+    ids = np.empty(count, dtype=np.int64)
+    matrix: np.ndarray | None = None
+    n = 0
+    for chunk_id, blob in rows:
+        vector = np.frombuffer(blob, dtype=np.float32)
+        if matrix is None:
+            matrix = np.empty((count, vector.shape[0]), dtype=np.float32)
+        if n == count:
+            break
+        ids[n], matrix[n] = chunk_id, vector
+        n += 1
+    if matrix is None:
+        return ids[:0], np.empty((0, 0), dtype=np.float32)
+    return ids[:n], matrix[:n]
 
 
 class VectorMemory:
@@ -114,7 +135,6 @@ class VectorMemory:
         threading.Thread(target=self._load, args=(key,), daemon=True, name="vector-memory").start()
 
     def _load(self, key: SnapshotKey) -> None:
-        import numpy as np
 
         try:
             identity, conn = self._open()
@@ -125,12 +145,9 @@ class VectorMemory:
                 if db.count_vectors(conn) < self.min_vectors:
                     self._too_small, self._snapshot, self._failure = (identity, version), None, None
                     return
-                rows = db.all_vectors(conn)
+                ids, matrix = _matrix(db.iter_vectors(conn), db.count_vectors(conn))
             finally:
                 conn.close()
-            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            matrix = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32)
-            matrix = matrix.reshape(len(rows), -1) if rows else matrix.reshape(0, 0)
             self._snapshot, self._failure = _Snapshot((identity, version), ids, matrix), None
         except Exception as exc:  # vec0 keeps answering; retried after the back-off or a change
             self._snapshot = None

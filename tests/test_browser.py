@@ -8,6 +8,7 @@ query's words highlighted.
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import subprocess
@@ -15,6 +16,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urljoin
 
 import pytest
 
@@ -30,6 +32,14 @@ def _tools() -> None:
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
+
+
+def expect(target):
+    """Playwright's auto-waiting assertions (polled by the driver: the portal's CSP forbids the string
+    evaluation that page.wait_for_function uses)."""
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect(target)
 
 
 def free_port() -> int:
@@ -110,6 +120,173 @@ def test_type_a_query_pick_the_first_result_land_on_the_section(server, browser)
     assert errors == []
 
 
+def test_the_landing_page_marks_the_searched_words_but_not_function_words(server, browser):
+    page = browser.new_page()
+    page.goto(f"{server}/index.html")
+    page.keyboard.press("Control+k")
+    page.locator("header form.search input[name=q]").type("kolik vody na teh tarik", delay=20)
+    first = page.locator("header .search-results a.search-result").first
+    first.wait_for(state="visible", timeout=10_000)
+    assert "Teh Tarik" in first.inner_text()
+    with page.expect_navigation():
+        first.click()
+    assert page.url.split("?")[0] == f"{server}/notes/recepty/teh-tarik.html"
+    texts = [t.lower() for t in page.locator("mark.search-hl").all_inner_texts()]
+    assert "vody" in texts and "na" not in texts  # "Na 3–4 hrnky:" opens the section
+
+
+def test_table_columns_keep_their_alignment_under_the_servers_csp(server, browser):
+    """Right-aligned prices stay right-aligned: alignment is a class, not an inline style the CSP drops."""
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.goto(f"{server}/notes/cestovani/malajsie-2023/kuala-lumpur.html")
+    cells = page.locator("main table td.align-right")
+    assert cells.count() > 0
+    assert {cells.nth(i).evaluate("el => getComputedStyle(el).textAlign") for i in range(cells.count())} == {"right"}
+    assert page.locator("main table [style]").count() == 0 and errors == []
+
+
+def test_results_are_grouped_by_note_with_the_title_once(server, browser):
+    page = browser.new_page()
+    page.goto(f"{server}/notes/en/ddia-notes.html")
+    page.keyboard.press("Control+k")
+    box = page.locator("header form.search input[name=q]")
+    box.type("čaj mléko", delay=20)
+    page.locator("header .search-results .search-group").first.wait_for(state="visible", timeout=10_000)
+    groups = page.locator("header .search-results .search-group")
+    titles = [groups.nth(i).get_attribute("aria-label") for i in range(groups.count())]
+    assert len(titles) == len(set(titles)) >= 2  # each note once
+    for i in range(groups.count()):
+        group = groups.nth(i)
+        assert group.locator(".hit-title").all_inner_texts() == [titles[i]]  # the title once, on its first section
+        hrefs = [a.get_attribute("href").split("?")[0] for a in group.locator("a.search-result").all()]
+        assert len({h for h in hrefs}) == 1  # every section and "also" link leads into this one note
+    sections = [groups.nth(i).locator("a.search-result:not(.search-more):not(.search-copy)").count()
+                for i in range(groups.count())]
+    assert max(sections) >= 2  # a note with more than one matching section shows them under its title
+    teh = page.locator("header .search-group[aria-label='Teh Tarik']")
+    assert teh.locator(".hit-breadcrumb").first.inner_text() in {"Suroviny", "Postup > Čaj a mléko", "Postup",
+                                                                 "top of the note", "Tipy"}
+    box.fill("")
+    box.type("qwxzv kpfrg", delay=20)  # nothing holds these words
+    page.locator("header .search-results .search-weak, header .search-results .search-empty").first.wait_for()
+
+
+def test_ctrl_k_focuses_the_search_box_on_every_page(server, browser):
+    page = browser.new_page()
+    for path in ("index.html", "notes/index.html", "notes/recepty/teh-tarik.html", "graph-notes.html",
+                 "broken-links.html", "tags/index.html", "search?q=caj"):
+        page.goto(f"{server}/{path}")
+        page.locator("main").click()  # focus somewhere else first
+        assert page.evaluate("document.activeElement.name") != "q"
+        page.keyboard.press("Control+k")
+        assert page.evaluate("document.activeElement === document.querySelector('header input[name=q]')"), path
+        page.keyboard.press("Escape")
+        page.locator("main").click()
+        page.keyboard.press("Meta+k")  # Cmd-K on a Mac
+        assert page.evaluate("document.activeElement === document.querySelector('header input[name=q]')"), path
+
+
+def test_the_tree_opens_at_the_current_notes_folder(server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{server}/notes/recepty/napoje/masala-chai.html")
+    current = page.locator("#site-nav a[aria-current=page]")
+    current.wait_for(state="visible")
+    assert current.inner_text() == "Masala chai"
+    open_folders = page.locator("#site-nav li.tree-folder > details[open] > summary").all_inner_texts()
+    assert open_folders == ["recepty", "napoje"]  # the note's folders, and no other
+    closed = page.locator("#site-nav li.tree-folder > details:not([open]) > summary").all_inner_texts()
+    assert "cestovani" in closed and "polevky" in closed
+    page.locator("#site-nav summary", has_text="cestovani").click()  # a closed folder fills in when opened
+    link = page.locator("#site-nav a", has_text="Vlaky Praha – Krkonoše")
+    link.wait_for(state="visible")
+    with page.expect_navigation():
+        link.click()
+    assert page.url == f"{server}/notes/cestovani/vlaky-praha-krkonose.html"
+    assert page.locator("#site-nav a[aria-current=page]").inner_text() == "Vlaky Praha – Krkonoše"
+
+
+def test_on_a_phone_the_tree_is_a_drawer(server, browser):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, reduced_motion="reduce")
+    page = context.new_page()
+    page.goto(f"{server}/notes/recepty/teh-tarik.html")
+    toggle = page.locator("header .nav-toggle")
+    toggle.wait_for(state="visible")
+    nav = page.locator("#site-nav")
+    assert not nav.is_visible() and toggle.get_attribute("aria-expanded") == "false"
+    toggle.click()
+    page.locator("#site-nav a[aria-current=page]").wait_for(state="visible")
+    assert nav.bounding_box()["x"] == 0 and toggle.get_attribute("aria-expanded") == "true"
+    page.keyboard.press("Escape")
+    expect(page.locator("html")).not_to_have_class(re.compile("nav-open"))
+    nav.wait_for(state="hidden")
+    context.close()
+
+
+def test_the_links_view_leads_to_the_notes_it_shows(server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{server}/notes/projekty/sauter-bus.html")
+    nodes = page.locator(".links-view svg a")
+    assert nodes.count() >= 5
+    targets = {}
+    for i in range(nodes.count()):
+        title = nodes.nth(i).locator("title").text_content()
+        targets[title] = nodes.nth(i).get_attribute("href")
+    for title, href in targets.items():  # every node's page is there
+        response = page.request.get(urljoin(page.url, href))
+        assert response.status == 200 and f"<title>{title} · Poznámky</title>" in response.text(), href
+    with page.expect_navigation():
+        page.locator(".links-view svg a", has_text="Arduino Nano").first.locator("circle").click()
+    assert page.url == f"{server}/notes/projekty/elektronika/arduino/pinout.html"
+    assert page.locator("h1").first.inner_text().startswith("Arduino Nano")
+    graph = page.locator(".links-view a", has_text="All links of notes")
+    with page.expect_navigation():
+        graph.click()
+    assert page.url == f"{server}/graph-notes.html" and page.locator(".graph-source a").count() >= 20
+
+
+def test_the_filter_box_narrows_the_table_of_contents(server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{server}/notes/index.html")
+    notes = page.locator("li.toc-note:not([hidden])")  # (off screen, a note's inside is not laid out)
+    everything = notes.count()
+    assert everything == 32
+    box = page.locator(".toc-filter-input")
+    status = page.locator(".toc-filter-status")
+    box.type("napoje", delay=20)  # a tag of one note, a tag and the folder of another
+    expect(status).to_have_text(f"2 of {everything} notes match")
+    assert page.locator("li.toc-note:not([hidden]) .toc-title").all_text_contents() == ["Teh Tarik", "Masala chai"]
+    shown_folders = page.locator("details.toc-dir:not([hidden]) > summary .toc-dir-name").all_text_contents()
+    assert shown_folders == ["recepty/", "napoje/"]  # the others are hidden …
+    assert page.locator("details.toc-dir:not([hidden])[open]").count() == 2  # … and these open
+    box.fill("")
+    box.type("cajem mleko", delay=20)  # no diacritics needed: a heading, "Čaj a mléko"? no: every word must match
+    expect(status).to_have_text("No note matches.")
+    box.fill("")
+    box.type("caj", delay=20)  # "Čaj a mléko", a heading of Teh Tarik
+    expect(status).to_have_text(f"1 of {everything} notes match")
+    assert page.locator("li.toc-note:not([hidden]) .toc-title").all_text_contents() == ["Teh Tarik"]
+    box.fill("")
+    box.type("recepty teh", delay=20)  # every word must match: a folder's name and a title
+    expect(status).to_have_text(f"1 of {everything} notes match")
+    assert page.locator("li.toc-note:not([hidden]) .toc-title").all_text_contents() == ["Teh Tarik"]
+    box.press("Escape")
+    expect(status).to_have_text("")
+    assert notes.count() == everything
+
+
+def test_a_folder_link_opens_its_place_in_the_table_of_contents(server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{server}/notes/cestovani/malajsie-2023/")  # the server sends a folder to its anchor
+    assert page.url == f"{server}/notes/index.html#dir-cestovani-malajsie-2023"
+    target = page.locator("#dir-cestovani-malajsie-2023")
+    assert target.is_visible()
+    page.wait_for_timeout(100)  # the second scroll of static/toc.js, two frames after the first
+    assert 0 <= target.evaluate("el => el.getBoundingClientRect().top") < 60  # just under its folder's name
+    assert page.locator("summary:has-text('malajsie-2023/')").evaluate("el => el.getBoundingClientRect().top") >= 0
+
+
 def test_results_page_works_without_javascript(server, browser):
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
@@ -120,15 +297,23 @@ def test_results_page_works_without_javascript(server, browser):
     assert page.url == f"{server}/search?q=powerbanka"
     first = page.locator("ol.hits li.hit a.hit-title").first
     assert first.get_attribute("href").startswith("notes/cestovani/snezka-balici-seznam.html")
+    assert page.locator("ol.hits li.hit .hit-note").first.inner_text() == "Balicí seznam – Sněžka"
     assert page.locator("ol.hits mark").first.inner_text() == "powerbanka"
+    # the tree needs a script; without one, every source's table of contents is a link away
+    assert page.locator("#site-nav a").all_inner_texts() == ["notes"]
     context.close()
 
 
-def test_site_opened_from_a_file_says_search_needs_the_server(server, browser, tmp_path_factory):
+def test_site_opened_from_a_file_says_search_needs_the_server_as_you_type(server, browser, tmp_path_factory):
     site = next(Path(tmp_path_factory.getbasetemp()).glob("portal*/.portal/site"))
     page = browser.new_page()
-    page.goto((site / "index.html").as_uri())
-    page.fill("header form.search input[name=q]", "čaj")
-    page.press("header form.search input[name=q]", "Enter")
+    page.goto((site / "notes/recepty/teh-tarik.html").as_uri())
     note = page.locator(".search-offline")
+    assert not note.is_visible()
+    page.keyboard.press("Control+k")
+    page.keyboard.type("č")  # one letter: no Enter needed
     assert note.is_visible() and "Search needs the server" in note.inner_text()
+    page.press("header form.search input[name=q]", "Enter")
+    assert page.url.endswith("teh-tarik.html")  # the form did not go to a missing file
+    # the tree works from a file too (a script, not a fetch)
+    assert page.locator("#site-nav a[aria-current=page]").inner_text() == "Teh Tarik"

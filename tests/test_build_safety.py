@@ -119,7 +119,8 @@ def test_a_symlink_does_not_carry_an_excluded_note_or_file_past_the_scope(tmp_pa
     assert not any("hesla" in p or "odkaz" in p for p in paths) and "deniky/s-prilohou.md" in paths
     site = config.site.output
     assert not list(site.rglob("*hesla*")) and not list(site.rglob("*.pdf"))
-    assert "broken link plan.pdf: no such note or file" in " ".join(log_lines(config))
+    assert "broken links in 1 note, such as deniky/s-prilohou.md:3: plan.pdf: no such note or file" in \
+        " ".join(log_lines(config))
 
 
 @pytest.mark.parametrize("name, content, published", [
@@ -143,7 +144,7 @@ def test_attachments_are_published_by_an_allowlist(tmp_path, notes, name, conten
     assert run(config) == 0
     assert (config.site.output / "notes/deniky" / name).exists() == published
     warnings = log_lines(config)
-    assert (not warnings) if published else warnings[0].startswith(f"notes: deniky/priloha.md: broken link {name}: ")
+    assert (not warnings) if published else warnings[0].startswith(f"notes: a broken link: deniky/priloha.md:3: {name}: ")
 
 
 def test_leftovers_of_a_killed_full_build_are_removed_by_the_next_build(tmp_path, notes):

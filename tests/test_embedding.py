@@ -21,7 +21,15 @@ from builder.core.embedding import EmbeddingError, OllamaEmbedder, OpenAIEmbedde
 from builder.core.errors import ReindexNeeded
 from builder.sync import build
 from server.search import search
-from tests.conftest import DIMS, FakeOllama, hashed_vector, ollama_yaml, write_config
+from tests.conftest import (
+    DIMS,
+    FakeOllama,
+    HashEmbedder,
+    hashed_vector,
+    ollama_yaml,
+    write_config,
+    write_note,
+)
 
 
 def free_port() -> int:
@@ -184,3 +192,18 @@ def test_openai_compatible_provider_orders_by_index_and_sends_the_key(tmp_path, 
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_each_distinct_text_is_embedded_once(config_for, notes_dir, quiet_log):
+    copy = "# Kopie\n\nStejný text ve dvou souborech, odstavec o čaji a konvici.\n"
+    for name in ("a/kopie.md", "b/kopie.md", "c/kopie.md"):
+        write_note(notes_dir, name, copy)
+    embedder = HashEmbedder()
+    config = config_for(ollama_yaml("http://127.0.0.1:9"))
+    build(config, embedder_factory=lambda _cfg: embedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    chunks = db.counts(conn)["chunks"]
+    texts = conn.execute("SELECT count(DISTINCT embed_sha) FROM chunks").fetchone()[0]
+    assert chunks - texts == 2  # the two extra copies
+    assert embedder.passages_embedded == texts and db.count_pending(conn) == 0
+    assert db.counts(conn)["vec_chunks"] == chunks

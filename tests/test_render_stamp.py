@@ -80,3 +80,15 @@ def test_a_change_to_code_the_renderer_does_not_use_leaves_the_site_alone(projec
     with (copy / "builder/grep.py").open("a", encoding="utf-8") as handle:
         handle.write("\n# not the renderer's business\n")
     assert probe() == {"stale": False, "heavy": [False, False]}
+
+
+def test_a_module_that_starts_importing_another_brings_it_into_the_fingerprint(project, tmp_path):
+    copy, probe, page = project
+    assert (tmp_path / "site/.render-cache/imports.json").is_file()  # each module's imports, kept by stat
+    with (copy / "builder/render/output.py").open("a", encoding="utf-8") as handle:
+        handle.write("\n\ndef _later() -> None:\n    import builder.grep  # noqa: F401\n")
+    assert probe("build")["stale"] is True
+    assert probe()["stale"] is False
+    with (copy / "builder/grep.py").open("a", encoding="utf-8") as handle:
+        handle.write("\n# now the renderer's business\n")
+    assert probe()["stale"] is True

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -50,23 +51,59 @@ class Page:
                           sort_keys=True, ensure_ascii=False, default=str)
 
 
-class Templates:
-    """The Jinja2 environment (autoescaping) and the site-wide template variables."""
+@cache
+def _bytecode_cache_class() -> type:
+    import jinja2
 
-    def __init__(self, template_dir: Path, site_title: str, asset_version: str) -> None:
+    class BytecodeCache(jinja2.FileSystemBytecodeCache):
+        """Compiled templates on disk; a cache that cannot be written (a full disk) is only skipped."""
+
+        def dump_bytecode(self, bucket: Any) -> None:
+            try:
+                super().dump_bytecode(bucket)
+            except OSError:
+                pass
+
+    return BytecodeCache
+
+
+class Templates:
+    """The Jinja2 environment (autoescaping) and the site-wide template variables: the site's title,
+    the asset version and the sources (the navigation on every page lists them)."""
+
+    def __init__(self, template_dir: Path, site_title: str, asset_version: str,
+                 sources: tuple[str, ...] = (), cache_dir: Path | None = None) -> None:
         import jinja2
+
+        # Compiling the templates costs a one-note build ~50 ms: ``cache_dir`` keeps the compiled code
+        # (keyed by Jinja2 by template name and source checksum, so an edited template is recompiled).
+        compiled = None
+        if cache_dir is not None:
+            try:
+                cache_dir.mkdir(parents=True, exist_ok=True)
+                compiled = _bytecode_cache_class()(str(cache_dir))
+            except OSError:
+                pass  # compiled in memory, as without a cache
 
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir)),
                                       autoescape=True, trim_blocks=True, lstrip_blocks=True,
-                                      undefined=jinja2.StrictUndefined)
+                                      undefined=jinja2.StrictUndefined, bytecode_cache=compiled)
         self.site_title = site_title
         self.asset_version = asset_version
+        self.sources = sources
 
     def render(self, page: Page, built_at: str) -> str:
         """The page's HTML; ``built_at`` is the time shown in the footer."""
         # The 404 page is served by the server at any depth: only absolute URLs work there.
         root = "/" if page.kind == "404" else urls.root_of(page.url)
         template = self.env.get_template(page.template)
+        nav_sources = [{"id": sid, "toc": urls.toc_url(sid), "graph": urls.graph_url(sid), "tree": urls.tree_url(sid)}
+                       for sid in self.sources]
         return template.render(**page.context, root=root, site_title=self.site_title, built_at=built_at,
                                asset_v=self.asset_version, breadcrumbs=page.breadcrumbs,
-                               page_kind=page.kind, page_title=page.title)
+                               page_kind=page.kind, page_title=page.title, page_url=page.url,
+                               nav_sources=nav_sources)
+
+    def fragment(self, template: str, **context: Any) -> str:
+        """A piece of a page (no shell): ``template`` rendered with ``context`` alone."""
+        return self.env.get_template(template).render(**context)

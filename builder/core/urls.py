@@ -20,8 +20,10 @@ HOME_URL = "index.html"
 SEARCH_URL = "search.html"
 NOT_FOUND_URL = "404.html"
 SITEMAP_URL = "sitemap.xml"
+BROKEN_LINKS_URL = "broken-links.html"  # every broken link of every source (no source id has a dot)
 STATIC_DIR = "static"
-FOLDER_TOC = "index.toc.html"  # a top-level folder's table of contents, inside that folder
+TREE_DIR = "static/tree"  # one script per source with its folder tree, for the navigation on every page
+FOLDER_TOC = "index.toc.html"  # where a top-level folder's table of contents was; a note keeps off this name
 
 
 _URL_SAFE = re.compile(r"^[A-Za-z0-9_.~/-]*$")
@@ -29,6 +31,11 @@ _URL_SAFE = re.compile(r"^[A-Za-z0-9_.~/-]*$")
 
 def _q(path: str) -> str:
     return path if _URL_SAFE.match(path) else quote(path, safe="/")
+
+
+def quote_path(path: str) -> str:
+    """A path as it appears in the site's URLs (percent-encoded exactly as every page URL here)."""
+    return _q(path)
 
 
 def note_url(source_id: str, path: str) -> str:
@@ -53,7 +60,7 @@ def attachment_url(source_id: str, path: str) -> str:
 
 
 def toc_url(source_id: str) -> str:
-    """The source's table of contents: its root notes and every folder, linking to the folder pages."""
+    """The source's table of contents: every folder and note of the source, with the notes' headings."""
     return _q(f"{source_id}/index.html")
 
 
@@ -63,8 +70,9 @@ def top_folder(path: str) -> str:
 
 
 def folder_toc_url(source_id: str, folder: str) -> str:
-    """The table of contents of one top-level folder (``""``: the source's own)."""
-    return _q(f"{source_id}/{folder}/{FOLDER_TOC}") if folder else toc_url(source_id)
+    """The page that lists a folder: the source's one table of contents (the folder is at its
+    :func:`dir_anchor` there)."""
+    return toc_url(source_id)
 
 
 def dir_anchor(folder: str) -> str:
@@ -73,8 +81,18 @@ def dir_anchor(folder: str) -> str:
 
 
 def dir_toc_url(source_id: str, folder: str, anchor: str) -> str:
-    """Where a folder (at any depth) is listed: its top-level folder's page at the folder's anchor."""
-    return f"{folder_toc_url(source_id, folder.partition('/')[0])}#{anchor}"
+    """Where a folder (at any depth) is listed: the source's table of contents at the folder's anchor."""
+    return f"{toc_url(source_id)}#{anchor}"
+
+
+def graph_url(source_id: str) -> str:
+    """The source's link graph (at the site root: any name inside the source's folder could be a note's)."""
+    return f"graph-{source_id}.html"
+
+
+def tree_url(source_id: str) -> str:
+    """The script that holds the source's folder tree (notes' titles and URLs) for the navigation."""
+    return f"{TREE_DIR}/{source_id}.js"
 
 
 @lru_cache(maxsize=8192)

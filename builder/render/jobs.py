@@ -16,6 +16,7 @@ from builder.core import urls
 
 if TYPE_CHECKING:
     from builder.core.templates import Templates
+    from builder.render.graph import Local
     from builder.render.links import Link, Resolver
     from builder.render.markdown import Body
     from builder.render.pages import NoteInfo
@@ -62,10 +63,8 @@ class Pool:
     """``map`` in forked worker processes when there is enough work, else in this process."""
 
     def __init__(self, workers: int | None) -> None:
-        import multiprocessing
-
         self.workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
-        if "fork" not in multiprocessing.get_all_start_methods():
+        if not hasattr(os, "fork"):  # (multiprocessing is imported only when a pool is started)
             self.workers = 1
         self.executor: Any = None
 
@@ -104,13 +103,15 @@ def same_text_groups(notes: list[NoteInfo]) -> list[list[NoteInfo]]:
     return list(groups.values())
 
 
-def page_job(job: tuple[NoteInfo, str, list[NoteInfo]]) -> str:
-    """Render and write one note page; returns its file path relative to the site."""
-    from builder.render import output, pages
+def page_job(job: tuple[NoteInfo, str, list[NoteInfo], Local]) -> str:
+    """Render and write one note page (with the picture of its links); returns its file path
+    relative to the site."""
+    from builder.render import drawing, output, pages
 
     ctx = context()
-    note, body_html, backlinks = job
-    html = ctx.templates.render(pages.note_page(note, body_html, backlinks), ctx.built_at)
+    note, body_html, backlinks, local = job
+    svg = "" if local.empty else drawing.local_svg(local, note.url)
+    html = ctx.templates.render(pages.note_page(note, body_html, backlinks, svg), ctx.built_at)
     output.write_atomic(ctx.site / urls.site_file(note.url), html)
     return urls.site_file(note.url)
 

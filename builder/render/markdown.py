@@ -6,7 +6,8 @@
   :func:`builder.parse.headings_of`, the chunker's function), so a search hit's ``#anchor``
   lands on its section; nested headings get fresh ids that cannot collide with those.
 - Links, images and ``[[wikilinks]]`` go through a resolver; broken ones become
-  ``<span class="broken-link">`` and are recorded for the log.
+  ``<span class="broken-link">``. Each link's lines in the file are recorded, for the site's
+  broken-links page.
 - Code fences are highlighted by Pygments (:mod:`builder.render.highlight`); raw HTML is
   sanitized by nh3 unless trusted.
 """
@@ -61,7 +62,7 @@ def wikilink_plugin(md: MarkdownIt, *, resolve: WikiResolve) -> None:
 
     def render(self: Any, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
         meta = tokens[idx].meta
-        if meta["target"].upper() == "TOC" and not meta["label"]:
+        if is_toc_marker(meta):
             return ""  # a "table of contents here" marker: every page already has one
         label = html.escape(meta["label"] or meta["target"].removesuffix(".md"))
         href, title = resolve(meta["target"], env)
@@ -71,6 +72,26 @@ def wikilink_plugin(md: MarkdownIt, *, resolve: WikiResolve) -> None:
 
     md.inline.ruler.before("link", "wikilink", tokenize)
     md.add_render_rule("wikilink", render)
+
+
+_ALIGNMENT = {f"text-align:{side}": f"align-{side}" for side in ("left", "center", "right")}
+
+
+def table_alignment_plugin(md: MarkdownIt) -> None:
+    """Table column alignment (``:--:``) as classes: the server's Content-Security-Policy
+    (``style-src 'self'``) ignores inline ``style`` attributes, which markdown-it writes."""
+
+    def to_classes(state: Any) -> None:
+        for token in state.tokens:
+            if token.type in ("th_open", "td_open") and token.attrs.get("style") in _ALIGNMENT:
+                token.attrJoin("class", _ALIGNMENT[str(token.attrs.pop("style"))])
+
+    md.core.ruler.push("table_alignment", to_classes)
+
+
+def is_toc_marker(meta: dict[str, str]) -> bool:
+    """``[[TOC]]`` (no label) marks where a table of contents goes: no link."""
+    return meta["target"].upper() == "TOC" and not meta["label"]
 
 
 # ---------------------------------------------------------------- sanitizing
@@ -109,13 +130,20 @@ class Body:
     html: str
     links: tuple[tuple[str, str], ...]  # (kind, raw): kind is link | image | wiki
     results: tuple[Link, ...]  # the resolution of each entry of ``links``
+    lines: tuple[tuple[int, ...], ...] = ()  # the 1-based lines where each entry of ``links`` is written
+
+    def broken(self) -> list[tuple[int, str]]:
+        """(line, why) of every broken link of the note, by line (within a line, in the order each link first
+        appears in the note)."""
+        return sorted(((line, result.reason) for result, lines in zip(self.results, self.lines)
+                       if result.kind == "broken" for line in lines), key=lambda found: found[0])
 
 
 def make_renderer() -> MarkdownIt:
     """The markdown-it instance for note pages (per-note state travels in ``env``)."""
     md = (MarkdownIt("commonmark", {"html": True, "highlight": highlight_code})
           .use(front_matter_plugin).enable(["table", "strikethrough"])
-          .use(footnote_plugin).use(tasklists_plugin).use(deflist_plugin))
+          .use(footnote_plugin).use(tasklists_plugin).use(deflist_plugin).use(table_alignment_plugin))
     wikilink_plugin(md, resolve=_wiki_href)
     md.core.ruler.push("heading_ids", _heading_ids)
     md.core.ruler.push("note_links", _rewrite_links)
@@ -138,7 +166,7 @@ def render_body(md: MarkdownIt, text: str, *, page_url: str, anchors: dict[int, 
                 resolve: Callable[[str, str], Link], trusted: bool) -> Body:
     """Render one note. ``anchors`` maps the 0-based line of each top-level heading to its anchor;
     ``resolve(kind, raw)`` answers links of this note."""
-    env: dict[str, Any] = {"page_url": page_url, "anchors": anchors, "links": {}, "emitted": set(),
+    env: dict[str, Any] = {"page_url": page_url, "anchors": anchors, "links": {}, "lines": {}, "emitted": set(),
                            "resolve": resolve}
     out = md.render(text, env)
     missing = [a for a in anchors.values() if a not in env["emitted"]]
@@ -147,7 +175,8 @@ def render_body(md: MarkdownIt, text: str, *, page_url: str, anchors: dict[int, 
     if not trusted:
         out = sanitize(out)
     links = tuple(env["links"])
-    return Body(out, links, tuple(env["links"][key] for key in links))
+    return Body(out, links, tuple(env["links"][key] for key in links),
+                tuple(tuple(env["lines"].get(key, ())) for key in links))
 
 
 def same_body(body: Body, from_url: str, to_url: str, results: tuple[Link, ...]) -> Body | None:
@@ -157,7 +186,7 @@ def same_body(body: Body, from_url: str, to_url: str, results: tuple[Link, ...])
     for before, after in zip(body.results, results, strict=True):
         if _rendered(before, from_url) != _rendered(after, to_url):
             return None
-    return Body(body.html, body.links, results)
+    return Body(body.html, body.links, results, body.lines)
 
 
 def _rendered(link: Link, page_url: str) -> tuple[bool, str]:
@@ -165,10 +194,15 @@ def _rendered(link: Link, page_url: str) -> tuple[bool, str]:
     return (True, link.reason) if link.kind == "broken" else (False, _href(link, page_url))
 
 
-def _resolve(env: Any, kind: str, raw: str) -> Link:
+def _resolve(env: Any, kind: str, raw: str, line: int | None = None) -> Link:
+    """The link's resolution (asked once per note); ``line``: 0-based, where it is written."""
     key = (kind, raw)
     if key not in env["links"]:
         env["links"][key] = env["resolve"](kind, raw)
+    if line is not None and "lines" in env:
+        found = env["lines"].setdefault(key, [])
+        if line + 1 not in found:
+            found.append(line + 1)
     return env["links"][key]
 
 
@@ -206,36 +240,49 @@ _TAG = re.compile(r"<([a-zA-Z][a-zA-Z0-9-]*)(\s[^<>]*)?>")
 _URL_ATTR = re.compile(r"""(\s)(href|src)(\s*=\s*)("[^"]*"|'[^']*'|[^\s"'=<>`]+)""", re.IGNORECASE)
 
 
-def _rewrite_raw_html(content: str, env: Any) -> str:
+def _rewrite_raw_html(content: str, env: Any, line: int) -> str:
     """Links inside raw HTML tags resolve like markdown links; a broken one loses its URL and is
-    marked with ``data-broken-link`` (a regex over tags: escaped text such as ``&lt;a href`` is no tag)."""
-
-    def attribute(match: re.Match[str]) -> str:
-        space, name, _, value = match.groups()
-        raw = html.unescape(value[1:-1] if value[:1] in "\"'" else value)
-        link = _resolve(env, "image" if name.lower() == "src" else "link", raw)
-        if link.kind == "broken":
-            return f'{space}data-broken-link="{html.escape("Broken link: " + link.reason)}"'
-        return f'{space}{name}="{html.escape(_href(link, env["page_url"]))}"'
+    marked with ``data-broken-link`` (a regex over tags: escaped text such as ``&lt;a href`` is no tag).
+    ``line``: where ``content`` starts (0-based)."""
 
     def tag(match: re.Match[str]) -> str:
         attrs = match.group(2)
-        return match.group(0) if not attrs else f"<{match.group(1)}{_URL_ATTR.sub(attribute, attrs)}>"
+        if not attrs:
+            return match.group(0)
+
+        def attribute(found: re.Match[str]) -> str:
+            space, name, _, value = found.groups()
+            raw = html.unescape(value[1:-1] if value[:1] in "\"'" else value)
+            at = line + content.count("\n", 0, match.start(2) + found.start(2))
+            link = _resolve(env, "image" if name.lower() == "src" else "link", raw, at)
+            if link.kind == "broken":
+                return f'{space}data-broken-link="{html.escape("Broken link: " + link.reason)}"'
+            return f'{space}{name}="{html.escape(_href(link, env["page_url"]))}"'
+
+        return f"<{match.group(1)}{_URL_ATTR.sub(attribute, attrs)}>"
 
     return _TAG.sub(tag, content)
 
 
 def _rewrite_links(state: Any) -> None:
+    """Resolve every link of the note (wikilinks too, so that each is recorded with its line) and
+    rewrite markdown links, images and links in raw HTML."""
     env = state.env
+    line = 0  # 0-based, of the token at hand: its block's first line, plus the line breaks before it
     for token in state.tokens:
+        line = token.map[0] if token.map else line
         if token.type == "html_block":
-            token.content = _rewrite_raw_html(token.content, env)
+            token.content = _rewrite_raw_html(token.content, env, line)
         if token.type != "inline" or not token.children:
             continue
         broken_open = False
         for child in token.children:
-            if child.type == "link_open":
-                link = _resolve(env, "link", str(child.attrs.get("href", "")))
+            if child.type in ("softbreak", "hardbreak"):
+                line += 1
+            elif child.type == "wikilink" and not is_toc_marker(child.meta):
+                _resolve(env, "wiki", child.meta["target"], line)
+            elif child.type == "link_open":
+                link = _resolve(env, "link", str(child.attrs.get("href", "")), line)
                 broken_open = link.kind == "broken"
                 if broken_open:
                     child.tag, child.attrs = "span", {"class": "broken-link",
@@ -245,9 +292,10 @@ def _rewrite_links(state: Any) -> None:
             elif child.type == "link_close" and broken_open:
                 child.tag, broken_open = "span", False
             elif child.type == "html_inline":
-                child.content = _rewrite_raw_html(child.content, env)
+                child.content = _rewrite_raw_html(child.content, env, line)
+                line += child.content.count("\n")
             elif child.type == "image":
-                link = _resolve(env, "image", str(child.attrs.get("src", "")))
+                link = _resolve(env, "image", str(child.attrs.get("src", "")), line)
                 if link.kind == "broken":
                     child.type = "broken_image"
                     child.meta = {**(child.meta or {}), "reason": link.reason}

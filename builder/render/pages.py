@@ -1,5 +1,6 @@
 """The data behind every page of the site: notes as the index describes them, and a
-:class:`~builder.core.templates.Page` for each note, table of contents, tag, home and fixed page.
+:class:`~builder.core.templates.Page` for each note, tag, home, broken-links, graph and fixed page
+(tables of contents: :mod:`builder.render.toc`).
 
 A :class:`Page` carries everything its template shows as plain JSON-able data, so its
 fingerprint (a hash of that data) tells the incremental build whether the file on disk is
@@ -14,6 +15,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass
+from datetime import date
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +24,7 @@ from builder.core.slug import fold, slugify
 from builder.core.templates import Page
 
 if TYPE_CHECKING:
-    from sqlite3 import Row
+    from builder.core.index import NoteRow
 
 RECENT_NOTES = 15
 HOME_TAGS = 40
@@ -40,7 +42,9 @@ _ANCHOR_IN_JSON = re.compile(r'"anchor": "([^"\\]*)"')
 _LINE_IN_JSON = re.compile(r'"line": \d+')
 
 
-@dataclass(frozen=True)
+# Not frozen (but hashed by value, as if it were): a render makes one per note of the index, and a frozen
+# dataclass's __init__ costs five times as much. Nothing assigns to a NoteInfo's fields.
+@dataclass(unsafe_hash=True)
 class NoteInfo:
     """One published note as the index describes it (headings are decoded only when needed)."""
 
@@ -49,10 +53,13 @@ class NoteInfo:
     title: str
     tags: tuple[str, ...]
     headings_json: str  # files.headings: [{anchor, level, line, text}, ...]
-    changed_at: str | None
+    changed_at: str | None  # the last change the build saw: git's last commit touching it, else the file time
     sha256: str
     key: str  # "<source>:<path>"
     url: str  # the note page, site-relative
+    changed_by: str | None = None  # git sources: the author of that commit
+    created: str | None = None  # YYYY-MM-DD from the front matter (date, created), when it says
+    updated_fm: str | None = None  # YYYY-MM-DD from the front matter (updated, lastmod, modified)
 
     @cached_property
     def anchor_list(self) -> tuple[str, ...]:
@@ -60,8 +67,20 @@ class NoteInfo:
         return tuple(_ANCHOR_IN_JSON.findall(self.headings_json))
 
     @property
+    def updated_at(self) -> str:
+        """When the note last changed: its front matter's ``updated`` when it has one, else the last
+        change the build saw (ISO; sorts "Recently changed")."""
+        return self.updated_fm or self.changed_at or ""
+
+    @property
     def changed(self) -> str:
-        return (self.changed_at or "")[:10]
+        """The day the note last changed (YYYY-MM-DD, or "")."""
+        return self.updated_at[:10]
+
+    @property
+    def dates(self) -> str:
+        """What the note's page says about its dates and that its text does not (see ``changed_at``)."""
+        return f"{self.changed_at or ''}\x1f{self.changed_by or ''}"
 
     @cached_property
     def headings(self) -> tuple[HeadingInfo, ...]:
@@ -77,13 +96,40 @@ class NoteInfo:
     def sort_key(self) -> tuple[str, str]:
         return fold(self.title), self.path
 
+    @property
+    def folder(self) -> str:
+        """The folder the note is in, within its source (``""``: the source's root)."""
+        return self.path.rpartition("/")[0]
 
-def note_from_row(row: Row) -> NoteInfo:
-    """A ``files`` row (see :func:`builder.core.index.notes_for_render`) as a :class:`NoteInfo`."""
-    source_id, path, tags = row["source_id"], row["path"], row["tags"]
-    return NoteInfo(source_id, path, row["title"], tuple(json.loads(tags)) if tags and tags != "[]" else (),
-                    row["headings"] or "[]", row["changed_at"], row["sha256"], f"{source_id}:{path}",
-                    urls.note_url(source_id, path))
+
+_CZECH_DATE = re.compile(r"^\s*(\d{1,2})\.\s*(\d{1,2})\.\s*(\d{4})\s*$")
+
+
+def day_of(value: object) -> str | None:
+    """A front matter date as ``YYYY-MM-DD``: an ISO date or date-time (YAML dates are stored so) or the
+    Czech and Slovak ``1. 3. 2024``; anything else (a number, "TBD", an impossible day) is no date."""
+    if not isinstance(value, str):
+        return None
+    czech = _CZECH_DATE.match(value)
+    text = f"{czech[3]}-{int(czech[2]):02d}-{int(czech[1]):02d}" if czech else value.strip()[:10]
+    try:
+        return date.fromisoformat(text).isoformat() if len(text) == 10 else None
+    except ValueError:
+        return None
+
+
+@lru_cache(maxsize=4096)
+def _tags(stored: str) -> tuple[str, ...]:
+    """``files.tags`` decoded (notes share their tag lists: each distinct one is decoded once)."""
+    return tuple(json.loads(stored))
+
+
+def note_from_row(row: NoteRow) -> NoteInfo:
+    """A row of :func:`builder.core.index.notes_for_render` as a :class:`NoteInfo`."""
+    source_id, path, title, tags, headings, changed_at, changed_by, sha256, created, updated = row
+    return NoteInfo(source_id, path, title, _tags(tags) if tags and tags != "[]" else (), headings or "[]",
+                    changed_at, sha256, f"{source_id}:{path}", urls.note_url(source_id, path), changed_by,
+                    day_of(created) if created is not None else None, day_of(updated) if updated is not None else None)
 
 
 def settle(notes: list[NoteInfo]) -> None:
@@ -120,8 +166,20 @@ def title_in_body(note: NoteInfo, body_html: str) -> bool:
             and body_html.lstrip().startswith("<h1"))
 
 
-def note_page(note: NoteInfo, body_html: str, backlinks: list[NoteInfo]) -> Page:
-    """The page of one note around its rendered body."""
+def note_dates(note: NoteInfo) -> dict[str, str]:
+    """What the note's page says of its dates: ``changed`` (and ``by``, when git says who and the date is
+    git's) and ``created`` when the front matter dates the note and that is another day."""
+    return {"changed": note.changed, "by": note.changed_by if note.changed_by and not note.updated_fm else "",
+            "created": note.created if note.created and note.created != note.changed else ""}
+
+
+def nav_context(source_id: str = "", folder: str = "") -> dict[str, str]:
+    """Where a page sits for the navigation tree: its source and folder (the tree opens there)."""
+    return {"source": source_id, "folder": folder}
+
+
+def note_page(note: NoteInfo, body_html: str, backlinks: list[NoteInfo], graph_svg: str = "") -> Page:
+    """The page of one note around its rendered body; ``graph_svg``: the picture of its links."""
     in_body = title_in_body(note, body_html)
     head, rest = "", body_html
     if in_body:
@@ -131,66 +189,16 @@ def note_page(note: NoteInfo, body_html: str, backlinks: list[NoteInfo]) -> Page
     if in_body:
         toc = toc[1:]
     context = {
-        "title": note.title, "source_id": note.source_id, "path": note.path, "changed": note.changed,
+        "title": note.title, "source_id": note.source_id, "path": note.path, "dates": note_dates(note),
         "tags": _tag_links(note.tags), "toc_url": urls.toc_url(note.source_id), "title_in_body": in_body,
         "toc": [{"level": h.level, "text": h.text, "anchor": h.anchor} for h in toc] if len(toc) > 1 else [],
         "body_head": head, "body_rest": rest,
         "backlinks": [{"title": b.title, "url": b.url, "path": f"{b.source_id}: {b.path}"}
                       for b in sorted(backlinks, key=lambda n: n.sort_key)],
+        "graph_svg": graph_svg, "graph_url": urls.graph_url(note.source_id),
+        "nav": nav_context(note.source_id, note.folder),
     }
     return Page(note.url, "note.html", "note", note.title, context, note_breadcrumbs(note))
-
-
-# ---------------------------------------------------------------- tables of contents
-
-
-def folder_counts(notes: list[NoteInfo]) -> list[tuple[str, int]]:
-    """Every folder of a source that holds notes (``""``: its root) with the number of notes in it."""
-    return sorted(Counter(n.path.rpartition("/")[0] for n in notes).items())
-
-
-def toc_index_page(source_id: str, kind: str, notes: list[NoteInfo], counts: list[tuple[str, int]]) -> Page:
-    """``/<source>/``: every folder with its number of notes, each linking to its place on its
-    top-level folder's page, and the notes at the source root (as on a folder page)."""
-    folders = [{"name": folder or source_id, "depth": _depth(folder), "count": count, "anchor": dir_anchor(folder),
-                "page": urls.folder_toc_url(source_id, folder.partition("/")[0]) if folder else None}
-               for folder, count in counts]
-    root = [n for n in notes if "/" not in n.path]
-    context = {"source_id": source_id, "kind": kind, "heading": source_id, "note_count": len(notes),
-               "folders": folders, "dirs": _toc_dirs(source_id, root), "index_url": None}
-    crumbs = (("Home", urls.HOME_URL), (source_id, None))
-    return Page(urls.toc_url(source_id), "toc.html", "toc", source_id, context, crumbs)
-
-
-def toc_folder_page(source_id: str, folder: str, notes: list[NoteInfo]) -> Page:
-    """``/<source>/<folder>/index.toc.html``: a top-level folder and its subfolders → notes → title,
-    tags and headings (H1–H3)."""
-    dirs = _toc_dirs(source_id, notes)
-    folders = [{"name": d["path"], "depth": d["depth"], "count": len(d["notes"]), "anchor": d["anchor"], "page": None}
-               for d in dirs]
-    context = {"source_id": source_id, "kind": "", "heading": f"{folder}/", "note_count": len(notes),
-               "folders": folders, "dirs": dirs, "index_url": urls.toc_url(source_id)}
-    crumbs = (("Home", urls.HOME_URL), (source_id, urls.toc_url(source_id)), (folder, None))
-    return Page(urls.folder_toc_url(source_id, folder), "toc.html", "toc", f"{source_id}: {folder}/", context, crumbs)
-
-
-def _depth(folder: str) -> int:
-    return folder.count("/") + 1 if folder else 0
-
-
-def _toc_dirs(source_id: str, notes: list[NoteInfo]) -> list[dict[str, Any]]:
-    """Folders → notes → title, file, tags and headings (H1–H3; not an H1 that repeats the title)."""
-    folders: dict[str, list[dict[str, Any]]] = {}
-    for note in sorted(notes, key=lambda n: n.path):
-        folder, _, name = note.path.rpartition("/")
-        title = fold(note.title) if any(h.level == 1 for h in note.headings) else ""
-        folders.setdefault(folder, []).append({
-            "url": note.url, "title": note.title, "file": name, "tags": _tag_links(note.tags),
-            "headings": [(h.level, h.text, h.anchor) for h in note.headings if h.level <= 3
-                         and not (h.level == 1 and fold(h.text) == title)],
-        })
-    return [{"path": folder, "name": folder or source_id, "depth": _depth(folder), "anchor": dir_anchor(folder),
-             "notes": entries} for folder, entries in sorted(folders.items())]
 
 
 # ---------------------------------------------------------------- tags
@@ -234,21 +242,49 @@ def tags_page(groups: dict[str, tuple[str, list[NoteInfo]]]) -> Page:
 
 
 def home_page(sources: list[tuple[str, str]], notes: list[NoteInfo],
-              groups: dict[str, tuple[str, list[NoteInfo]]]) -> Page:
-    """Sources, recently changed notes and the most used tags."""
+              groups: dict[str, tuple[str, list[NoteInfo]]], broken: int) -> Page:
+    """Sources, recently changed notes, the most used tags and the number of broken links."""
     counts = Counter(n.source_id for n in notes)
-    recent = heapq.nlargest(RECENT_NOTES, notes, key=lambda n: (n.changed_at or "", n.key))
+    recent = heapq.nlargest(RECENT_NOTES, notes, key=lambda n: (n.updated_at, n.key))
     top = sorted(groups.items(), key=lambda kv: (-len(kv[1][1]), fold(kv[1][0])))[:HOME_TAGS]
     context = {
-        "sources": [{"id": sid, "kind": kind, "url": urls.toc_url(sid), "count": counts[sid]}
-                    for sid, kind in sources],
+        "sources": [{"id": sid, "kind": kind, "url": urls.toc_url(sid), "count": counts[sid],
+                     "graph_url": urls.graph_url(sid)} for sid, kind in sources],
         "recent": [{"url": n.url, "title": n.title, "source_id": n.source_id, "changed": n.changed}
                    for n in recent],
         "tags": [{"name": name, "url": _tag_page_url(slug), "count": len(members)}
                  for slug, (name, members) in sorted(top, key=lambda kv: fold(kv[1][0]))],
         "more_tags": len(groups) > HOME_TAGS, "tag_count": len(groups),
+        "broken": broken, "broken_url": urls.BROKEN_LINKS_URL,
     }
     return Page(urls.HOME_URL, "home.html", "home", "Home", context)
+
+
+def broken_links_page(notes: list[NoteInfo], entries: dict[str, Any]) -> Page:
+    """``/broken-links.html``: per source, every note with broken links → each link's line and target
+    (and why it leads nowhere)."""
+    sources: dict[str, list[dict[str, Any]]] = {}
+    total = 0
+    for note in notes:  # in source and path order, as the index lists them
+        broken = (entries.get(note.key) or {}).get("broken")
+        if broken:
+            total += len(broken)
+            sources.setdefault(note.source_id, []).append({
+                "title": note.title, "url": note.url, "path": note.path,
+                "links": [{"line": line, "reason": reason} for line, reason in broken]})
+    context = {"sources": [{"id": sid, "notes": found, "count": sum(len(n["links"]) for n in found)}
+                           for sid, found in sources.items()],
+               "total": total, "note_total": sum(len(found) for found in sources.values())}
+    crumbs = (("Home", urls.HOME_URL), ("Broken links", None))
+    return Page(urls.BROKEN_LINKS_URL, "broken.html", "broken", "Broken links", context, crumbs)
+
+
+def graph_page(source_id: str, svg: str, stats: dict[str, Any]) -> Page:
+    """``/graph-<source>.html``: the source's notes and their links (``svg``) with the figures behind it."""
+    context = {"source_id": source_id, "svg": svg, "toc_url": urls.toc_url(source_id), **stats,
+               "nav": nav_context(source_id)}
+    crumbs = (("Home", urls.HOME_URL), (source_id, urls.toc_url(source_id)), ("Link graph", None))
+    return Page(urls.graph_url(source_id), "graph.html", "graph", f"{source_id}: link graph", context, crumbs)
 
 
 def fixed_pages() -> list[Page]:

@@ -1,10 +1,13 @@
 """The render: bring the site folder up to date with the index, incrementally.
 
-Incremental by fingerprints. ``<site>/.render-manifest.json`` records, for every file this
+Incremental by fingerprints. ``<site>/.render-manifest`` records, for every file this
 renderer wrote, a hash of everything that went into it, and for every note the links found in
 its body with what they resolved to. A build re-renders a note when its text changed or one of
 its links now resolves differently (a target appeared, moved or vanished); a note page also
-when its backlinks, title, tags or dates changed; other pages when the data they show changed.
+when its backlinks, title, tags, dates or the picture of its links (notes up to two links away,
+:mod:`builder.render.graph`) changed; other pages when the data they show changed. No page shows
+what every other note is: the navigation tree is one script per source (:mod:`builder.render.tree`)
+and a source's table of contents is assembled from cached folder fragments (:mod:`builder.render.toc`).
 Anything not written by this run and listed in the old manifest is deleted. Every file is
 written atomically (temp file + ``os.replace``). A renderer or template change (see
 :mod:`builder.render.stamp`), ``--full``, or ``site.title``/``render.allow_html`` changes
@@ -22,12 +25,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from builder.core import index as db
 from builder.core import templates, urls
 from builder.core.config import Config
-from builder.render import highlight, jobs, output, pages, state
+from builder.render import (
+    drawing,
+    graph,
+    highlight,
+    jobs,
+    output,
+    pages,
+    state,
+    toc,
+    tree,
+)
 from builder.render.links import Resolver, SourceNotes
 from builder.render.output import STAMP
 from builder.render.stamp import RENDER_VERSION, code_files, stamp_text
@@ -63,7 +76,7 @@ def _code_fingerprint(config: Config, files: list[Path]) -> str:
         data = path.read_bytes()
         code.update(f"{path.name}\0{len(data)}\0".encode() + data)
     versions = [markdown_it.__version__, mdit_py_plugins.__version__, pygments.__version__, nh3.__version__]
-    code.update(json.dumps([config.site.title, config.allow_html, versions]).encode())
+    code.update(json.dumps([config.site.title, config.allow_html, versions, [s.id for s in config.sources]]).encode())
     return code.hexdigest()
 
 
@@ -90,9 +103,10 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     site = config.site.output
     output.claim(site)
     content = db.content_token(conn)
-    files = code_files()
+    files = code_files(site / output.CACHE_DIR / "imports.json")
     env_fp, asset_v = _code_fingerprint(config, files), templates.asset_version()
-    previous = output.load_manifest(site)
+    saved = output.read_manifest(site)
+    previous = output.current_manifest(saved)
     trust = not full and previous.get("env") == env_fp
     old = previous.get("notes", {}) if trust else {}
     journal = output.Journal(site)
@@ -104,7 +118,8 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     resolver = _resolver(config, notes)
     roots = {s.id: config.source_root(s) for s in config.sources}
     highlights = highlight.cache_file(site)
-    jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v)
+    jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds),
+                                cache_dir=site / output.CACHE_DIR / "jinja")
     jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site))
     try:
         with jobs.Pool(workers) as pool:
@@ -116,28 +131,36 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
             entries.update({n.key: state.entry(n, bodies[n.key].body, bodies[n.key].highlights)
                             for n in stale if bodies[n.key].body})
             broken = state.log_broken(stale, bodies, entries, log)
-            affected = state.affected(notes, stale, old, entries) if trust else None
-            if affected is not None:  # a page that is missing or that an unfinished render touched is
-                affected |= {n.key for n in notes if not out.current(n.url)}  # written whole, backlinks too
-                for note in notes:  # same text, another date (a touched file, a new commit): its page moves
-                    if note.key in entries and entries[note.key].get("changed_at") != note.changed_at:
-                        entries[note.key] = {**entries[note.key], "changed_at": note.changed_at}
-                        affected.add(note.key)
+            links = graph.Links(notes, entries)
+            moved, before = graph.moved(stale, set(old) - {n.key for n in notes}, old, entries)
+            affected = _affected(notes, stale, old, entries, out, links.ball(moved, 2, before)) if trust else None
             backlinks = state.backlinks(notes, entries, affected)
+            pictures: dict[str, graph.Local] = {}
+
+            def fingerprint(note: pages.NoteInfo) -> str:
+                pictures[note.key] = links.local(note.key)
+                return state.note_fp(env_fp, note, entries[note.key], backlinks.get(note.key, []),
+                                     pictures[note.key].digest())
+
             pending = [n for n in notes if n.key in entries and not out.kept(n.url, affected is None or
                                                                              n.key in affected)
-                       and out.wants(n.url, state.note_fp(env_fp, n, entries[n.key], backlinks.get(n.key, [])))]
+                       and out.wants(n.url, fingerprint(n))]
             bodies.update(_bodies(pool, [n for n in pending if n.key not in bodies]))
-            page_jobs = [(n, bodies[n.key].body.html, backlinks.get(n.key, [])) for n in pending if bodies[n.key].body]
+            page_jobs = [(n, bodies[n.key].body.html, backlinks.get(n.key, []), pictures[n.key])
+                         for n in pending if bodies[n.key].body]
             # the workers write note pages while this process makes the others; the notes sent along
             # must not change meanwhile (they are pickled by another thread)
             pages.settle([n for job in page_jobs for n in (job[0], *job[2])])
-            for note, _, _ in page_jobs:
-                journal.add(urls.site_file(note.url))
+            for job in page_jobs:
+                journal.add(urls.site_file(job[0].url))
             note_pages = pool.start(jobs.page_job, page_jobs)
             out.keep(n.url for n in notes if n.key not in entries)
-            dirty = state.dirty(notes, stale, old, entries) if trust else None
-            page_urls = _site_pages(out, env_fp, [n for n in notes if n.key in entries], kinds, dirty)
+            dirty = state.dirty(notes, stale, old, entries, moved) if trust else None
+            # the navigation trees list the notes with a page: every note's path and title, less those
+            # that could not be read (their pages stay, but a fresh render would leave them out)
+            trees = state.sha(universe, *(n.key for n in notes if n.key not in entries))
+            page_urls = _site_pages(out, env_fp, [n for n in notes if n.key in entries], kinds, dirty,
+                                    SiteData(entries, links, trust and previous.get("trees") == trees))
             out.written.extend(note_pages())
     finally:
         jobs.set_context(None)
@@ -146,11 +169,11 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     output.copy_static(out, templates.static_dir())
     output.copy_attachments(out, {r[1]: roots[key.partition(":")[0]] / r[2]
                               for key, entry in entries.items() for r in entry["resolved"] if r[0] == "attachment"})
-    removed = out.remove_stale(output.listed_pages(site), recorded)
+    removed = out.remove_stale(output.listed_pages(saved), recorded)
     if big:
         highlight.save(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
-    out.save_manifest({"version": output.MANIFEST_VERSION, "env": env_fp, "universe": universe, "pages": out.pages,
-                       "notes": entries}, previous)
+    out.save_manifest({"version": output.MANIFEST_VERSION, "env": env_fp, "universe": universe, "trees": trees,
+                       "pages": out.pages, "notes": entries}, previous)
     journal.clear()  # the manifest lists every page now
     stamp = stamp_text(config, files, content)
     if not (site / STAMP).is_file() or (site / STAMP).read_text(encoding="utf-8") != stamp:
@@ -160,6 +183,21 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
         log.info(f"render: {len(out.written)} files written ({len(page_jobs)} note pages of {len(page_urls)} pages), "
                  f"{len(removed)} removed, {broken} broken links, {seconds:.2f} s")
     return RenderReport(tuple(out.written), tuple(removed), out.unchanged, len(page_jobs), broken, seconds)
+
+
+def _affected(notes: list[pages.NoteInfo], stale: list[pages.NoteInfo], old: dict[str, Any], entries: dict[str, Any],
+              out: output.Output, pictured: set[str]) -> set[str]:
+    """Notes whose page may differ from the last render's: see :func:`builder.render.state.affected`,
+    plus ``pictured`` (their picture of links moved), pages that are missing or that an unfinished
+    render touched (written whole, backlinks too) and notes whose date moved (a touched file, a new
+    commit: same text), whose entries take the new date."""
+    found = state.affected(notes, stale, old, entries) | pictured
+    found |= {n.key for n in notes if not out.current(n.url)}
+    for note in notes:
+        if note.key in entries and entries[note.key].get("dates") != note.dates:
+            entries[note.key] = {**entries[note.key], "dates": note.dates}
+            found.add(note.key)
+    return found
 
 
 def _bodies(pool: jobs.Pool, notes: list[pages.NoteInfo]) -> dict[str, jobs.Outcome]:
@@ -174,37 +212,30 @@ def _bodies(pool: jobs.Pool, notes: list[pages.NoteInfo]) -> dict[str, jobs.Outc
     return bodies
 
 
+@dataclass(frozen=True)
+class SiteData:
+    """What the pages besides note pages are made from, besides the notes."""
+
+    entries: dict[str, Any]  # the manifest entries of this render (broken links)
+    links: graph.Links
+    same_trees: bool  # every listed note's path and title as in the last render: the navigation trees hold
+
+
 def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], kinds: dict[str, str],
-                dirty: state.Dirty | None) -> list[str]:
-    """Tables of contents, tag pages, home, search, 404 and the sitemap; returns every page URL.
-    ``dirty`` (:class:`builder.render.state.Dirty`) names the pages that may have changed; None:
-    any may have. Big pages are fingerprinted from their inputs, never built to compare."""
+                dirty: state.Dirty | None, data: SiteData) -> list[str]:
+    """Each source's pages, tag pages, home, broken links, search, 404 and the sitemap; returns every
+    page URL. ``dirty`` (:class:`builder.render.state.Dirty`) names the pages that may have changed;
+    None: any may have. Big pages are fingerprinted from their inputs, never built to compare."""
 
     ctx = jobs.context()
     render = ctx.templates.render
     by_source: dict[str, list[pages.NoteInfo]] = {sid: [] for sid in kinds}
     for note in notes:
         by_source[note.source_id].append(note)
-    toc_urls = []
+    source_urls = []
     for sid, members in by_source.items():
-        folders: dict[str, list[pages.NoteInfo]] = {}
-        for note in members:
-            folders.setdefault(urls.top_folder(note.path), []).append(note)
-        url = urls.toc_url(sid)
-        toc_urls.append(url)
-        if not out.kept(url, dirty is None or url in dirty.tocs):
-            counts = pages.folder_counts(members)
-            if out.wants(url, state.sha(env_fp, sid, kinds[sid], json.dumps(counts, ensure_ascii=False),
-                                     *(n.toc_entry for n in folders.get("", [])))):
-                out.write(url, render(pages.toc_index_page(sid, kinds[sid], members, counts), ctx.built_at))
-        for folder, group in sorted(folders.items()):
-            url = urls.folder_toc_url(sid, folder)
-            if not folder:
-                continue
-            toc_urls.append(url)
-            if not out.kept(url, dirty is None or url in dirty.tocs) and \
-                    out.wants(url, state.sha(env_fp, sid, folder, *(n.toc_entry for n in group))):
-                out.write(url, render(pages.toc_folder_page(sid, folder, group), ctx.built_at))
+        source_urls += _source_pages(out, env_fp, sid, kinds[sid], members, dirty, data)
+    toc.prune_sources(ctx.site, set(kinds))
     groups = pages.tag_groups(notes)
     tag_urls = [f"tags/{slug}/index.html" for slug in groups]
     for url, (slug, (name, members)) in zip(tag_urls, groups.items()):
@@ -212,14 +243,51 @@ def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], ki
                 out.wants(url, state.sha(env_fp, name, *(f"{n.url}\x1f{n.title}\x1f{' '.join(n.tags)}"
                                                          for n in members))):
             out.write(url, render(pages.tag_page(slug, name, members), ctx.built_at))
-    fixed = [pages.tags_page(groups), pages.home_page(list(kinds.items()), notes, groups), *pages.fixed_pages()]
+    if not out.kept(urls.BROKEN_LINKS_URL, dirty is None or dirty.broken):
+        broken_page = pages.broken_links_page(notes, data.entries)
+        if out.wants(broken_page.url, state.sha(env_fp, broken_page.data())):
+            out.write(broken_page.url, render(broken_page, ctx.built_at))
+    broken = sum(len(data.entries[n.key].get("broken", ())) for n in notes)
+    fixed = [pages.tags_page(groups), pages.home_page(list(kinds.items()), notes, groups, broken), *pages.fixed_pages()]
     for page in fixed:
         if out.wants(page.url, state.sha(env_fp, page.data())):
             out.write(page.url, render(page, ctx.built_at))
-    page_urls = sorted([n.url for n in notes] + toc_urls + tag_urls + [p.url for p in fixed if p.kind != "404"])
+    page_urls = sorted([n.url for n in notes] + source_urls + tag_urls + [urls.BROKEN_LINKS_URL]
+                       + [p.url for p in fixed if p.kind != "404"])
     if out.wants(urls.SITEMAP_URL, state.sha(env_fp, *page_urls)):
         out.write(urls.SITEMAP_URL, pages.sitemap(page_urls))
     return page_urls
+
+
+def _source_pages(out: output.Output, env_fp: str, source_id: str, kind: str, notes: list[pages.NoteInfo],
+                  dirty: state.Dirty | None, data: SiteData) -> list[str]:
+    """A source's table of contents, its link graph and its navigation tree (not a page: not returned)."""
+    ctx = jobs.context()
+    toc_url = urls.toc_url(source_id)
+    if not out.kept(toc_url, dirty is None or source_id in dirty.tocs):
+        plan = toc.plan(env_fp, source_id, kind, notes)
+        if out.wants(toc_url, plan.fingerprint):
+            fragments = toc.Fragments(ctx.site, source_id)
+            page = toc.toc_page(source_id, kind, plan, fragments,
+                                lambda context: ctx.templates.fragment(toc.FRAGMENT_TEMPLATE, **context))
+            out.write(toc_url, ctx.templates.render(page, ctx.built_at))
+            fragments.prune()
+    graph_url = urls.graph_url(source_id)
+    if not out.kept(graph_url, dirty is None or source_id in dirty.graphs):
+        view = graph.source_view(data.links, notes)
+        svg = drawing.source_svg([drawing.SourceNode(n.key, n.title, n.url, view.folders.index(urls.top_folder(n.path)))
+                                  for n in view.notes], list(view.edges), graph_url, set(view.labelled))
+        legend = [{"name": f"{folder}/" if folder else f"{source_id}/", "css": f"folder{i % drawing.FOLDER_CLASSES}"}
+                  for i, folder in enumerate(view.folders)]
+        page = pages.graph_page(source_id, svg, {**view.stats, "legend": legend})
+        if out.wants(graph_url, state.sha(env_fp, page.data())):
+            out.write(graph_url, ctx.templates.render(page, ctx.built_at))
+    tree_url = urls.tree_url(source_id)
+    if not out.kept(tree_url, not data.same_trees):
+        script = tree.tree_script(source_id, notes)
+        if out.wants(tree_url, state.sha(env_fp, script)):
+            out.write(tree_url, script)
+    return [toc_url, graph_url]
 
 
 # ---------------------------------------------------------------- notes and links

@@ -1,11 +1,12 @@
 """What the incremental render remembers between builds and what it concludes from it.
 
 The render manifest keeps, per note, an entry: the sha256 of the text it was rendered from
-(``sha``), the date its page shows (``changed_at``), its links (``links``) and what they resolved to (``resolved``), digests of what other
-pages show of it (``toc_digest``: its table of contents entry, ``tags_digest``: URL, title and
-tags, ``anchors_digest``: heading anchors, ``links_digest``: the link answers), and the keys of
-the highlighted code blocks its body uses (``highlights``). These functions compare entries with
-today's notes to find what must be rendered again.
+(``sha``), the date and author its page shows besides its text (``dates``), its links (``links``)
+and what they resolved to (``resolved``), its broken links with their lines (``broken``, when it
+has any), digests of what other pages show of it (``toc_digest``: its table of contents entry,
+``tags_digest``: URL, title and tags, ``anchors_digest``: heading anchors, ``links_digest``: the
+link answers), and the keys of the highlighted code blocks its body uses (``highlights``). These
+functions compare entries with today's notes to find what must be rendered again.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ if TYPE_CHECKING:
 class Dirty:
     """Pages besides note pages that the notes rendered now (or removed) may have changed."""
 
-    tocs: frozenset[str]  # URLs of tables of contents (a source's, or one of its folders')
+    tocs: frozenset[str]  # sources whose table of contents may have changed
     tags: bool  # any tag page, the list of tags
+    graphs: frozenset[str]  # sources whose link graph may have changed
+    broken: bool  # the list of broken links
 
 
 def sha(*parts: str) -> str:
@@ -39,9 +42,10 @@ def sha(*parts: str) -> str:
     return hashlib.blake2b("\0".join(parts).encode("utf-8"), digest_size=16).hexdigest()
 
 
-def note_fp(env_fp: str, note: NoteInfo, entry: dict[str, Any], backlinks: list[NoteInfo]) -> str:
-    """Everything a note page shows besides what its text (sha256) and the templates decide."""
-    return sha(env_fp, note.sha256, note.title, note.changed_at or "", entry["links_digest"],
+def note_fp(env_fp: str, note: NoteInfo, entry: dict[str, Any], backlinks: list[NoteInfo], graph: str) -> str:
+    """Everything a note page shows besides what its text (sha256) and the templates decide;
+    ``graph``: the digest of the picture of its links (:meth:`builder.render.graph.Local.digest`)."""
+    return sha(env_fp, note.sha256, note.title, note.dates, entry["links_digest"], graph,
                *(f"{b.url}\x1f{b.title}" for b in backlinks))
 
 
@@ -55,9 +59,13 @@ def universe(config: Config, notes: list[NoteInfo]) -> str:
 def entry(note: NoteInfo, body: Body, highlights: tuple[str, ...]) -> dict[str, Any]:
     """A note's manifest entry (see the module docstring)."""
     resolved = [r.as_list() for r in body.results]
-    found = {"sha": note.sha256, "changed_at": note.changed_at, "links": [list(k) for k in body.links], "resolved": resolved,
-             "links_digest": sha(*("\x1f".join(r) for r in resolved)), "toc_digest": sha(note.toc_entry),
-             "tags_digest": sha(note.url, note.title, *note.tags), "anchors_digest": sha(*note.anchor_list)}
+    found: dict[str, Any] = {
+        "sha": note.sha256, "dates": note.dates, "links": [list(k) for k in body.links], "resolved": resolved,
+        "links_digest": sha(*("\x1f".join(r) for r in resolved)), "toc_digest": sha(note.toc_entry),
+        "tags_digest": sha(note.url, note.title, *note.tags), "anchors_digest": sha(*note.anchor_list)}
+    broken = body.broken()
+    if broken:
+        found["broken"] = [[line, reason] for line, reason in broken]
     if highlights:
         found["highlights"] = list(highlights)
     return found
@@ -117,31 +125,42 @@ def backlinks(notes: list[NoteInfo], entries: dict[str, Any], only: set[str] | N
     return {key: list(sources.values()) for key, sources in found.items()}
 
 
-def dirty(notes: list[NoteInfo], stale: list[NoteInfo], old: dict[str, Any], entries: dict[str, Any]) -> Dirty:
+def dirty(notes: list[NoteInfo], stale: list[NoteInfo], old: dict[str, Any], entries: dict[str, Any],
+          graphs: set[str]) -> Dirty:
     """Which tables of contents and whether tag pages may have changed: only a note that was added,
-    removed, or re-rendered with another outline (``td``) or title/tags (``tg``) changes them. A
-    note's folder page lists it; the source's page also counts the notes of every folder."""
+    removed, or re-rendered with another outline (``toc_digest``) or title/tags (``tags_digest``)
+    changes them. ``graphs``: the notes whose place in the link graph moved (see
+    :func:`builder.render.graph.moved`)."""
     tocs: set[str] = set()
-    tags = False
+    tags = broken = False
     for key in {n.key for n in stale} | (set(old) - {n.key for n in notes}):
         before, now = old.get(key) or {}, entries.get(key) or {}
-        source_id, _, path = key.partition(":")
-        if not before or not now:
-            tocs.add(urls.toc_url(source_id))
+        source_id = key.partition(":")[0]
         if not before or not now or before.get("toc_digest") != now.get("toc_digest"):
-            tocs.add(urls.folder_toc_url(source_id, urls.top_folder(path)))
+            tocs.add(source_id)
         tags = tags or not before or not now or before.get("tags_digest") != now.get("tags_digest")
-    return Dirty(frozenset(tocs), tags)
+        broken = broken or before.get("broken") != now.get("broken") or (
+            bool(before.get("broken")) and before.get("tags_digest") != now.get("tags_digest"))  # its title, URL
+    return Dirty(frozenset(tocs), tags, frozenset(key.partition(":")[0] for key in graphs), broken)
 
 
 def log_broken(stale: list[NoteInfo], bodies: dict[str, Outcome], entries: dict[str, Any], log: SyncLog) -> int:
-    """One WARN line per broken link of each note rendered now (not again while it stays unchanged)."""
+    """A WARN line per note that could not be rendered, and one line per source for the broken links
+    of the notes rendered now (not again while they stay unchanged): how many, the first, and where
+    the site lists them all. Returns the number of broken links of the notes rendered now."""
     count = 0
+    per_source: dict[str, list[tuple[str, list[Any]]]] = {}
     for note in stale:
         if bodies[note.key].error:
             log.warn(f"{note.source_id}: {note.path}: {bodies[note.key].error}")
-        for r in entries[note.key]["resolved"] if note.key in entries else ():
-            if r[0] == "broken":
-                count += 1
-                log.warn(f"{note.source_id}: {note.path}: broken link {r[3]}")
+        broken = entries[note.key].get("broken") if note.key in entries else None
+        if broken:
+            count += len(broken)
+            per_source.setdefault(note.source_id, []).append((note.path, broken))
+    for source_id, found in per_source.items():
+        links = sum(len(b) for _, b in found)
+        path, (line, reason) = found[0][0], found[0][1][0]
+        notes = f"{len(found)} notes" if len(found) > 1 else "1 note"
+        many = f"{links} broken links in {notes}, such as" if links > 1 else "a broken link:"
+        log.warn(f"{source_id}: {many} {path}:{line}: {reason}; every broken link is listed on {urls.BROKEN_LINKS_URL}")
     return count

@@ -1,5 +1,6 @@
-// notes-portal search: search-as-you-type over /api/search, keyboard navigation,
-// and highlighting of the query's words in the section a result lands on.
+// notes-portal search: search-as-you-type over /api/search (results grouped by note), keyboard
+// navigation, Ctrl/Cmd-K or / to reach the box from anywhere, and highlighting of the query's words
+// in the section a result lands on.
 // No framework, no inline script (the server's CSP forbids it), works without it too:
 // the form submits to the server-rendered /search page.
 (function () {
@@ -77,24 +78,80 @@
 
     function close() { panel.hidden = true; selected = -1; }
 
+    // One option: a matching section of a note, with the words that say which half found it
+    // (the first of a note's sections carries the note's title).
+    function sectionLink(hit, marked, first) {
+      var a = el("a", "search-result");
+      a.href = hitHref(root, hit, marked);
+      a.setAttribute("role", "option");
+      if (first) a.appendChild(el("span", "hit-title", hit.title));
+      var head = el("span", "hit-head");
+      head.appendChild(el("span", "hit-breadcrumb", section(hit)));
+      if (hit.ranks.bm25) head.appendChild(el("span", "badge badge-words", "words #" + hit.ranks.bm25));
+      if (hit.ranks.vector) head.appendChild(el("span", "badge badge-meaning", "meaning #" + hit.ranks.vector));
+      a.appendChild(head);
+      a.appendChild(snippetNodes(hit.snippet));
+      return a;
+    }
+
+    // Where in the note a hit is: its breadcrumb without the note's title (shown above it).
+    function section(hit) {
+      var prefix = hit.title + " > ";
+      if (hit.breadcrumb === hit.title) return "top of the note";
+      return hit.breadcrumb.indexOf(prefix) === 0 ? hit.breadcrumb.slice(prefix.length) : hit.breadcrumb;
+    }
+
+    // A note's title once, its matching sections under it, then its other sections and the
+    // copies of the same text elsewhere as plain links; ``marked``: the words their pages mark.
+    function noteGroup(hits, marked) {
+      var group = el("div", "search-group");
+      group.setAttribute("role", "group");
+      group.setAttribute("aria-label", hits[0].title);
+      hits.forEach(function (hit, i) { group.appendChild(sectionLink(hit, marked, i === 0)); });
+      var extra = [];
+      hits.forEach(function (hit) {
+        (hit.more || []).forEach(function (m) {
+          var where = section({ title: hit.title, breadcrumb: m.breadcrumb });
+          extra.push({ url: m.url, text: "also: " + where, cls: "search-more" });
+        });
+        (hit.copies || []).forEach(function (c) {
+          extra.push({ url: c.url, text: "the same text: " + c.source + ": " + c.path, cls: "search-copy" });
+        });
+      });
+      if (extra.length) {
+        var list = el("ul", "hit-more");
+        extra.forEach(function (x) {
+          var item = el("li");
+          var a = el("a", "search-result " + x.cls, x.text);
+          a.href = hitHref(root, x, marked);
+          a.setAttribute("role", "option");
+          item.appendChild(a);
+          list.appendChild(item);
+        });
+        group.appendChild(list);
+      }
+      return group;
+    }
+
+    // Hits of one note together, in the order of each note's best hit.
+    function byNote(hits) {
+      var groups = [], index = {};
+      hits.forEach(function (hit) {
+        var key = hit.url.split("#")[0];
+        if (!(key in index)) { index[key] = groups.length; groups.push([]); }
+        groups[index[key]].push(hit);
+      });
+      return groups;
+    }
+
     function show(data, query) {
       panel.textContent = "";
       (data.notes || []).forEach(function (note) { panel.appendChild(el("p", "search-note", note)); });
-      if (!data.hits.length) panel.appendChild(el("p", "muted", "No matches."));
+      if (!data.hits.length) panel.appendChild(el("p", "search-empty", "Nothing matches “" + query + "”."));
       else if (data.weak) panel.appendChild(el("p", "search-weak", "Nothing in your notes matches these words; closest by meaning:"));
-      data.hits.forEach(function (hit) {
-        var a = el("a", "search-result");
-        a.href = hitHref(root, hit, query);
-        a.setAttribute("role", "option");
-        var head = el("span", "hit-head");
-        head.appendChild(el("span", "hit-title", hit.title));
-        if (hit.ranks.bm25) head.appendChild(el("span", "badge badge-words", "words #" + hit.ranks.bm25));
-        if (hit.ranks.vector) head.appendChild(el("span", "badge badge-meaning", "meaning #" + hit.ranks.vector));
-        a.appendChild(head);
-        a.appendChild(el("span", "hit-breadcrumb", hit.breadcrumb));
-        a.appendChild(snippetNodes(hit.snippet));
-        panel.appendChild(a);
-      });
+      // the landing page marks the words the snippets mark (as searched, without function words)
+      var marked = data.marked && data.marked.length ? data.marked.join(" ") : query;
+      byNote(data.hits).forEach(function (hits) { panel.appendChild(noteGroup(hits, marked)); });
       var all = el("a", "search-all", "All results for “" + query + "”");
       all.href = root + "search?q=" + encodeURIComponent(query);
       panel.appendChild(all);
@@ -214,24 +271,34 @@
     return found;
   }
 
+  // Opened from a file: there is no server to ask. Say so as soon as someone types or submits.
+  function setupOffline(form) {
+    function explain(event) {
+      if (event.type === "submit") event.preventDefault();
+      document.querySelectorAll(".search-offline").forEach(function (p) { p.hidden = false; });
+    }
+    form.addEventListener("submit", explain);
+    form.querySelector("input[name=q]").addEventListener("input", explain);
+  }
+
+  // Ctrl-K (Cmd-K on a Mac) anywhere, or / outside a text field, puts the cursor in the search box.
+  function isShortcut(event) {
+    if ((event.ctrlKey || event.metaKey) && !event.altKey && (event.key === "k" || event.key === "K")) return true;
+    var tag = (event.target.tagName || "").toLowerCase();
+    return event.key === "/" && !event.ctrlKey && !event.metaKey && tag !== "input" && tag !== "textarea"
+      && tag !== "select" && !event.target.isContentEditable;
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var offline = window.location.protocol === "file:";
     document.querySelectorAll("form.search").forEach(function (form) {
-      if (offline) {  // opened from a file: there is no server to ask
-        form.addEventListener("submit", function (event) {
-          event.preventDefault();
-          document.querySelectorAll(".search-offline").forEach(function (p) { p.hidden = false; });
-        });
-        return;
-      }
-      setupBox(form);
+      if (offline) setupOffline(form);
+      else setupBox(form);
     });
     document.addEventListener("keydown", function (event) {
-      var tag = (event.target.tagName || "").toLowerCase();
-      if (event.key === "/" && tag !== "input" && tag !== "textarea" && !event.target.isContentEditable) {
-        var box = document.querySelector("form.search input[name=q]");
-        if (box) { event.preventDefault(); box.focus(); box.select(); }
-      }
+      if (!isShortcut(event)) return;
+      var box = document.querySelector("form.search input[name=q]");
+      if (box) { event.preventDefault(); box.focus(); box.select(); }
     });
     highlightLanding();
   });

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from textwrap import dedent
 from typing import TYPE_CHECKING
 
@@ -129,11 +129,14 @@ def has_word_or_key(conn: Connection, prefix: str, key: str) -> bool:
     return row is not None
 
 
-def all_vectors(conn: Connection) -> list[Row]:
-    """Every (chunk id, vector) of the index, for an in-memory scan."""
+def iter_vectors(conn: Connection, batch: int = 4096) -> Iterator[tuple[int, bytes]]:
+    """Every (chunk id, vector bytes) of the index, fetched ``batch`` at a time (never all at once)."""
     if not has_vec_table(conn):
-        return []
-    return conn.execute("SELECT rowid, embedding FROM vec_chunks").fetchall()
+        return
+    cursor = conn.execute("SELECT rowid, embedding FROM vec_chunks")
+    while rows := cursor.fetchmany(batch):
+        for row in rows:
+            yield row[0], bytes(row[1])
 
 
 def count_vectors(conn: Connection) -> int:

@@ -1,0 +1,168 @@
+// notes-portal navigation: each source's folder tree beside every page (a drawer on a phone).
+// The page lists the sources (links to their tables of contents: that is the no-JS fallback);
+// this script loads static/tree/<source>.js, which calls notesPortalTree(source, tree), and
+// draws the tree of the page's source open at the page's folder. Folders are <details>; their
+// contents are built when first opened. No framework, no inline script (the CSP forbids it).
+(function () {
+  "use strict";
+
+  var trees = {};    // source → tree, once loaded
+  var waiting = {};  // source → callbacks waiting for its tree
+
+  window.notesPortalTree = function (source, tree) {
+    trees[source] = tree;
+    (waiting[source] || []).forEach(function (done) { done(tree); });
+    delete waiting[source];
+  };
+
+  function el(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text != null) node.textContent = text;
+    return node;
+  }
+
+  // Load a source's tree script once. Over HTTP it is revalidated first (its URL has no version:
+  // a page must not change when another note's title does), so a new note shows up at once.
+  function loadTree(source, url, done) {
+    if (trees[source]) { done(trees[source]); return; }
+    if (waiting[source]) { waiting[source].push(done); return; }
+    waiting[source] = [done];
+    function add() {
+      var script = document.createElement("script");
+      script.src = url;
+      document.head.appendChild(script);
+    }
+    if (window.location.protocol === "file:" || !window.fetch) add();
+    else fetch(url, { cache: "no-cache" }).then(add, add);
+  }
+
+  // One folder's contents: subfolders first (each a <details>), then its notes.
+  function contents(tree, source, base, path, nav) {
+    var list = el("ul", "tree");
+    (tree.d || []).forEach(function (folder) {
+      var name = folder[0], segment = folder[1], sub = folder[2];
+      var folderPath = path ? path + "/" + name : name;
+      var item = el("li", "tree-folder");
+      var details = el("details");
+      var summary = el("summary", null, name);
+      details.appendChild(summary);
+      var filled = false;
+      function fill() {
+        if (filled) return;
+        filled = true;
+        details.appendChild(contents(sub, source, base + segment + "/", folderPath, nav));
+      }
+      details.addEventListener("toggle", function () { if (details.open) fill(); });
+      if (nav.folder === folderPath || nav.folder.indexOf(folderPath + "/") === 0) {
+        details.open = true;
+        fill();
+      }
+      item.appendChild(details);
+      list.appendChild(item);
+    });
+    (tree.n || []).forEach(function (note) {
+      var url = base + note[1];
+      var item = el("li", "tree-note");
+      var link = el("a", null, note[0]);
+      link.title = note[0];
+      link.href = nav.root + url;
+      if (url === nav.page) {
+        link.setAttribute("aria-current", "page");
+        item.classList.add("current");
+      }
+      item.appendChild(link);
+      list.appendChild(item);
+    });
+    return list;
+  }
+
+  // Turn a source's entry (a link to its table of contents) into a collapsible tree.
+  function setupSource(item, nav) {
+    var source = item.getAttribute("data-source");
+    var details = el("details", "nav-source-tree");
+    var summary = el("summary", null, source);
+    details.appendChild(summary);
+    var links = el("p", "nav-source-links");
+    var toc = el("a", null, "Contents");
+    toc.href = item.getAttribute("data-toc");
+    var graph = el("a", null, "Link graph");
+    graph.href = item.getAttribute("data-graph");
+    links.appendChild(toc);
+    links.appendChild(document.createTextNode(" · "));
+    links.appendChild(graph);
+    details.appendChild(links);
+    var filled = false;
+    function fill() {
+      if (filled) return;
+      filled = true;
+      var placeholder = el("p", "muted nav-loading", "Loading…");
+      details.appendChild(placeholder);
+      loadTree(source, item.getAttribute("data-tree"), function (tree) {
+        var here = { root: nav.root, page: nav.page, folder: source === nav.source ? nav.folder : "\u0000" };
+        details.replaceChild(contents(tree, source, source + "/", "", here), placeholder);
+        if (source === nav.source) reveal(item);
+      });
+    }
+    details.addEventListener("toggle", function () { if (details.open) fill(); });
+    item.textContent = "";
+    item.appendChild(details);
+    if (source === nav.source || nav.only) {
+      details.open = true;
+      fill();
+    }
+  }
+
+  // Scroll the tree (not the page) so that the current note is in view.
+  function reveal(item) {
+    var current = item.querySelector("[aria-current=page]");
+    var box = document.getElementById("site-nav");
+    if (!current || !box) return;
+    var top = current.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop;
+    if (top > box.clientHeight * 0.6) box.scrollTop = top - box.clientHeight / 3;
+  }
+
+  // On a narrow screen the tree is a drawer, opened by the header's button.
+  function setupDrawer(nav) {
+    var button = document.querySelector(".nav-toggle");
+    if (!button) return;
+    var root = document.documentElement;
+    root.classList.add("has-drawer");
+    button.hidden = false;
+    var close = el("button", "nav-close", "Close");
+    close.type = "button";
+    close.addEventListener("click", function () { set(false); button.focus(); });
+    nav.insertBefore(close, nav.firstChild);
+    function set(open) {
+      root.classList.toggle("nav-open", open);
+      button.setAttribute("aria-expanded", open ? "true" : "false");
+      if (open) {
+        var target = nav.querySelector("[aria-current=page]") || nav.querySelector("summary, a");
+        if (target) target.focus();
+      }
+    }
+    button.addEventListener("click", function () { set(!root.classList.contains("nav-open")); });
+    document.addEventListener("keydown", function (event) {
+      if (event.key === "Escape" && root.classList.contains("nav-open")) { set(false); button.focus(); }
+    });
+    document.addEventListener("click", function (event) {
+      var outside = !nav.contains(event.target) && !button.contains(event.target);
+      if (outside && root.classList.contains("nav-open")) set(false);
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var nav = document.getElementById("site-nav");
+    if (!nav) return;
+    var here = {
+      root: nav.getAttribute("data-root") || "",
+      page: nav.getAttribute("data-page") || "",
+      source: nav.getAttribute("data-source") || "",
+      folder: nav.getAttribute("data-folder") || ""
+    };
+    var sources = nav.querySelectorAll("li.nav-source");
+    here.only = sources.length === 1;  // one source: its tree is open on every page
+    sources.forEach(function (item) { setupSource(item, here); });
+    setupDrawer(nav);
+  });
+})();

@@ -22,6 +22,7 @@ from builder.core.embedding import EmbedderFactory, passage_fits
 from builder.lock import BuildLock, describe_holder
 from builder.redact import redact_url
 from builder.render.stamp import site_is_stale
+from builder.report import BuildReport
 from builder.sources import FileStat, Scope, is_hidden, uncovered_dirs, walk
 from builder.synclog import SyncLog
 
@@ -53,30 +54,6 @@ class SourceChanges:
     @property
     def empty(self) -> bool:
         return not self.changed and not self.deleted and not self.coverage_changed and not self.refresh
-
-
-@dataclass
-class BuildReport:
-    """What a build is doing and what it indexed, for whoever started it (the sync job runner shows it).
-
-    ``phase`` moves waiting (for the build lock) → scan → index → embed → render; ``on_change`` is called
-    at each step with the report (from the building thread)."""
-
-    phase: str = "waiting"
-    notes: int = 0  # notes (re)indexed
-    chunks: int = 0  # their chunks
-    removed: int = 0  # notes that left the index
-    on_change: Callable[[BuildReport], None] | None = field(default=None, repr=False, compare=False)
-
-    def enter(self, phase: str) -> None:
-        self.phase = phase
-        if self.on_change is not None:
-            self.on_change(self)
-
-    def indexed(self, notes: int, chunks: int, removed: int) -> None:
-        self.notes, self.chunks, self.removed = self.notes + notes, self.chunks + chunks, self.removed + removed
-        if self.on_change is not None:
-            self.on_change(self)
 
 
 class SourceFailed(Exception):

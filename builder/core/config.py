@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from builder.core.errors import ConfigError
+from builder.core.yamlread import KeyLines, Reader, describe
 
 # Top-level site paths of the portal itself; a source with such an id would collide with them.
 RESERVED_SOURCE_IDS = frozenset({"tags", "static", "api", "search", "auth"})
@@ -146,100 +147,6 @@ class Config:
         raise ConfigError(f"unknown source {source_id!r} (configured: {known})")
 
 
-class _Lines:
-    """Maps key paths such as ('sources', 'docs', 'folder') to the line they are on."""
-
-    def __init__(self, node: yaml.Node | None) -> None:
-        self.lines: dict[tuple[str, ...], int] = {}
-        self.duplicates: list[tuple[tuple[str, ...], int]] = []  # YAML silently keeps the last one
-        if node is not None:
-            self._walk(node, ())
-
-    def _walk(self, node: yaml.Node, prefix: tuple[str, ...]) -> None:
-        self.lines.setdefault(prefix, node.start_mark.line + 1)
-        if isinstance(node, yaml.MappingNode):
-            seen: set[str] = set()
-            for key_node, value_node in node.value:
-                key = (*prefix, str(key_node.value))
-                if key[-1] in seen:
-                    self.duplicates.append((key, key_node.start_mark.line + 1))
-                seen.add(key[-1])
-                self.lines[key] = key_node.start_mark.line + 1
-                self._walk(value_node, key)
-
-    def line(self, key: tuple[str, ...]) -> int | None:
-        while key:
-            if key in self.lines:
-                return self.lines[key]
-            key = key[:-1]
-        return None
-
-
-class _Reader:
-    """Typed access to the raw YAML mapping with errors that name key, value and line."""
-
-    def __init__(self, file: Path, lines: _Lines) -> None:
-        self.file = file
-        self.lines = lines
-
-    def fail(self, key: tuple[str, ...], message: str) -> ConfigError:
-        line = self.lines.line(key)
-        where = f"{self.file}:{line}" if line else str(self.file)
-        return ConfigError(f"{where}: {'.'.join(key)}: {message}")
-
-    def mapping(self, raw: Any, key: tuple[str, ...], allowed: set[str]) -> dict[str, Any]:
-        if raw is None:
-            return {}
-        if not isinstance(raw, dict):
-            raise self.fail(key, f"expected a mapping, got {_describe(raw)}")
-        for name in raw:
-            if not isinstance(name, str) or name not in allowed:
-                raise self.fail((*key, str(name)), f"unknown key (allowed: {', '.join(sorted(allowed))})")
-        return raw
-
-    def string(self, raw: dict[str, Any], key: tuple[str, ...], default: str | None = None) -> str | None:
-        value = raw.get(key[-1], default)
-        if value is None or isinstance(value, str):
-            return value
-        raise self.fail(key, f"expected a string, got {_describe(value)}")
-
-    def number(self, raw: dict[str, Any], key: tuple[str, ...], default: float, *, integer: bool = False,
-               minimum: float | None = None) -> Any:
-        value = raw.get(key[-1], default)
-        ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-        if isinstance(value, bool) or not ok:
-            kind = "an integer" if integer else "a number"
-            raise self.fail(key, f"expected {kind}, got {_describe(value)}")
-        if minimum is not None and value < minimum:
-            raise self.fail(key, f"must be at least {minimum}, got {value!r}")
-        return value
-
-    def boolean(self, raw: dict[str, Any], key: tuple[str, ...], default: bool) -> bool:
-        value = raw.get(key[-1], default)
-        if not isinstance(value, bool):
-            raise self.fail(key, f"expected true or false, got {_describe(value)}")
-        return value
-
-    def patterns(self, raw: dict[str, Any], key: tuple[str, ...], default: tuple[str, ...]) -> tuple[str, ...]:
-        value = raw.get(key[-1])
-        if value is None:
-            return default
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-            raise self.fail(key, f"expected a list of glob patterns, got {_describe(value)}")
-        return tuple(v.strip().strip("/") if v.strip() != "/" else "**" for v in value)
-
-    def path(self, value: str, base: Path) -> Path:
-        # normpath, not resolve(): the index path is a symlink that must stay one
-        return Path(os.path.normpath(base / Path(value).expanduser()))
-
-
-def _describe(value: Any) -> str:
-    text = repr(value)
-    return f"{type(value).__name__} {text if len(text) < 60 else text[:57] + '...'}"
-
-
 def load_config(path: str | Path) -> Config:
     """Read and validate the YAML file at ``path``; raise :class:`ConfigError` with one clear line."""
     path = Path(path).expanduser()
@@ -258,15 +165,15 @@ def load_config(path: str | Path) -> Config:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{where}: invalid YAML ({problem})") from None
     path = path.resolve()
-    lines = _Lines(node)
+    lines = KeyLines(node)
     if lines.duplicates:
         key, line = lines.duplicates[0]
         what = "source id" if len(key) == 2 and key[0] == "sources" else "key"
         raise ConfigError(f"{path}:{line}: {'.'.join(key)}: duplicate {what} (defined twice in this file)")
-    return _build(_Reader(path, lines), raw, path.parent)
+    return _build(Reader(path, lines), raw, path.parent)
 
 
-def _build(r: _Reader, raw: Any, base: Path) -> Config:
+def _build(r: Reader, raw: Any, base: Path) -> Config:
     top = r.mapping(raw, (), {"site", "index", "embedding", "sources", "limits", "git", "render", "server",
                               "search", "watch"})
     site_raw = r.mapping(top.get("site"), ("site",), {"title", "output"})
@@ -305,7 +212,7 @@ def _build(r: _Reader, raw: Any, base: Path) -> Config:
     )
 
 
-def _secrets(r: _Reader, server: dict[str, Any], sources: tuple[SourceConfig, ...], api_key: str | None) -> str | None:
+def _secrets(r: Reader, server: dict[str, Any], sources: tuple[SourceConfig, ...], api_key: str | None) -> str | None:
     """``server.sync_key`` and every source's ``hook_secret``: long, and each one used for one thing only
     (a search key that leaks must not start builds, one forge's secret must not sign for another source)."""
     sync_key = r.string(server, ("server", "sync_key"))
@@ -330,7 +237,7 @@ def _within(path: Path, folder: Path) -> bool:
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
-def _check_site_output(r: _Reader, output: Path, data_dir: Path, sources: tuple[SourceConfig, ...]) -> None:
+def _check_site_output(r: Reader, output: Path, data_dir: Path, sources: tuple[SourceConfig, ...]) -> None:
     """The server publishes everything in ``site.output``: it must hold nothing but the site."""
     key = ("site", "output")
     exposed = [(r.file, "the config file (and any API key in it)"),
@@ -349,7 +256,7 @@ def _check_site_output(r: _Reader, output: Path, data_dir: Path, sources: tuple[
                               "choose an empty or new folder: the portal deletes what it no longer needs there")
 
 
-def _embedding(r: _Reader, raw: Any) -> EmbeddingConfig:
+def _embedding(r: Reader, raw: Any) -> EmbeddingConfig:
     key = ("embedding",)
     allowed = {"provider", "model", "dims", "endpoint", "batch", "keep_alive", "timeout",
                "query_prefix", "passage_prefix", "api_key_env"}
@@ -375,7 +282,7 @@ def _embedding(r: _Reader, raw: Any) -> EmbeddingConfig:
     keep_alive = emb.get("keep_alive", -1)
     if keep_alive is not None and (isinstance(keep_alive, bool) or not isinstance(keep_alive, int)):
         raise r.fail((*key, "keep_alive"), f"expected a number of seconds (-1 keeps the model loaded),"
-                     f" got {_describe(keep_alive)}")
+                     f" got {describe(keep_alive)}")
     endpoint = r.string(emb, (*key, "endpoint"), defaults["endpoint"]) or ""
     if provider in ("ollama", "openai") and not re.match(r"^https?://[^/\s]+", endpoint):
         raise r.fail((*key, "endpoint"), f"expected an http(s):// URL, got {endpoint!r}")
@@ -393,12 +300,12 @@ def _embedding(r: _Reader, raw: Any) -> EmbeddingConfig:
     )
 
 
-def _sources(r: _Reader, raw: Any, base: Path) -> tuple[SourceConfig, ...]:
+def _sources(r: Reader, raw: Any, base: Path) -> tuple[SourceConfig, ...]:
     key = ("sources",)
     if raw is None:
         raise r.fail(key, "at least one source is needed (a folder: or git: entry)")
     if not isinstance(raw, dict) or not raw:
-        raise r.fail(key, f"expected a mapping of source id to settings, got {_describe(raw)}")
+        raise r.fail(key, f"expected a mapping of source id to settings, got {describe(raw)}")
     sources = []
     seen: dict[str, str] = {}
     for source_id, settings in raw.items():

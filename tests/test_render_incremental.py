@@ -208,3 +208,26 @@ def test_a_new_folder_enters_the_table_of_contents_and_the_tree_and_goes_with_it
     assert changed_files(config, before) == {"notes/nova/f.html", "notes/index.html", "index.html", "sitemap.xml",
                                              "static/tree/notes.js", "graph-notes.html"}
     assert fragments(config) == cached  # the unused fragment is gone
+
+
+def test_an_edited_note_takes_its_unchanged_code_from_the_stored_blocks(portal, monkeypatch):
+    """A small render reads the site's stored highlighted blocks when it meets code it does not
+    remember (as a new process would), highlights nothing anew, and writes the same page."""
+    from builder.render import highlight, jobs
+
+    config, root = portal
+    code = "```python\ndef pozdrav(jmeno):\n    return f'Ahoj {jmeno}'\n```\n"
+    write(root, "e.md", f"# Epsilon\n\nNic.\n\n{code}")
+    with monkeypatch.context() as big:
+        big.setattr(jobs, "PARALLEL_MIN", 1)  # five notes make a big render: it stores the blocks its notes use
+        build_and_render(config, full=True)
+    highlight._MEMO.clear()
+    lexed: list[str] = []
+    real = highlight._highlight
+    monkeypatch.setattr(highlight, "_highlight",
+                        lambda code, lexer, lang: lexed.append(code) or real(code, lexer, lang))
+    write(root, "e.md", f"# Epsilon\n\nNic, jen kód.\n\n{code}")
+    build_and_render(config)
+    assert lexed == []  # read from the store, not highlighted again
+    page = (config.site.output / "notes/e.html").read_text("utf-8")
+    assert "Nic, jen kód." in page and '<span class="k">def</span>' in page

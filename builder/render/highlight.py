@@ -4,7 +4,8 @@ Lexing is most of what a code-heavy note costs, and notes repeat code (kemt-wiki
 whole courses under ``predmety/``). Each highlighted block is remembered for the process; a big
 render (a ``--full`` one, new templates, a swapped index) also starts from the blocks stored in
 ``<site>/.render-cache/highlight-<version>.json`` and stores the blocks its notes use when it is
-done, so it highlights only code it has not seen before. ``<version>`` changes with Pygments and
+done, so it highlights only code it has not seen before; a small render (an edited note) reads that
+file only when it meets a block it does not remember. ``<version>`` changes with Pygments and
 with this file: the output depends on nothing else besides (language, code). One file, read and
 written whole: creating a file per block would cost about as much as highlighting it.
 """
@@ -26,6 +27,7 @@ _FORMATTER: Any = None
 _MEMO: dict[str, str] = {}  # key → highlighted block, for this process
 _USED: list[str] = []  # keys asked for since the last take_used()
 _NEW: dict[str, str] = {}  # blocks highlighted since the last take_new()
+_STORE: list[Path] = []  # a stored file to read on the first block not remembered (see use())
 
 
 def cache_file(site: Path) -> Path:
@@ -44,6 +46,12 @@ def load(path: Path) -> None:
         return
     if isinstance(stored, dict):
         _MEMO.update((k, v) for k, v in stored.items() if isinstance(v, str))
+
+
+def use(path: Path) -> None:
+    """Like :func:`load`, but only when a block is not remembered: a small render (one edited note)
+    mostly meets code it highlighted before, and then it never imports Pygments' lexers."""
+    _STORE[:] = [path]
 
 
 def remember(blocks: dict[str, str]) -> None:
@@ -100,14 +108,17 @@ def _lexer(name: str) -> Any:
 
 def highlight_code(code: str, lang: str, attrs: str) -> str:
     """A Pygments-highlighted ``<pre>``; ``""`` (plain, escaped by markdown-it) for unknown languages."""
-    name = _lexer_name(lang)
-    if name is None:
-        return ""
     key = hashlib.blake2b(f"{lang}\0{code}".encode("utf-8"), digest_size=16).hexdigest()
-    _USED.append(key)
     block = _MEMO.get(key)
+    if block is None and _STORE:
+        load(_STORE.pop())
+        block = _MEMO.get(key)
     if block is None:
+        name = _lexer_name(lang)
+        if name is None:
+            return ""
         block = _MEMO[key] = _NEW[key] = _highlight(code, _lexer(name), lang)
+    _USED.append(key)
     return block
 
 

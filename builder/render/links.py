@@ -70,6 +70,10 @@ class SourceNotes:
         self.anchors = anchors  # path → the note's heading anchors (asked only for a #fragment)
 
     @cached_property
+    def real_root(self) -> str:
+        return os.path.realpath(self.root)
+
+    @cached_property
     def by_stem(self) -> dict[str, tuple[str, ...]]:
         """Slug of the file name without ``.md`` → paths."""
         return _grouped((_key(posixpath.splitext(posixpath.basename(p))[0]), p) for p, _ in self.notes)
@@ -190,9 +194,11 @@ def _attachment(src: SourceNotes, path: str, raw: str) -> Link:
     if not path or any(part.startswith(".") for part in path.split("/")):
         return missing
     try:
-        root = os.path.realpath(src.root)
-        real = os.path.realpath(src.root / path)
-        if os.path.commonpath([real, root]) != root or not os.path.isfile(real):
+        target = os.path.join(src.root, path)
+        if not os.path.isfile(target):  # one stat: every build asks again for each broken link
+            return missing
+        root, real = src.real_root, os.path.realpath(target)
+        if os.path.commonpath([real, root]) != root:  # a link out of the source
             return missing
         real_rel = Path(os.path.relpath(real, root)).as_posix()
     except (OSError, ValueError):

@@ -127,6 +127,8 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
             big = len(stale) >= jobs.PARALLEL_MIN  # worth reading and writing the site's highlighted code
             if big:
                 highlight.load(highlights)  # before the workers fork: they inherit it
+            else:
+                highlight.use(highlights)
             bodies = _bodies(pool, stale)
             entries.update({n.key: state.entry(n, bodies[n.key].body, bodies[n.key].highlights)
                             for n in stale if bodies[n.key].body})

@@ -23,6 +23,7 @@ from builder.core.embedding import EmbedderFactory, passage_fits
 from builder.lock import BuildLock, describe_holder
 from builder.redact import redact_url
 from builder.render.stamp import site_is_stale
+from builder.report import BuildReport
 from builder.sources import FileStat, Scope, is_hidden, uncovered_dirs, walk
 from builder.synclog import SyncLog
 
@@ -72,13 +73,14 @@ class Indexed:
 
 def build(config: Config, *, full: bool = False, source_id: str | None = None,
           embedder_factory: EmbedderFactory | None = None, log: SyncLog | None = None,
-          render: bool = True, wait: bool = False) -> int:
+          render: bool = True, wait: bool = False, report: BuildReport | None = None) -> int:
     """Run one build; returns the process exit code (0 ok, 1 reindex needed, 3 partial).
 
     ``render=False`` refreshes only the index (the site is left as it is). When another build holds
-    the lock, this one returns 0 at once, or with ``wait`` runs after it.
+    the lock, this one returns 0 at once, or with ``wait`` runs after it. ``report`` follows its progress.
     """
     log = log or SyncLog(config.log_path)
+    report = report or BuildReport()
     selected = [config.source(source_id)] if source_id else list(config.sources)
     with BuildLock(config.lock_path, wait=wait) as lock:
         if not lock.acquired:
@@ -86,11 +88,12 @@ def build(config: Config, *, full: bool = False, source_id: str | None = None,
                 print(f"notes-portal: {describe_holder(lock.holder)}; this build leaves the work to it "
                       "(use --wait to run after it)", file=sys.stderr)
             return EXIT_OK
+        report.enter("scan")
         current = indexfile.resolve(config.index)
         for leftover in indexfile.remove_leftovers(config.index):  # of a --full build that was killed
             log.info(f"removed {leftover}, left by a build that did not finish")
         if full or current is None:
-            return _full_build(config, embedder_factory, log, render)
+            return _full_build(config, embedder_factory, log, render, report)
         try:
             conn = db.connect(current, vec=False)
         except db.sqlite_module().OperationalError as exc:  # a full disk leaves no room for its -shm file
@@ -99,8 +102,9 @@ def build(config: Config, *, full: bool = False, source_id: str | None = None,
             return EXIT_PARTIAL
         try:
             db.check_identity(conn, config)
-            indexed = _incremental(conn, config, selected, source_id is None, embedder_factory, log)
+            indexed = _incremental(conn, config, selected, source_id is None, embedder_factory, log, report)
             if render and (indexed.changed or site_is_stale(config, db.content_token(conn))):
+                report.enter("render")
                 return max(indexed.code, _render(config, conn, full=False, log=log, indexed=indexed))
             return indexed.code
         finally:
@@ -121,7 +125,8 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, index
     return EXIT_OK
 
 
-def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: SyncLog, render: bool) -> int:
+def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: SyncLog, render: bool,
+                report: BuildReport) -> int:
     """Build a complete new index file beside the old one, then swap it in atomically. When a source
     fails, the old index (which still holds that source's notes) keeps serving instead."""
     new_path = indexfile.new_generation(config.index)
@@ -133,7 +138,7 @@ def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: S
                                "created_at": now_iso(), "generation": new_path.name})
         if config.embedding.enabled:
             db.ensure_vec_table(conn, config.embedding.dims)
-        indexed = _incremental(conn, config, list(config.sources), True, embedder_factory, log, force=True)
+        indexed = _incremental(conn, config, list(config.sources), True, embedder_factory, log, report, force=True)
         db.checkpoint(conn)
         if indexed.failed and indexfile.resolve(config.index) is not None:
             log.warn(f"full build not swapped in: {', '.join(indexed.failed)} could not be indexed; "
@@ -150,6 +155,7 @@ def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: S
     try:
         if not render:
             return indexed.code
+        report.enter("render")
         return max(indexed.code, _render(config, conn, full=True, log=log, indexed=indexed))
     finally:
         conn.close()
@@ -160,7 +166,8 @@ class _Abandoned(Exception):
 
 
 def _incremental(conn: Connection, config: Config, selected: list[SourceConfig], all_sources: bool,
-                 embedder_factory: EmbedderFactory | None, log: SyncLog, force: bool = False) -> Indexed:
+                 embedder_factory: EmbedderFactory | None, log: SyncLog, report: BuildReport,
+                 force: bool = False) -> Indexed:
     """Index what changed in the selected sources."""
     code = EXIT_OK
     failed: list[str] = []
@@ -195,6 +202,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     changed = bool(stale) or not all(s.empty for s in scans)
     if not changed and not pending:
         return Indexed(code, False, tuple(failed))  # the every-minute case: nothing to say, nothing written
+    report.enter("index")
     _load_vec(conn, config)
     for sid in stale:
         db.delete_source(conn, sid)
@@ -202,7 +210,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     for scan in scans:
         if not scan.empty:
             try:
-                if _apply(conn, config, scan, log):
+                if _apply(conn, config, scan, log, report):
                     code = EXIT_PARTIAL
             except Exception as exc:  # one source's failure must not stop the others
                 reason = f"indexing failed ({type(exc).__name__}: {exc}); the next build tries again"
@@ -213,6 +221,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     if config.embedding.enabled and db.count_pending(conn):
         from builder.embed_run import embed_pending
 
+        report.enter("embed")
         if not embed_pending(conn, config, embedder_factory, log):
             code = EXIT_PARTIAL
     return Indexed(code, changed, tuple(failed))
@@ -345,7 +354,7 @@ def _record_error(conn: Connection, source: SourceConfig, reason: str, log: Sync
         log.warn(f"{source.id}: cannot record the failure in the index ({exc})")
 
 
-def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog) -> int:
+def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, report: BuildReport) -> int:
     """Write one source's changes into the index; returns how many changed files could not be indexed."""
     from builder.ingest import NoteFile, ingest_all, sha256_bytes
 
@@ -392,6 +401,7 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog) 
     for path in scan.deleted:
         db.delete_file(conn, source.id, path)
         after.pop(path, None)
+    report.indexed(notes, chunks, len(scan.deleted))
     if notes or scan.deleted:
         log.info(f"{source.id}: indexed {notes} files / {chunks} chunks, removed {len(scan.deleted)} files")
     if notes or scan.deleted or scan.coverage_changed:

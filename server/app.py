@@ -1,4 +1,5 @@
-"""The Starlette app: the built site under ``/``, ``/api/search``, ``/api/health``, ``/search``, ``/auth``.
+"""The Starlette app: the built site under ``/``, ``/api/search``, ``/api/health``, ``/search``, ``/auth``,
+and the webhooks and sync API of :mod:`server.sync_api`, which only queue jobs.
 
 Queries only read: the index is opened read-only through a small connection pool,
 with a time limit on the SQL. The query is embedded first, with its own time limit,
@@ -32,6 +33,7 @@ from server.mcp_mount import McpFactory, mcp_route
 from server.reader import IndexReader, QueryTimeout
 from server.search import SearchResult, check_limit, check_mode, provenance, search
 from server.site import SiteFiles
+from server.sync_api import SyncDesk, sync_routes
 from server.vectors import MIN_VECTORS, VectorMemory
 
 MAX_Q = 500
@@ -197,12 +199,13 @@ class Portal:
 
 def create_app(config: Config, *, embedder_factory: EmbedderFactory | None = None, time_limit_s: float = 2.0,
                embed_time_limit_s: float = 2.0, min_vectors: int = MIN_VECTORS,
-               mcp: McpFactory | None = None) -> Starlette:
+               mcp: McpFactory | None = None, jobs: SyncDesk | None = None) -> Starlette:
     """The portal's web app for ``config``; ``embedder_factory`` replaces the provider in tests.
 
     ``time_limit_s`` bounds a query's SQL, ``embed_time_limit_s`` the wait for its vector.
     An index with at least ``min_vectors`` vectors is scanned from memory (see server.vectors).
     ``mcp`` makes the MCP endpoint served at ``/mcp`` behind the key (see server.mcp_mount).
+    ``jobs`` queues builds for the webhooks and the sync API (see server.sync_api); without it they answer 503.
     """
     # numpy must be imported here, once: a first import racing in two request threads (the vector
     # loader and the query embedder) fails with "partially initialized module" and degrades search.
@@ -210,6 +213,7 @@ def create_app(config: Config, *, embedder_factory: EmbedderFactory | None = Non
 
     portal = Portal(config, embedder_factory, time_limit_s, embed_time_limit_s, min_vectors)
     routes, endpoint = portal.routes(), mcp(portal.reader, portal.embedder) if mcp else None
+    routes[:0] = sync_routes(config, jobs)
     if endpoint is not None:
         routes.insert(0, mcp_route(portal.key, endpoint, KEY_MISSING))
     app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)],

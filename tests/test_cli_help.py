@@ -37,6 +37,7 @@ commands:
     status    show the index and each source: notes, vectors, last sync
     eval      measure retrieval quality over judged queries
     serve     serve the site, the search API and MCP over HTTP
+    watch     build on every save in a folder source; poll git sources
     mcp       serve the MCP tools on stdin and stdout, for agents
 
 Every command reads its config from --config FILE, else $NOTES_PORTAL_CONFIG,
@@ -124,7 +125,8 @@ def test_every_option_says_its_default():
                    if action.option_strings and not isinstance(action, argparse._HelpAction)
                    and not action.required and "(default: " not in (action.help or "")]
     assert undescribed == []
-    assert sorted(commands()) == ["build", "eval", "grep", "mcp", "read", "search", "serve", "status", "toc"]
+    assert sorted(commands()) == ["build", "eval", "grep", "mcp", "read", "search", "serve", "status", "toc",
+                                    "watch"]
 
 
 def test_every_read_command_has_json():

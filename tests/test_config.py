@@ -24,10 +24,10 @@ def folder(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("body, message", [
     (BASE + "colour: blue\n", "portal.yaml:7: colour: unknown key (allowed: embedding, git, index, limits, "
-                              "render, search, server, site, sources)"),
+                              "render, search, server, site, sources, watch)"),
     (BASE + "search:\n  max_per_note: 0\n", "portal.yaml:8: search.max_per_note: must be at least 1, got 0"),
     (BASE + "    pathz: ['**']\n", "portal.yaml:7: sources.notes.pathz: unknown key (allowed: branch, exclude, "
-                                   "folder, git, include, paths)"),
+                                   "folder, git, hook_secret, include, paths)"),
     (BASE.replace("provider: none", "provider: chroma"),
      "portal.yaml:3: embedding.provider: unknown provider 'chroma' (expected one of: local, ollama, openai, none)"),
     (BASE.replace("folder: notes", "folder: missing"), "portal.yaml:6: sources.notes.folder: directory does not "

@@ -1,4 +1,4 @@
-"""The ``notes-portal`` command line: build, search, toc, grep, read, status, eval, serve, mcp.
+"""The ``notes-portal`` command line: build, search, toc, grep, read, status, eval, serve, watch, mcp.
 
 The CLI is the composition root: the one place that imports both the write
 path (``builder``) and the read path (``server``), each inside the command that
@@ -26,6 +26,7 @@ from builder.cli.commands import (
     cmd_serve,
     cmd_status,
     cmd_toc,
+    cmd_watch,
 )
 from builder.cli.package import version
 from builder.cli.reads import MAX_READ_LINES, READ_LINES, SCHEMA, error_body
@@ -154,12 +155,23 @@ def parser() -> Parser:
     p = _command(sub, "serve", "serve the site, the search API and MCP over HTTP",
                  "Serve the built site, /search, /api/search, /api/health and the MCP tools at\n"
                  "/mcp (Streamable HTTP) with uvicorn. A key in server.api_key guards all but\n"
-                 "the pages.", common)
+                 "the pages. Webhooks (/api/hooks/SOURCE) and the sync API (/api/sync) queue\n"
+                 "builds, which run in this process one at a time.", common)
     p.add_argument("--host", default="127.0.0.1",
                    help="the address to listen on; 0.0.0.0 for the LAN (default: 127.0.0.1)")
     p.add_argument("--port", metavar="N", type=int, default=8080, help="the port to listen on (default: 8080)")
     p.add_argument("--no-mcp", action="store_true", help="leave /mcp out (default: serve it)")
+    p.add_argument("--watch", action="store_true",
+                   help="also build on every save in a folder source and poll git sources, as the watch "
+                        "command does "
+                        "(default: build only for webhooks, the sync API and cron)")
     p.set_defaults(func=cmd_serve)
+
+    p = _command(sub, "watch", "build on every save in a folder source; poll git sources",
+                 "Watch every folder source and build what changed within about a second of a\n"
+                 "save; run an ordinary build every watch.git_poll seconds for git sources.\n"
+                 "Builds take the same lock as cron's, so keep the cron line as a safety net.", common)
+    p.set_defaults(func=cmd_watch)
 
     p = _command(sub, "mcp", "serve the MCP tools on stdin and stdout, for agents",
                  "Run the MCP server on stdin and stdout: the tools search, toc, grep, read_note\n"

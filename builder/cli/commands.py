@@ -18,6 +18,9 @@ from builder.core.errors import ConfigError
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
+    from builder.jobs import JobRunner
+    from builder.watch import Watch
+
 DEFAULT_CONFIG = "portal.yaml"
 CONFIG_HINT = "point at one with --config FILE or $NOTES_PORTAL_CONFIG"
 
@@ -213,6 +216,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from builder.jobs import JobRunner
     from server.app import create_app
 
     config = config_of(args)
@@ -221,10 +225,48 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from builder.cli.mcp_server import http_endpoint
 
         mcp = http_endpoint(config, host=args.host)
+    runner = JobRunner(config)  # the webhooks and the sync API queue jobs; this runs them
+    watch = _watch(config, runner) if args.watch else None
     where = f"http://{args.host}:{args.port}/"
     print(f"notes-portal: serving {config.site.output} and search on {where}"
           + ("" if args.no_mcp else f" (MCP at {where}mcp)"), file=sys.stderr)
-    uvicorn.run(create_app(config, mcp=mcp), host=args.host, port=args.port, log_level="warning")
+    if watch is not None:
+        print(f"notes-portal: {watch.describe()}", file=sys.stderr)
+    runner.start()
+    try:
+        uvicorn.run(create_app(config, mcp=mcp, jobs=runner), host=args.host, port=args.port, log_level="warning")
+    finally:
+        if watch is not None:
+            watch.stop()
+        runner.stop()
+    return 0
+
+
+def _watch(config: Config, runner: JobRunner) -> Watch:
+    """The watcher of ``config``'s sources, feeding ``runner``, started."""
+    from builder.watch import Watch
+
+    watch = Watch(config, runner.enqueue)
+    watch.start()
+    return watch
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    import signal
+
+    from builder.jobs import JobRunner
+
+    config = config_of(args)
+    runner = JobRunner(config)
+    runner.start()
+    watch = _watch(config, runner)
+    signal.signal(signal.SIGTERM, lambda *_: watch.stop(timeout=0))
+    print(f"notes-portal: {watch.describe()} (Ctrl-C stops)", file=sys.stderr)
+    try:
+        watch.wait()
+    finally:
+        watch.stop()
+        runner.stop()
     return 0
 
 

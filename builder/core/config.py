@@ -17,12 +17,15 @@ from typing import Any
 import yaml
 
 from builder.core.errors import ConfigError
+from builder.core.yamlread import KeyLines, Reader, describe
 
 # Top-level site paths of the portal itself; a source with such an id would collide with them.
 RESERVED_SOURCE_IDS = frozenset({"tags", "static", "api", "search", "auth"})
 SOURCE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 PROVIDERS = ("local", "ollama", "openai", "none")
 SITE_MARKER = ".notes-portal-site"  # in every site folder the portal made (see builder.render.output)
+MIN_SECRET = 32  # characters of a key that starts work: server.sync_key, a source's hook_secret
+HOOK_MAX_BYTES = 1_048_576  # the default limit of a webhook's body (server.hook_max_bytes)
 
 # Provider defaults: (model, dims, query_prefix, passage_prefix, endpoint, batch)
 _PROVIDER_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -76,6 +79,15 @@ class SourceConfig:
     paths: tuple[str, ...] = ("**",)
     include: tuple[str, ...] = ("*.md",)
     exclude: tuple[str, ...] = ()
+    hook_secret: str | None = field(default=None, repr=False)  # git sources: the webhook's shared secret
+
+
+@dataclass(frozen=True)
+class WatchConfig:
+    """``notes-portal watch``: how long a folder must stay quiet before its build, how often git is asked."""
+
+    debounce: float = 0.2  # seconds without a new file event before the build starts
+    git_poll: float = 60.0  # seconds between the ordinary builds that ask git sources for news
 
 
 @dataclass(frozen=True)
@@ -96,6 +108,9 @@ class Config:
     allow_html: bool = False
     api_key: str | None = None
     max_per_note: int = 2  # search: at most this many sections of one note among the hits
+    sync_key: str | None = field(default=None, repr=False)  # POST /api/sync and the job status
+    hook_max_bytes: int = HOOK_MAX_BYTES
+    watch: WatchConfig = field(default_factory=WatchConfig)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -115,6 +130,11 @@ class Config:
     def cache_path(self) -> Path:
         return self.data_dir / "embed-cache.sqlite"
 
+    @property
+    def jobs_path(self) -> Path:
+        """The sync job queue (see builder.jobs)."""
+        return self.data_dir / "jobs.sqlite"
+
     def source_root(self, source: SourceConfig) -> Path:
         """The directory a source's files are read from: the folder, or our clone of a git source."""
         return source.root if source.root is not None else self.data_dir / "remote" / source.id
@@ -125,100 +145,6 @@ class Config:
                 return source
         known = ", ".join(s.id for s in self.sources)
         raise ConfigError(f"unknown source {source_id!r} (configured: {known})")
-
-
-class _Lines:
-    """Maps key paths such as ('sources', 'docs', 'folder') to the line they are on."""
-
-    def __init__(self, node: yaml.Node | None) -> None:
-        self.lines: dict[tuple[str, ...], int] = {}
-        self.duplicates: list[tuple[tuple[str, ...], int]] = []  # YAML silently keeps the last one
-        if node is not None:
-            self._walk(node, ())
-
-    def _walk(self, node: yaml.Node, prefix: tuple[str, ...]) -> None:
-        self.lines.setdefault(prefix, node.start_mark.line + 1)
-        if isinstance(node, yaml.MappingNode):
-            seen: set[str] = set()
-            for key_node, value_node in node.value:
-                key = (*prefix, str(key_node.value))
-                if key[-1] in seen:
-                    self.duplicates.append((key, key_node.start_mark.line + 1))
-                seen.add(key[-1])
-                self.lines[key] = key_node.start_mark.line + 1
-                self._walk(value_node, key)
-
-    def line(self, key: tuple[str, ...]) -> int | None:
-        while key:
-            if key in self.lines:
-                return self.lines[key]
-            key = key[:-1]
-        return None
-
-
-class _Reader:
-    """Typed access to the raw YAML mapping with errors that name key, value and line."""
-
-    def __init__(self, file: Path, lines: _Lines) -> None:
-        self.file = file
-        self.lines = lines
-
-    def fail(self, key: tuple[str, ...], message: str) -> ConfigError:
-        line = self.lines.line(key)
-        where = f"{self.file}:{line}" if line else str(self.file)
-        return ConfigError(f"{where}: {'.'.join(key)}: {message}")
-
-    def mapping(self, raw: Any, key: tuple[str, ...], allowed: set[str]) -> dict[str, Any]:
-        if raw is None:
-            return {}
-        if not isinstance(raw, dict):
-            raise self.fail(key, f"expected a mapping, got {_describe(raw)}")
-        for name in raw:
-            if not isinstance(name, str) or name not in allowed:
-                raise self.fail((*key, str(name)), f"unknown key (allowed: {', '.join(sorted(allowed))})")
-        return raw
-
-    def string(self, raw: dict[str, Any], key: tuple[str, ...], default: str | None = None) -> str | None:
-        value = raw.get(key[-1], default)
-        if value is None or isinstance(value, str):
-            return value
-        raise self.fail(key, f"expected a string, got {_describe(value)}")
-
-    def number(self, raw: dict[str, Any], key: tuple[str, ...], default: float, *, integer: bool = False,
-               minimum: float | None = None) -> Any:
-        value = raw.get(key[-1], default)
-        ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-        if isinstance(value, bool) or not ok:
-            kind = "an integer" if integer else "a number"
-            raise self.fail(key, f"expected {kind}, got {_describe(value)}")
-        if minimum is not None and value < minimum:
-            raise self.fail(key, f"must be at least {minimum}, got {value!r}")
-        return value
-
-    def boolean(self, raw: dict[str, Any], key: tuple[str, ...], default: bool) -> bool:
-        value = raw.get(key[-1], default)
-        if not isinstance(value, bool):
-            raise self.fail(key, f"expected true or false, got {_describe(value)}")
-        return value
-
-    def patterns(self, raw: dict[str, Any], key: tuple[str, ...], default: tuple[str, ...]) -> tuple[str, ...]:
-        value = raw.get(key[-1])
-        if value is None:
-            return default
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-            raise self.fail(key, f"expected a list of glob patterns, got {_describe(value)}")
-        return tuple(v.strip().strip("/") if v.strip() != "/" else "**" for v in value)
-
-    def path(self, value: str, base: Path) -> Path:
-        # normpath, not resolve(): the index path is a symlink that must stay one
-        return Path(os.path.normpath(base / Path(value).expanduser()))
-
-
-def _describe(value: Any) -> str:
-    text = repr(value)
-    return f"{type(value).__name__} {text if len(text) < 60 else text[:57] + '...'}"
 
 
 def load_config(path: str | Path) -> Config:
@@ -239,17 +165,17 @@ def load_config(path: str | Path) -> Config:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{where}: invalid YAML ({problem})") from None
     path = path.resolve()
-    lines = _Lines(node)
+    lines = KeyLines(node)
     if lines.duplicates:
         key, line = lines.duplicates[0]
         what = "source id" if len(key) == 2 and key[0] == "sources" else "key"
         raise ConfigError(f"{path}:{line}: {'.'.join(key)}: duplicate {what} (defined twice in this file)")
-    return _build(_Reader(path, lines), raw, path.parent)
+    return _build(Reader(path, lines), raw, path.parent)
 
 
-def _build(r: _Reader, raw: Any, base: Path) -> Config:
+def _build(r: Reader, raw: Any, base: Path) -> Config:
     top = r.mapping(raw, (), {"site", "index", "embedding", "sources", "limits", "git", "render", "server",
-                              "search"})
+                              "search", "watch"})
     site_raw = r.mapping(top.get("site"), ("site",), {"title", "output"})
     site = SiteConfig(
         title=r.string(site_raw, ("site", "title"), "Notes") or "Notes",
@@ -259,10 +185,13 @@ def _build(r: _Reader, raw: Any, base: Path) -> Config:
     limits = r.mapping(top.get("limits"), ("limits",), {"max_note_bytes"})
     git = r.mapping(top.get("git"), ("git",), {"timeout"})
     render = r.mapping(top.get("render"), ("render",), {"allow_html"})
-    server = r.mapping(top.get("server"), ("server",), {"api_key"})
+    server = r.mapping(top.get("server"), ("server",), {"api_key", "sync_key", "hook_max_bytes"})
     search = r.mapping(top.get("search"), ("search",), {"max_per_note"})
+    watch = r.mapping(top.get("watch"), ("watch",), {"debounce", "git_poll"})
     sources = _sources(r, top.get("sources"), base)
     _check_site_output(r, site.output, index.parent, sources)
+    api_key = r.string(server, ("server", "api_key"))
+    sync_key = _secrets(r, server, sources, api_key)
     return Config(
         path=r.file,
         site=site,
@@ -272,9 +201,34 @@ def _build(r: _Reader, raw: Any, base: Path) -> Config:
         max_note_bytes=r.number(limits, ("limits", "max_note_bytes"), 2_000_000, integer=True, minimum=1),
         git_timeout=float(r.number(git, ("git", "timeout"), 30.0, minimum=0.1)),
         allow_html=r.boolean(render, ("render", "allow_html"), False),
-        api_key=r.string(server, ("server", "api_key")),
+        api_key=api_key,
         max_per_note=r.number(search, ("search", "max_per_note"), 2, integer=True, minimum=1),
+        sync_key=sync_key,
+        hook_max_bytes=r.number(server, ("server", "hook_max_bytes"), HOOK_MAX_BYTES, integer=True, minimum=1024),
+        watch=WatchConfig(
+            debounce=float(r.number(watch, ("watch", "debounce"), 0.2, minimum=0.01)),
+            git_poll=float(r.number(watch, ("watch", "git_poll"), 60.0, minimum=1)),
+        ),
     )
+
+
+def _secrets(r: Reader, server: dict[str, Any], sources: tuple[SourceConfig, ...], api_key: str | None) -> str | None:
+    """``server.sync_key`` and every source's ``hook_secret``: long, and each one used for one thing only
+    (a search key that leaks must not start builds, one forge's secret must not sign for another source)."""
+    sync_key = r.string(server, ("server", "sync_key"))
+    named: list[tuple[tuple[str, ...], str | None]] = [(("server", "sync_key"), sync_key)]
+    named += [(("sources", s.id, "hook_secret"), s.hook_secret) for s in sources]
+    seen: dict[str, tuple[str, ...]] = {api_key: ("server", "api_key")} if api_key else {}
+    for key, secret in named:
+        if secret is None:
+            continue
+        if len(secret) < MIN_SECRET:
+            raise r.fail(key, f"must be at least {MIN_SECRET} characters long, got {len(secret)} "
+                              "(make one with `openssl rand -hex 32`)")
+        if secret in seen:
+            raise r.fail(key, f"must differ from {'.'.join(seen[secret])}: each key is used for one thing only")
+        seen[secret] = key
+    return sync_key
 
 
 def _within(path: Path, folder: Path) -> bool:
@@ -283,7 +237,7 @@ def _within(path: Path, folder: Path) -> bool:
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
-def _check_site_output(r: _Reader, output: Path, data_dir: Path, sources: tuple[SourceConfig, ...]) -> None:
+def _check_site_output(r: Reader, output: Path, data_dir: Path, sources: tuple[SourceConfig, ...]) -> None:
     """The server publishes everything in ``site.output``: it must hold nothing but the site."""
     key = ("site", "output")
     exposed = [(r.file, "the config file (and any API key in it)"),
@@ -302,7 +256,7 @@ def _check_site_output(r: _Reader, output: Path, data_dir: Path, sources: tuple[
                               "choose an empty or new folder: the portal deletes what it no longer needs there")
 
 
-def _embedding(r: _Reader, raw: Any) -> EmbeddingConfig:
+def _embedding(r: Reader, raw: Any) -> EmbeddingConfig:
     key = ("embedding",)
     allowed = {"provider", "model", "dims", "endpoint", "batch", "keep_alive", "timeout",
                "query_prefix", "passage_prefix", "api_key_env"}
@@ -328,7 +282,7 @@ def _embedding(r: _Reader, raw: Any) -> EmbeddingConfig:
     keep_alive = emb.get("keep_alive", -1)
     if keep_alive is not None and (isinstance(keep_alive, bool) or not isinstance(keep_alive, int)):
         raise r.fail((*key, "keep_alive"), f"expected a number of seconds (-1 keeps the model loaded),"
-                     f" got {_describe(keep_alive)}")
+                     f" got {describe(keep_alive)}")
     endpoint = r.string(emb, (*key, "endpoint"), defaults["endpoint"]) or ""
     if provider in ("ollama", "openai") and not re.match(r"^https?://[^/\s]+", endpoint):
         raise r.fail((*key, "endpoint"), f"expected an http(s):// URL, got {endpoint!r}")
@@ -346,12 +300,12 @@ def _embedding(r: _Reader, raw: Any) -> EmbeddingConfig:
     )
 
 
-def _sources(r: _Reader, raw: Any, base: Path) -> tuple[SourceConfig, ...]:
+def _sources(r: Reader, raw: Any, base: Path) -> tuple[SourceConfig, ...]:
     key = ("sources",)
     if raw is None:
         raise r.fail(key, "at least one source is needed (a folder: or git: entry)")
     if not isinstance(raw, dict) or not raw:
-        raise r.fail(key, f"expected a mapping of source id to settings, got {_describe(raw)}")
+        raise r.fail(key, f"expected a mapping of source id to settings, got {describe(raw)}")
     sources = []
     seen: dict[str, str] = {}
     for source_id, settings in raw.items():
@@ -364,7 +318,7 @@ def _sources(r: _Reader, raw: Any, base: Path) -> tuple[SourceConfig, ...]:
         if source_id.lower() in seen:
             raise r.fail(skey, f"duplicate source id (already defined as {seen[source_id.lower()]!r})")
         seen[source_id.lower()] = source_id
-        s = r.mapping(settings, skey, {"folder", "git", "branch", "paths", "include", "exclude"})
+        s = r.mapping(settings, skey, {"folder", "git", "branch", "paths", "include", "exclude", "hook_secret"})
         has_folder, has_git = "folder" in s, "git" in s
         if has_folder == has_git:
             raise r.fail(skey, "needs exactly one of 'folder:' (a local directory) or 'git:' (a repository URL)")
@@ -382,6 +336,9 @@ def _sources(r: _Reader, raw: Any, base: Path) -> tuple[SourceConfig, ...]:
                 raise r.fail((*skey, "folder"), f"directory does not exist: {root}")
             if "branch" in s:
                 raise r.fail((*skey, "branch"), "only git sources have a branch")
+            if "hook_secret" in s:
+                raise r.fail((*skey, "hook_secret"), "only git sources have webhooks (a folder is watched: "
+                                                     "`notes-portal watch`)")
             sources.append(SourceConfig(id=source_id, kind="folder", root=root, **common))
         else:
             url = r.string(s, (*skey, "git"))
@@ -390,5 +347,6 @@ def _sources(r: _Reader, raw: Any, base: Path) -> tuple[SourceConfig, ...]:
             if not re.match(r"^(\w+://|[\w.-]+@[\w.-]+:)", url):
                 url = str(r.path(url, base))  # a local path, relative to the config file
             sources.append(SourceConfig(id=source_id, kind="git", url=url,
-                                        branch=r.string(s, (*skey, "branch")), **common))
+                                        branch=r.string(s, (*skey, "branch")),
+                                        hook_secret=r.string(s, (*skey, "hook_secret")), **common))
     return tuple(sources)

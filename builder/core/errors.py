@@ -37,3 +37,12 @@ class IndexUnreadable(UserError):
 
     def __init__(self, reason: object) -> None:
         super().__init__(f"the index cannot be read ({reason}); rebuild it with `notes-portal build --full`")
+
+
+class JobsUnavailable(UserError):
+    """The sync job queue (``jobs.sqlite``) cannot be opened or written (a full disk, permissions)."""
+
+    exit_code = 3
+
+    def __init__(self, path: Path, reason: object) -> None:
+        super().__init__(f"the sync job queue {path} cannot be used ({reason}); cron's build still runs")

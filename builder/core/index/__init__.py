@@ -6,6 +6,8 @@ Its modules: :mod:`.connection` (opening it), :mod:`.schema` (numbered schema
 steps, ``meta`` and the identity check), :mod:`.notes` (what the build writes,
 what tables of contents read), :mod:`.queries` (what a search reads). Callers
 use the names re-exported here: ``from builder.core import index as db``.
+:mod:`.jobqueue` holds the SQL of the sync job queue, a small database of its
+own (``jobs.sqlite``) beside the index; it is imported by its full name.
 """
 
 from builder.core.index.connection import (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -15,6 +16,29 @@ from builder.core.errors import IndexMissing
 if TYPE_CHECKING:
     # pysqlite3's Connection has the same API; the standard class names the type.
     from sqlite3 import Connection
+
+
+# SQLite 3.51.0 and 3.51.1 (the pysqlite3-binary wheel bundles 3.51.1) can deadlock in their unix VFS when
+# one thread opens a database file while another closes the last connection to the same file in this
+# process: sqlite3WalClose → unixLock → unixIsSharingShmNode holds the file's inode mutex and waits for
+# the VFS's global one, unixOpen → findReusableFd holds them the other way round (fixed in 3.51.2). A
+# server that runs sync jobs opens and closes the index in several threads, so every open (with its
+# first statements) and every close of a connection made here takes this process-wide lock: both are
+# rare and short. tests/test_sqlite_gate.py reproduces the deadlock without it.
+OPEN_CLOSE = threading.RLock()
+_GATED: dict[ModuleType, type] = {}
+
+
+def _gated_class(sqlite3: ModuleType) -> type:
+    """``sqlite3.Connection`` whose ``close()`` takes :data:`OPEN_CLOSE`."""
+    if sqlite3 not in _GATED:
+        class GatedConnection(sqlite3.Connection):  # type: ignore[name-defined,misc]
+            def close(self) -> None:
+                with OPEN_CLOSE:
+                    super().close()
+
+        _GATED[sqlite3] = GatedConnection
+    return _GATED[sqlite3]
 
 
 def sqlite_module() -> ModuleType:
@@ -36,12 +60,26 @@ def connect(path: Path, *, readonly: bool = False, vec: bool = True, timeout: fl
     ``snapshot`` opens it read-only as an immutable file, without the WAL index (see :func:`snapshot_only`).
     """
     sqlite3 = sqlite_module()
+    with OPEN_CLOSE:
+        conn = _open(sqlite3, path, readonly, snapshot, timeout, check_same_thread)
+        try:
+            return _configure(conn, sqlite3, vec=vec, readonly=readonly or snapshot)
+        except BaseException:
+            conn.close()
+            raise
+
+
+def _open(sqlite3: ModuleType, path: Path, readonly: bool, snapshot: bool, timeout: float,
+          check_same_thread: bool) -> Connection:
+    factory = _gated_class(sqlite3)
     if readonly or snapshot:
         mode = "ro&immutable=1" if snapshot else "ro"
-        conn = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, isolation_level=None, timeout=timeout,
-                               check_same_thread=check_same_thread)
-    else:
-        conn = sqlite3.connect(str(path), isolation_level=None, timeout=timeout)
+        return sqlite3.connect(f"file:{path}?mode={mode}", uri=True, isolation_level=None, timeout=timeout,
+                               check_same_thread=check_same_thread, factory=factory)
+    return sqlite3.connect(str(path), isolation_level=None, timeout=timeout, factory=factory)
+
+
+def _configure(conn: Connection, sqlite3: ModuleType, *, vec: bool, readonly: bool) -> Connection:
     conn.row_factory = sqlite3.Row
     # SQLite's lower() folds ASCII only; tags are Czech and Slovak.
     conn.create_function("casefold", 1, lambda v: v.casefold() if isinstance(v, str) else v, deterministic=True)

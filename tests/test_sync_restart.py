@@ -1,0 +1,157 @@
+"""A server SIGKILLed while its job runs: after a restart the job runs again and completes.
+
+The real CLI (``notes-portal serve``) runs in a child process; its embedding provider is a stand-in
+Ollama on 127.0.0.1 that holds the build's embedding request until the test lets it go, so the kill
+lands in the middle of the job (phase ``embed``, the build lock held, the index half-updated).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from builder.core.index.jobqueue import JobQueue
+from tests.conftest import hashed_vector
+from tests.sync_support import (
+    API_KEY,
+    SECRET,
+    SYNC_KEY,
+    make_portal,
+    push_payload,
+    signed,
+    wait_for,
+)
+from tests.test_git import isolated_git  # noqa: F401 (autouse: no user git config, a fixed identity)
+
+PROJECT = Path(__file__).resolve().parents[1]
+DIMS = 32
+
+
+class HeldOllama:
+    """Ollama's ``/api/embed`` on 127.0.0.1 that, while ``open`` is clear, holds every request
+    (``arrived`` is set when one waits) until it is set."""
+
+    def __init__(self) -> None:
+        self.open = threading.Event()
+        self.arrived = threading.Event()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server API)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if not outer.open.is_set():
+                    outer.arrived.set()
+                    outer.open.wait(60)
+                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                data = json.dumps({"model": body["model"],
+                                   "embeddings": [hashed_vector(t, DIMS).tolist() for t in texts]}).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:
+                    pass  # the client was killed meanwhile
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.open.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def serving(config_path: Path, port: int, *flags: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``notes-portal serve`` in a child process, answering on 127.0.0.1:``port``."""
+    proc = subprocess.Popen([sys.executable, "-m", "builder.cli", "serve", "--no-mcp", "--port", str(port), *flags,
+                             "--config", str(config_path)], cwd=PROJECT, env=os.environ.copy(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: proc.poll() is None and _answers(port), timeout=60, step=0.1)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def call(port: int, method: str, path: str, body: bytes | None = None,
+         headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method,
+                                     headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_a_job_running_when_the_server_is_killed_completes_after_a_restart(tmp_path):
+    ollama = HeldOllama()
+    try:
+        embedding = (f"embedding:\n  provider: ollama\n  endpoint: {ollama.url}\n  model: test-embed:1\n"
+                     f"  dims: {DIMS}\n  timeout: 60\n")
+        portal = make_portal(tmp_path, embedding=embedding)
+        portal.up.write("hory/gerlach.md", "# Gerlachovský štít\n\nNejvyšší vrchol Tater, 2655 m.\n")
+        after = portal.up.commit("gerlach")
+        portal.up.push()
+        port = free_port()
+        with serving(portal.config.path, port) as first:
+            body = push_payload(after=after)
+            status, answer = call(port, "POST", "/api/hooks/travel", body, signed("github", SECRET, body))
+            assert status == 202
+            job_url = answer["url"]
+            assert ollama.arrived.wait(60), "the job's build never asked for vectors"
+            status, job = call(port, "GET", job_url, headers={"X-API-Key": SYNC_KEY})
+            assert (status, job["state"], job["phase"], job["attempts"], job["counts"]) == (
+                200, "running", "embed", 1, {"notes": 1, "chunks": 1, "removed": 0})
+            first.send_signal(signal.SIGKILL)
+            first.wait(timeout=30)
+        job_id = answer["job"]["id"]
+        assert JobQueue(portal.config.jobs_path).job(job_id)["state"] == "running"  # nobody finished it
+        assert not (portal.config.site.output / "travel" / "hory" / "gerlach.html").exists()
+
+        ollama.open.set()
+        with serving(portal.config.path, port):
+            done = wait_for(lambda: (j := call(port, "GET", job_url, headers={"X-API-Key": SYNC_KEY})[1])["state"]
+                            in ("succeeded", "failed") and j, timeout=60, step=0.1)
+            status, found = call(port, "GET", "/api/search?q=Gerlachovsk%C3%BD&mode=bm25",
+                                 headers={"X-API-Key": API_KEY})
+        assert (done["state"], done["attempts"], done["error"], done["phase"]) == ("succeeded", 2, None, "done")
+        assert [h["path"] for h in found["hits"]] == ["hory/gerlach.md"]
+        assert (portal.config.site.output / "travel" / "hory" / "gerlach.html").is_file()
+    finally:
+        ollama.close()

@@ -48,6 +48,7 @@ class SourceChanges:
     authors: Mapping[str, str] = field(default_factory=dict)  # git: path → author of its last change
     warning: str | None = None  # git: indexed from a stale clone because the remote failed
     undecodable: tuple[str, ...] = ()  # git: names that are not UTF-8 (escaped), which cannot be notes
+    states: Mapping[str, db.FileState] | None = None  # what the index held when scanned (None: not read)
 
     @property
     def empty(self) -> bool:
@@ -243,7 +244,7 @@ def _scan(conn: Connection, source: SourceConfig, row: db.SourceRow | None, forc
     uncovered = tuple(uncovered_dirs(source.root, scope))
     previous = row.uncovered if row else ()
     return SourceChanges(source, changed, deleted, uncovered,
-                         coverage_changed=row is None or uncovered != previous)
+                         coverage_changed=row is None or uncovered != previous, states=states)
 
 
 def _remote_heads(config: Config, selected: list[SourceConfig]) -> dict[str, str | GitError]:
@@ -349,7 +350,8 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog) 
     source = scan.source
     root = config.source_root(source)
     db.upsert_source(conn, source.id, source.kind, redact_url(source.url), source.branch)
-    states = db.file_states(conn, source.id)
+    states = scan.states if scan.states is not None else db.file_states(conn, source.id)
+    after = dict(states)  # what the index holds once this is applied (for a folder's revision)
     notes = chunks = touched = 0
     unreadable: list[str] = []
     for name in scan.undecodable:
@@ -378,10 +380,12 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog) 
             log.warn(f"{source.id}: {warning}")
         record = result.record if author is None else replace(result.record, changed_by=author)
         db.replace_file(conn, source.id, record, result.chunks, now_iso())
+        after[stat.path] = db.FileState(record.sha256, record.size, record.mtime_ns)
         notes += 1
         chunks += len(result.chunks)
     for path in scan.deleted:
         db.delete_file(conn, source.id, path)
+        after.pop(path, None)
     if notes or scan.deleted:
         log.info(f"{source.id}: indexed {notes} files / {chunks} chunks, removed {len(scan.deleted)} files")
     if notes or scan.deleted or scan.coverage_changed:
@@ -400,14 +404,14 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog) 
         if source.kind == "git" and not unreadable:
             values.update(indexed_rev=scan.rev, scope=_scope_key(source), last_sync_at=now_iso())
         elif source.kind == "folder" and (notes or scan.deleted or touched):
-            values.update(indexed_rev=_folder_rev(conn, source.id), last_sync_at=now_iso())
+            values.update(indexed_rev=_folder_rev(after), last_sync_at=now_iso())
         db.update_source(conn, source.id, **values)
     return len(unreadable) + len(scan.undecodable)
 
 
-def _folder_rev(conn: Connection, source_id: str) -> str:
+def _folder_rev(states: Mapping[str, db.FileState]) -> str:
     """A folder's revision: a digest of its indexed (path, sha256) pairs."""
     digest = hashlib.sha256()
-    for path, state in sorted(db.file_states(conn, source_id).items()):
+    for path, state in sorted(states.items()):
         digest.update(f"{path}\0{state.sha256}\n".encode())
     return digest.hexdigest()[:12]

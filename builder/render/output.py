@@ -31,23 +31,30 @@ OWN_DOT_FILES = frozenset({MANIFEST, JOURNAL, STAMP, SITE_MARKER})
 _TEMP = re.compile(r"^\..+\.\d+\.tmp$")  # write_atomic's temporary files
 
 
+def read_manifest(site: Path) -> dict[str, Any]:
+    """The last saved manifest as it is, whatever its version, or ``{}`` when there is none (or it is
+    unreadable). See :func:`current_manifest` and :func:`listed_pages`."""
+    try:
+        data = json.loads((site / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def current_manifest(saved: dict[str, Any]) -> dict[str, Any]:
+    """``saved`` (see :func:`read_manifest`) if this renderer wrote it, else ``{}``."""
+    return saved if saved.get("version") == MANIFEST_VERSION else {}
+
+
 def load_manifest(site: Path) -> dict[str, Any]:
     """The previous render's manifest, or ``{}`` when there is none (or it is unreadable)."""
-    try:
-        data = json.loads((site / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) and data.get("version") == MANIFEST_VERSION else {}
+    return current_manifest(read_manifest(site))
 
 
-def listed_pages(site: Path) -> dict[str, str]:
-    """The pages the last saved manifest lists, whatever its version (an upgrade must not forget
-    what an older renderer wrote)."""
-    try:
-        data = json.loads((site / MANIFEST).read_text(encoding="utf-8"))
-        pages = data.get("pages") if isinstance(data, dict) else None
-    except (OSError, ValueError):
-        return {}
+def listed_pages(saved: dict[str, Any]) -> dict[str, str]:
+    """The pages a saved manifest (see :func:`read_manifest`) lists, whatever its version (an upgrade
+    must not forget what an older renderer wrote)."""
+    pages = saved.get("pages")
     return pages if isinstance(pages, dict) else {}
 
 

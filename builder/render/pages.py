@@ -116,10 +116,16 @@ def day_of(value: object) -> str | None:
         return None
 
 
+@lru_cache(maxsize=4096)
+def _tags(stored: str) -> tuple[str, ...]:
+    """``files.tags`` decoded (notes share their tag lists: each distinct one is decoded once)."""
+    return tuple(json.loads(stored))
+
+
 def note_from_row(row: Row) -> NoteInfo:
     """A ``files`` row (see :func:`builder.core.index.notes_for_render`) as a :class:`NoteInfo`."""
     source_id, path, tags = row["source_id"], row["path"], row["tags"]
-    return NoteInfo(source_id, path, row["title"], tuple(json.loads(tags)) if tags and tags != "[]" else (),
+    return NoteInfo(source_id, path, row["title"], _tags(tags) if tags and tags != "[]" else (),
                     row["headings"] or "[]", row["changed_at"], row["sha256"], f"{source_id}:{path}",
                     urls.note_url(source_id, path), row["changed_by"], day_of(row["created"]),
                     day_of(row["updated"]))

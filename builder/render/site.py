@@ -105,7 +105,8 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     content = db.content_token(conn)
     files = code_files(site / output.CACHE_DIR / "imports.json")
     env_fp, asset_v = _code_fingerprint(config, files), templates.asset_version()
-    previous = output.load_manifest(site)
+    saved = output.read_manifest(site)
+    previous = output.current_manifest(saved)
     trust = not full and previous.get("env") == env_fp
     old = previous.get("notes", {}) if trust else {}
     journal = output.Journal(site)
@@ -117,7 +118,8 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     resolver = _resolver(config, notes)
     roots = {s.id: config.source_root(s) for s in config.sources}
     highlights = highlight.cache_file(site)
-    jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds))
+    jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds),
+                                cache_dir=site / output.CACHE_DIR / "jinja")
     jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site))
     try:
         with jobs.Pool(workers) as pool:
@@ -167,7 +169,7 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     output.copy_static(out, templates.static_dir())
     output.copy_attachments(out, {r[1]: roots[key.partition(":")[0]] / r[2]
                               for key, entry in entries.items() for r in entry["resolved"] if r[0] == "attachment"})
-    removed = out.remove_stale(output.listed_pages(site), recorded)
+    removed = out.remove_stale(output.listed_pages(saved), recorded)
     if big:
         highlight.save(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
     out.save_manifest({"version": output.MANIFEST_VERSION, "env": env_fp, "universe": universe, "trees": trees,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -81,11 +82,23 @@ def open_index(index: Path, *, vec: bool = True) -> Connection:
 
 def load_vec(conn: Connection) -> None:
     """Load the sqlite-vec extension into an open connection."""
-    import sqlite_vec
-
     conn.enable_load_extension(True)
-    sqlite_vec.load(conn)
+    conn.load_extension(_vec_extension())
     conn.enable_load_extension(False)
+
+
+@cache
+def _vec_extension() -> str:
+    """The path of the ``vec0`` library in the sqlite-vec package, found without importing the package
+    (it imports numpy: 70 ms the every-minute build does not need)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        import sqlite_vec  # an unusual install: let the package say where its library is
+
+        return str(sqlite_vec.loadable_path())
+    return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
 
 
 def vec_version(conn: Connection) -> str:

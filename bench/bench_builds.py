@@ -7,15 +7,18 @@ through ``bench/render_bench.py``'s own functions.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench_corpus import Pools, edit_body, edit_heading, make_notes, note_path
-from bench_env import cli, index_mb, run_measured, size_mb, summary
+from bench_env import Run, cli, index_mb, run_measured, size_mb, summary
 
 Edit = Callable[[Path, int], None]
 EDITS: dict[str, Edit] = {"body": edit_body, "heading": edit_heading}
@@ -49,10 +52,15 @@ def make_corpus(folder: Path, notes: int, pools: Pools, provider: str = "none") 
     return Corpus(folder, notes, provider)
 
 
-def build(corpus: Corpus, *extra: str) -> tuple[float, float]:
-    """One ``notes-portal build`` in a fresh process: (wall seconds, peak RSS MB)."""
-    run = run_measured([*cli(), "build", "--config", str(corpus.config), *extra])
-    return run.seconds, run.peak_rss_mb
+def build(corpus: Corpus, *, bytecode: bool = True) -> Run:
+    """One ``notes-portal build`` in a fresh process (wall time, peak RSS, exit code)."""
+    return run_measured([*cli(), "build", "--config", str(corpus.config)], bytecode=bytecode)
+
+
+def _measured(runs: list[Run]) -> dict[str, Any]:
+    """Wall-time summary, the largest peak RSS and how many builds ended partial (exit code 3)."""
+    return {"seconds": summary([r.seconds for r in runs]), "peak_rss_mb": max(r.peak_rss_mb for r in runs),
+            "partial": sum(r.returncode != 0 for r in runs)}
 
 
 def _counts(corpus: Corpus) -> dict[str, int]:
@@ -74,38 +82,86 @@ def _fresh(corpus: Corpus) -> None:
 
 
 def first_builds(corpus: Corpus, runs: int) -> dict[str, Any]:
-    """``runs`` first builds (index and site deleted before each); sizes and counts of the last."""
-    seconds, rss = [], []
+    """``runs`` first builds (index, embedding cache and site deleted before each); sizes and counts of
+    the last."""
+    results = []
     for _ in range(runs):
         _fresh(corpus)
-        wall, peak = build(corpus)
-        seconds.append(wall)
-        rss.append(peak)
+        results.append(build(corpus))
     counts = _counts(corpus)
+    if counts["files"] != corpus.notes:
+        raise SystemExit(f"{corpus.config}: {counts['files']} notes indexed, {corpus.notes} written")
     data = corpus.folder / "data"
-    return {"seconds": summary(seconds), "runs": seconds, "peak_rss_mb": max(rss), **counts,
-            "notes_per_s": corpus.notes / summary(seconds)["median"],
+    out = _measured(results)
+    return {**out, "runs": [r.seconds for r in results], **counts,
+            "notes_per_s": corpus.notes / out["seconds"]["median"],
             "index_mb": index_mb(data / "index.sqlite"), "data_mb": size_mb(data),
             "site_mb": size_mb(corpus.folder / "site"), "notes_mb": size_mb(corpus.folder / "notes")}
 
 
-def noop_builds(corpus: Corpus, runs: int) -> dict[str, Any]:
-    """``runs`` builds with nothing changed (after one settling build)."""
+def noop_builds(corpus: Corpus, runs: int, *, bytecode: bool = True) -> dict[str, Any]:
+    """``runs`` builds with nothing changed (after one settling build); without ``bytecode``, every
+    module is compiled from source at each start."""
     build(corpus)
-    results = [build(corpus) for _ in range(runs)]
-    return {"seconds": summary([s for s, _ in results]), "peak_rss_mb": max(r for _, r in results)}
+    return _measured([build(corpus, bytecode=bytecode) for _ in range(runs)])
+
+
+def _check_edit(corpus: Corpus, kind: str, run: int, since_ns: int) -> None:
+    """Stop the run unless the last build indexed the edited note and rewrote its page (and, for a
+    heading edit, a table of contents showing the new heading)."""
+    from builder.core import index as db
+
+    target = corpus.edited()
+    source, rel = note_path(EDITED_NOTE % corpus.notes)
+    conn = db.open_index(corpus.folder / "data" / "index.sqlite", vec=False)
+    try:
+        row = conn.execute("SELECT sha256, headings FROM files WHERE source_id = ? AND path = ?",
+                           (source, rel)).fetchone()
+    finally:
+        conn.close()
+    problems = []
+    if row is None or row[0] != hashlib.sha256(target.read_bytes()).hexdigest():
+        problems.append("the index holds an older version of the note")
+    page = corpus.folder / "site" / source / Path(rel).with_suffix(".html")
+    if not page.is_file() or page.stat().st_mtime_ns < since_ns:
+        problems.append(f"{page} was not rewritten")
+    if kind == "heading":
+        heading = f" v{run}</a>"
+        if row is None or not any(h["text"].endswith(f" v{run}") for h in json.loads(row[1])):
+            problems.append("the index lacks the new heading")
+        tocs = [p for p in (corpus.folder / "site" / source).rglob("index.html") if p.stat().st_mtime_ns >= since_ns]
+        if not any(heading in p.read_text("utf-8") for p in tocs):
+            problems.append("no table of contents written by the build shows the new heading")
+    elif f"(úprava {run})" not in page.read_text("utf-8"):
+        problems.append(f"{page} lacks the edit")
+    if problems:
+        raise SystemExit(f"{kind} edit of {target}: " + "; ".join(problems))
 
 
 def one_note_builds(corpus: Corpus, runs: int, kind: str) -> dict[str, Any]:
-    """``runs`` builds, each after one edit of the same note (``kind``: body or heading)."""
+    """``runs`` builds, each after one edit of the same note (``kind``: body or heading); the last one
+    checked (the note re-indexed and re-rendered)."""
     target = corpus.edited()
     build(corpus)
     results = []
+    since_ns = 0
     for run in range(runs):
         EDITS[kind](target, run)
+        since_ns = time.time_ns()
         results.append(build(corpus))
-    return {"seconds": summary([s for s, _ in results]), "peak_rss_mb": max(r for _, r in results),
-            "note": str(target.relative_to(corpus.folder / "notes"))}
+    _check_edit(corpus, kind, runs - 1, since_ns)
+    return {**_measured(results), "note": str(target.relative_to(corpus.folder / "notes"))}
+
+
+def warm_up(folder: Path, pools: Pools) -> None:
+    """A first build, a no-op and a one-note build of a few notes, untimed: every module the builds
+    import is compiled to bytecode once, as an installed package's already is."""
+    corpus = make_corpus(folder, 30, pools)
+    build(corpus)
+    build(corpus)
+    edit_heading(corpus.edited(), 0)
+    build(corpus)
+    shutil.rmtree(folder)
 
 
 def bare_python(runs: int) -> dict[str, Any]:

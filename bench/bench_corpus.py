@@ -5,8 +5,8 @@ corpora (``../shared/corpora``: Slovak kemt-wiki with some English, Czech naucse
 recombined into notes; nothing of them is copied into the repository. A note has YAML front
 matter (title, tags, sometimes dates), an H1, two to five H2 sections (some with H3), links to
 other notes, and in some notes a code fence or a table. Notes live in two folder sources
-(``work`` 60 %, ``home`` 40 %); about half the notes are Slovak, 40 % Czech, 10 % English two or three folder levels deep. The same seed and the same
-shared corpora give byte-identical notes.
+(``work`` 60 %, ``home`` 40 %), two or three folder levels deep; about half the notes are Slovak,
+40 % Czech and 10 % English. The same seed and the same shared corpora give byte-identical notes.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from pathlib import Path
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 CORPORA = SHARED / "corpora"
 
-_EN = frozenset(("the", "and", "of", "to", "is", "in", "that", "for", "with", "this", "you", "are", "be", "on", "it", "as"))
+_EN = frozenset(("the", "and", "of", "to", "is", "in", "that", "for", "with", "this", "you", "are", "be", "on",
+                 "it", "as"))
 _CS = frozenset(("je", "se", "na", "že", "to", "v", "ve", "pro", "jako", "které", "není", "jsou", "být", "když"))
 _SK = frozenset(("je", "sa", "na", "že", "to", "v", "vo", "pre", "ako", "ktoré", "nie", "sú", "byť", "keď", "ktorý"))
 _TOP = ("projekty", "škola", "homelab", "recepty", "cestovanie", "knihy", "práca", "notes")
@@ -112,7 +113,8 @@ def _note(i: int, notes: int, pools: Pools, rng: random.Random) -> str:
     lang = rng.choices([lang for lang, _ in _LANG_SHARE], [share for _, share in _LANG_SHARE])[0]
     prose = pools.prose[lang]
     title = f"{rng.choice(pools.headings)} {i}"
-    meta = [f"title: '{title.replace(chr(39), chr(39) * 2)}'", f"tags: [{', '.join(rng.sample(_TAGS, rng.randint(1, 3)))}]"]
+    tags = ", ".join(rng.sample(_TAGS, rng.randint(1, 3)))
+    meta = [f"title: '{title.replace(chr(39), chr(39) * 2)}'", f"tags: [{tags}]"]
     if rng.random() < 0.5:
         meta.append(f"date: 20{rng.randint(19, 25)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}")
     parts = ([f"---\n{chr(10).join(meta)}\n---"] if rng.random() < 0.9 else []) + [f"# {title}"]

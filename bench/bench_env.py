@@ -1,7 +1,10 @@
 """Helpers of ``bench/run.py``: the machine, statistics, timed child processes with their peak RSS.
 
 Children run this checkout's code: ``PYTHONPATH`` names the repository root, which comes before
-an editable install of another checkout on ``sys.path``.
+an editable install of another checkout on ``sys.path`` (:func:`check_children` proves it).
+They also keep compiled bytecode, in a folder of the run's own (:func:`prepare_children`), as an
+installed package does: an environment with ``PYTHONDONTWRITEBYTECODE`` would otherwise compile
+every module of every fresh process from source.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,17 +25,56 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def child_env() -> dict[str, str]:
-    """The environment for child processes: this checkout first on their import path."""
-    path = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{path}" if path else str(ROOT)}
+def prepare_children(pycache: Path) -> None:
+    """Make every later child process (including ``render_bench``'s, which inherit ``os.environ``)
+    import this checkout first and keep its bytecode under ``pycache``; compile this checkout there."""
+    path = os.environ.get("PYTHONPATH", "")
+    if str(ROOT) not in path.split(os.pathsep):
+        os.environ["PYTHONPATH"] = f"{ROOT}{os.pathsep}{path}" if path else str(ROOT)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(pycache)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "builder"), str(ROOT / "server")],
+                   env=child_env(), stdout=subprocess.DEVNULL, check=True)
+
+
+def child_env(*, bytecode: bool = True) -> dict[str, str]:
+    """The environment for child processes: this checkout first on their import path; without
+    ``bytecode``, no compiled bytecode is read or written (every module compiled at each start)."""
+    path = os.environ.get("PYTHONPATH", "")
+    env = dict(os.environ)
+    if str(ROOT) not in path.split(os.pathsep):
+        env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{path}" if path else str(ROOT)
+    if not bytecode:
+        env.pop("PYTHONPYCACHEPREFIX", None)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
 
 
 def cli() -> list[str]:
-    """The installed ``notes-portal`` console script of this interpreter (not a version manager's shim,
-    which adds its own start-up), else ``python -m builder.cli``."""
+    """The ``notes-portal`` console script of this interpreter (not a version manager's shim, which adds
+    its own start-up) when its ``#!`` line names this interpreter, else ``python -m builder.cli``.
+    Either imports ``builder.cli`` by ``PYTHONPATH``, so this checkout's (see :func:`check_children`)."""
     script = Path(sysconfig.get_path("scripts")) / "notes-portal"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "builder.cli"]
+    try:
+        with open(script, encoding="utf-8") as f:
+            shebang = f.readline()
+    except OSError:
+        shebang = ""
+    interpreter = Path(shebang[2:].strip()) if shebang.startswith("#!") else None
+    if interpreter is not None and interpreter.resolve() == Path(sys.executable).resolve():
+        return [str(script)]
+    return [sys.executable, "-m", "builder.cli"]
+
+
+def check_children() -> dict[str, str]:
+    """Where a child process imports ``builder`` and ``server`` from, and the command the builds run;
+    stops the run unless both modules are this checkout's."""
+    probe = "import builder, server, builder.cli; print(builder.__file__); print(server.__file__)"
+    out = subprocess.run([sys.executable, "-c", probe], env=child_env(), capture_output=True, text=True,
+                         check=True).stdout.split()
+    if not all(Path(f).resolve().is_relative_to(ROOT) for f in out):
+        raise SystemExit(f"child processes import another checkout: {out} (expected {ROOT})")
+    return {"builder": out[0], "server": out[1], "cli": " ".join(cli())}
 
 
 def summary(values: Sequence[float]) -> dict[str, float]:
@@ -54,18 +97,19 @@ class Run:
     stderr: str
 
 
-def run_measured(cmd: Sequence[str], *, cwd: Path | None = None, check: bool = True) -> Run:
-    """Run ``cmd`` to its end; its wall time and peak RSS (``wait4``'s ``ru_maxrss``)."""
-    err_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"np-bench-stderr-{os.getpid()}"
-    with open(err_path, "w+b") as err:
+def run_measured(cmd: Sequence[str], *, cwd: Path | None = None, check: bool = True,
+                 bytecode: bool = True) -> Run:
+    """Run ``cmd`` to its end; its wall time and peak RSS (``wait4``'s ``ru_maxrss``, which covers the
+    children it waited for: the render's worker processes)."""
+    with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(list(cmd), cwd=cwd, env=child_env(), stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(list(cmd), cwd=cwd, env=child_env(bytecode=bytecode), stdout=subprocess.DEVNULL,
+                                stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         stderr = err.read().decode("utf-8", errors="replace")
-    err_path.unlink(missing_ok=True)
     if check and proc.returncode not in (0, 3):  # 3: a partial build (a note could not be read) still counts
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {stderr.strip()[-2000:]}")
     return Run(seconds, usage.ru_maxrss / 1024, proc.returncode, stderr)

@@ -12,28 +12,41 @@ embeds each query with :class:`server.embedder.QueryEmbedder` first, as ``/api/s
 from __future__ import annotations
 
 import collections
+import functools
 import http.client
 import json
 import re
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import server_load
 from bench_env import child_env, cli, proc_status_mb, summary
 
-CANDIDATES = 30  # server.search.CANDIDATES: what each half fetches
+from server.search import CANDIDATES  # what each half of a search fetches: the vec0 row asks as many
+from server.vectors import MIN_VECTORS
+
+Nearest = Callable[[bytes, int], "list[tuple[int, float]] | None"]
+
+
+def _words(text: str) -> list[str]:
+    """The prose words of a markdown file: front matter, code fences, URLs and link targets left out."""
+    text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.S)
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    text = re.sub(r"\]\([^)]*\)|https?://\S+", " ", text)
+    return re.findall(r"[^\W\d_]{4,}", text.lower())
 
 
 def query_sets(corpora: Path, common: int = 20) -> dict[str, list[str]]:
-    """The dev-set queries, 3-letter prefixes of frequent words, and common words (single, in pairs,
-    and queries of function words only, which then match as ordinary words)."""
+    """The dev-set queries, 3-letter prefixes of frequent words (each matches as a prefix), and common
+    words (single, in pairs, and queries of function words only, which then match as ordinary words)."""
     from server.query import FUNCTION_WORDS
 
     counts: collections.Counter[str] = collections.Counter()
     for path in sorted(corpora.rglob("*.md")):
-        counts.update(set(re.findall(r"[^\W\d_]{4,}", path.read_text("utf-8", errors="replace").lower())))
+        counts.update(set(_words(path.read_text("utf-8", errors="replace"))))
     frequent = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if w not in FUNCTION_WORDS]
     prefixes = list(dict.fromkeys(w[:3] for w in frequent if len(w) >= 5))[:common]
     words = frequent[:common]
@@ -45,17 +58,77 @@ def _embed_all(config: Any, queries: list[str]) -> dict[str, bytes]:
     from builder.core.embedding import make_embedder
 
     embedder = make_embedder(config.embedding, for_queries=True)
-    assert embedder is not None, "the synthetic index uses the local provider"
+    if embedder is None:
+        raise SystemExit("the synthetic index must use the local provider")
     return {q: embedder.embed_query(q) for q in dict.fromkeys(queries)}
+
+
+class _Timer:
+    """Milliseconds per label, and how many calls of each label found nothing."""
+
+    def __init__(self) -> None:
+        self.times: dict[str, list[float]] = collections.defaultdict(list)
+        self.empty: collections.Counter[str] = collections.Counter()
+
+    def __call__(self, label: str, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        result = call(*args, **kwargs)
+        self.times[label].append((time.perf_counter() - start) * 1000)
+        if not (result.hits if hasattr(result, "hits") else result):
+            self.empty[label] += 1
+        return result
+
+
+def _hybrid_embedding(embedder: Any, conn: Any, config: Any, query: str, nearest: Nearest) -> Any:
+    """What ``/api/search`` does for a hybrid query: embed it (the server's embedder), then search."""
+    from server.search import search
+
+    vector, error = embedder.embed(query)
+    if vector is None:
+        raise SystemExit(f"the query embedder failed: {error}")
+    return search(conn, config, query, mode="hybrid", query_vector=vector, nearest=nearest)
+
+
+def _one_query(timer: _Timer, lease: Any, config: Any, memory: Any, embedder: Any, query: str, kind: str,
+               vector: bytes) -> None:
+    """Every mode for one query on one connection, back to back (the same noise for each)."""
+    from builder.core import index as db
+    from server.search import search
+
+    nearest = functools.partial(memory.nearest, lease.conn, lease.identity)
+    timer(f"bm25 {kind}", search, lease.conn, config, query, mode="bm25")
+    timer("vector", search, lease.conn, config, query, mode="vector", query_vector=vector, nearest=nearest)
+    timer("hybrid", search, lease.conn, config, query, mode="hybrid", query_vector=vector, nearest=nearest)
+    timer("hybrid+embed", _hybrid_embedding, embedder, lease.conn, config, query, nearest)
+    timer("embed", embedder.embed, query)
+    timer("vec0", db.knn_search, lease.conn, vector, CANDIDATES, None, None)
+
+
+def _wait_for_memory(reader: Any, memory: Any, vector: bytes) -> int:
+    """Start the in-memory load as the server does and wait for it when the index is big enough;
+    the number of vectors."""
+    from builder.core import index as db
+
+    with reader.connection() as lease:
+        total = db.count_vectors(lease.conn)
+        memory.nearest(lease.conn, lease.identity, vector, CANDIDATES)
+    deadline = time.monotonic() + 300
+    while total >= memory.min_vectors and memory.loaded() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if total >= memory.min_vectors and memory.loaded() is None:
+        raise SystemExit(f"the in-memory vectors did not load: {memory.state()}")
+    return total
+
+
+def _short(values: list[float]) -> dict[str, float]:
+    return {k: v for k, v in summary(values).items() if k in ("n", "median", "p95")}
 
 
 def in_process(config_path: Path, sets: dict[str, list[str]], rounds: int) -> dict[str, Any]:
     """p50/p95 (ms) per mode over ``rounds`` passes of every query; modes interleaved query by query."""
-    from builder.core import index as db
     from builder.core.config import load_config
     from server.embedder import QueryEmbedder
     from server.reader import IndexReader
-    from server.search import search
     from server.vectors import VectorMemory
 
     config = load_config(config_path)
@@ -67,51 +140,20 @@ def in_process(config_path: Path, sets: dict[str, list[str]], rounds: int) -> di
     memory = VectorMemory(reader.open_fresh)
     embedder = QueryEmbedder(config.embedding, time_limit_s=30.0)
     embedder.embed("warm-up")
-    with reader.connection() as lease:
-        total = db.count_vectors(lease.conn)
-        memory.nearest(lease.conn, lease.identity, vectors[everything[0]], CANDIDATES)  # starts the load
-        deadline = time.monotonic() + 120
-        while total >= memory.min_vectors and memory.loaded() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-    times: dict[str, list[float]] = collections.defaultdict(list)
-    empty: collections.Counter[str] = collections.Counter()
-
-    def timed(label: str, call: Any) -> None:
-        start = time.perf_counter()
-        result = call()
-        times[label].append((time.perf_counter() - start) * 1000)
-        if not (result.hits if hasattr(result, "hits") else result):
-            empty[label] += 1
-
-    def one_query(q: str, kind: str, lease: Any) -> None:
-        """Every mode for one query on one connection, back to back (the same noise for each)."""
-        def nearest(v: bytes, k: int) -> list[tuple[int, float]] | None:
-            return memory.nearest(lease.conn, lease.identity, v, k)
-
-        def run(mode: str, vector: bytes | None) -> Any:
-            return search(lease.conn, config, q, mode=mode, query_vector=vector, nearest=nearest)
-
-        timed(f"bm25 {kind}", lambda: run("bm25", None))
-        timed("vector", lambda: run("vector", vectors[q]))
-        timed("hybrid", lambda: run("hybrid", vectors[q]))
-        timed("hybrid+embed", lambda: run("hybrid", embedder.embed(q)[0]))
-        timed("embed", lambda: [embedder.embed(q)[0]])
-        timed("vec0", lambda: db.knn_search(lease.conn, vectors[q], CANDIDATES, None, None))
-
+    total = _wait_for_memory(reader, memory, vectors[everything[0]])
+    timer = _Timer()
     for _ in range(rounds):
         for kind, queries in sets.items():
-            for q in queries:
+            for query in queries:
                 with reader.connection() as lease:
-                    one_query(q, kind, lease)
-    rows = {label: {k: v for k, v in summary(values).items() if k in ("n", "median", "p95")}
-            for label, values in times.items()}
-    rows["bm25 all"] = {k: v for k, v in summary([t for label, values in times.items()
-                                                  if label.startswith("bm25") for t in values]).items()
-                        if k in ("n", "median", "p95")}
+                    _one_query(timer, lease, config, memory, embedder, query, kind, vectors[query])
+    rows = {label: _short(values) for label, values in timer.times.items()}
+    rows["bm25 all"] = _short([t for label, values in timer.times.items() if label.startswith("bm25") for t in values])
     return {"chunks": total, "in_memory_vectors": memory.loaded() is not None, "rows": rows,
-            "empty_results": dict(empty), "queries": {k: len(v) for k, v in sets.items()},
+            "empty_results": dict(timer.empty), "queries": {k: len(v) for k, v in sets.items()},
             "embed_all_s": embed_all_s,
             "vec0_over_hybrid_p50": rows["vec0"]["median"] / rows["hybrid"]["median"],
+            "vec0_over_hybrid_p95": rows["vec0"]["p95"] / rows["hybrid"]["p95"],
             "vec0_over_vector_p50": rows["vec0"]["median"] / rows["vector"]["median"]}
 
 
@@ -131,22 +173,34 @@ def serve_load(config_path: Path, port: int, requests: int, repeats: int) -> dic
         server = subprocess.Popen([*cli(), "serve", "--config", str(config_path), "--port", str(port)],
                                   env=child_env(), stdout=subprocess.DEVNULL, stderr=err)
         try:
-            return _load(server.pid, port, requests, repeats)
+            return _load(server, port, requests, repeats)
         finally:
             server.terminate()
-            server.wait(timeout=15)
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
 
 
-def _load(pid: int, port: int, requests: int, repeats: int) -> dict[str, Any]:
-    for _ in range(300):
+def _wait_until_up(server: subprocess.Popen[bytes], port: int) -> dict[str, Any]:
+    for _ in range(600):
+        if server.poll() is not None:
+            raise SystemExit(f"notes-portal serve ended ({server.returncode}) before answering")
         try:
-            _get(port, "/api/health")
-            break
+            return _get(port, "/api/health")
         except OSError:
             time.sleep(0.1)
-    server_load.load(port, "hybrid", 1, 10)  # the model, the page cache, the in-memory vectors
-    for _ in range(600):
-        if _get(port, "/api/health").get("vector_memory", {}).get("loaded"):
+    raise SystemExit("notes-portal serve did not answer within 60 s")
+
+
+def _load(server: subprocess.Popen[bytes], port: int, requests: int, repeats: int) -> dict[str, Any]:
+    health = _wait_until_up(server, port)
+    server_load.load(port, "hybrid", 1, 10)  # the model, the page cache; starts loading the vectors
+    vectors = health.get("counts", {}).get("vec_chunks", 0)
+    for _ in range(3000):  # the server loads a large index's vectors in the background
+        state = _get(port, "/api/health").get("vector_memory", {})
+        if state.get("loaded") or state.get("error") or vectors < MIN_VECTORS:
             break
         time.sleep(0.1)
     rows = {"hybrid 1 client": _row(port, "hybrid", 1, max(40, requests // 4))}
@@ -161,8 +215,8 @@ def _load(pid: int, port: int, requests: int, repeats: int) -> dict[str, Any]:
                                 "error_messages": sorted({m for r in eight for m in r["error_messages"]})[:3]}
     rows["bm25 8 clients"] = _row(port, "bm25", 8, requests)
     health = _get(port, "/api/health")
-    return {"rows": rows, "peak_rss_mb": proc_status_mb(pid, "VmHWM"), "rss_mb": proc_status_mb(pid, "VmRSS"),
-            "vector_memory": health.get("vector_memory")}
+    return {"rows": rows, "peak_rss_mb": proc_status_mb(server.pid, "VmHWM"),
+            "rss_mb": proc_status_mb(server.pid, "VmRSS"), "vector_memory": health.get("vector_memory")}
 
 
 def _row(port: int, mode: str, clients: int, requests: int) -> dict[str, Any]:

@@ -1,13 +1,20 @@
 """The one benchmark command: builds, renders, queries and the server, in one table and as JSON.
 
     python bench/run.py [--quick] [--json out.json]
+    python bench/run.py --steps builds --notes 10000 --runs 5     # re-measure some rows only
+    python bench/run.py --steps queries,serve --chunks 100000
+
+Steps: ``builds`` (generated corpus, CLI builds), ``local`` (first build with the local model),
+``render`` (kemt-wiki full renders), ``queries`` (in-process, beside vec0), ``serve`` (HTTP load).
 
 What it measures (``docs/BENCHMARKS.md`` has a full run and the targets it is judged against):
 
 - a deterministic corpus of notes cut from the shared corpora (``bench/bench_corpus.py``) at 1,000
   and 10,000 notes: first build with provider ``none``, no-op build, one note changed (a body edit
-  and a heading edit), each the real CLI in a fresh process (start-up included), medians and p95;
-- a first build with the local model on a subset (300 notes), chunks/s;
+  and a heading edit, each checked: the note re-indexed, its page and table of contents rewritten),
+  each the real CLI in a fresh process (start-up included, with bytecode caches as an installed
+  package has them; the no-op also without), medians and p95;
+- a first build with the local model on a subset (200 notes), chunks/s;
 - a full render of kemt-wiki (``bench/render_bench.py``'s functions);
 - in-process query latency per mode at 1,000 / 10,000 / 100,000 chunks (``bench/server_load.py``'s
   synthetic index), each beside a ``vec0`` scan of the same vectors in the same run;
@@ -16,6 +23,7 @@ What it measures (``docs/BENCHMARKS.md`` has a full run and the targets it is ju
 
 The machine is shared and noisy: every figure is repeated, and the load average is printed at
 the start and the end. ``--quick`` is a small version (a few minutes) that checks the script.
+Every child process imports this checkout (``PYTHONPATH``; checked before the first figure).
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ import socket
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +45,13 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))  # this checkout's code, before an editable install of another one
 sys.path.insert(0, str(BENCH))
 
-import bench_builds  # sibling scripts, not a package: imported after the path is set
-import bench_report
-import bench_search
-import server_load
-from bench_corpus import CORPORA, load_pools
-from bench_env import index_mb, load_average, machine
+# sibling scripts, not a package, and this checkout's code: imported after the path is set
+import bench_builds  # noqa: E402
+import bench_report  # noqa: E402
+import bench_search  # noqa: E402
+import server_load  # noqa: E402
+from bench_corpus import CORPORA, load_pools  # noqa: E402
+from bench_env import check_children, index_mb, load_average, machine, prepare_children  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -63,7 +72,7 @@ class Plan:
     repeats: int  # 8-client hybrid rows
 
 
-FULL = Plan(notes=(1000, 10000), first_runs=3, runs=11, local_notes=300, local_runs=2, render_runs=5,
+FULL = Plan(notes=(1000, 10000), first_runs=3, runs=11, local_notes=200, local_runs=2, render_runs=5,
             chunks=(1000, 10000, 100000), rounds=3, dev_queries=0, serve_chunks=100000, requests=320, repeats=3)
 QUICK = Plan(notes=(300, 1000), first_runs=1, runs=3, local_notes=40, local_runs=1, render_runs=1,
              chunks=(1000, 10000), rounds=1, dev_queries=20, serve_chunks=10000, requests=80, repeats=1)
@@ -98,8 +107,9 @@ def run_builds(plan: Plan, work: Path, results: dict[str, Any], say: Progress) -
         corpus = bench_builds.make_corpus(work / f"notes-{notes}", notes, pools)
         say(f"{notes:,} notes: {plan.first_runs} first builds")
         row: dict[str, Any] = {"first": bench_builds.first_builds(corpus, plan.first_runs)}
-        say(f"{notes:,} notes: {plan.runs} no-op builds")
+        say(f"{notes:,} notes: {plan.runs} no-op builds, and as many without bytecode caches")
         row["noop"] = bench_builds.noop_builds(corpus, plan.runs)
+        row["noop_no_bytecode"] = bench_builds.noop_builds(corpus, plan.runs, bytecode=False)
         for kind in ("body", "heading"):
             say(f"{notes:,} notes: {plan.runs} builds after a {kind} edit")
             row[kind] = bench_builds.one_note_builds(corpus, plan.runs, kind)
@@ -145,24 +155,40 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a small run (minutes) that checks the script")
     parser.add_argument("--json", type=Path, help="also write every figure to this JSON file")
-    parser.add_argument("--only", default=",".join(STEPS),
+    parser.add_argument("--steps", "--only", dest="steps", default=",".join(STEPS),
                         help=f"comma-separated steps to run (default: all of {','.join(STEPS)})")
+    parser.add_argument("--notes", help="comma-separated corpus sizes for the builds (overrides the plan's)")
+    parser.add_argument("--chunks", help="comma-separated index sizes for the queries (overrides the plan's)")
+    parser.add_argument("--runs", type=int, help="no-op and one-note builds per size and kind (overrides)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (printed) for a look after")
     args = parser.parse_args()
-    steps = set(args.only.split(","))
+    steps = set(args.steps.split(","))
     if steps - set(STEPS):
         parser.error(f"unknown steps: {', '.join(sorted(steps - set(STEPS)))}")
     plan = QUICK if args.quick else FULL
+    if args.notes:
+        plan = replace(plan, notes=tuple(int(n) for n in args.notes.split(",")))
+    if args.chunks:
+        chunks = tuple(int(n) for n in args.chunks.split(","))
+        plan = replace(plan, chunks=chunks, serve_chunks=max(chunks))
+    if args.runs:
+        plan = replace(plan, runs=args.runs)
     say = Progress()
     started = datetime.datetime.now(datetime.UTC)
     info: dict[str, Any] = {"machine": machine(), "load_start": load_average(),
                             "started": started.isoformat(timespec="seconds"),
                             "plan": {"name": "quick" if args.quick else "full", **asdict(plan)},
+                            "steps": [step for step in STEPS if step in steps],
                             "command": " ".join(["python", "bench/run.py", *sys.argv[1:]])}
     say(f"{info['plan']['name']} run; load average {info['load_start']}")
     results: dict[str, Any] = {}
     work = Path(tempfile.mkdtemp(prefix="np-bench-all-"))
     try:
+        prepare_children(work / "pycache")
+        info["children"] = check_children()
+        say(f"children import {info['children']['builder']}; builds run {info['children']['cli']}")
+        if steps & {"builds", "local"}:
+            bench_builds.warm_up(work / "warm-up", load_pools())
         if "builds" in steps:
             run_builds(plan, work, results, say)
         if "local" in steps:
@@ -189,7 +215,8 @@ def main() -> int:
           f"{info['seconds']:.0f} s")
     print(f"machine: {m['cpus']} CPUs ({m['cpu']}), {m['memory_gb']} GB; Python {m['python']}; SQLite {m['sqlite']} "
           f"({m['sqlite_module']}); sqlite-vec {m['sqlite_vec']}; {m['libraries']}")
-    print(f"load average (1, 5, 15 min): {info['load_start']} at the start, {info['load_end']} at the end\n")
+    print(f"load average (1, 5, 15 min): {info['load_start']} at the start, {info['load_end']} at the end")
+    print(f"steps: {', '.join(info['steps'])}; code: {info.get('children', {}).get('builder', '?')}\n")
     print(bench_report.markdown(table))
     print("\nTargets (issue 11):")
     print(bench_report.verdicts(checks))

@@ -80,13 +80,17 @@ STEPS = ("builds", "local", "render", "queries", "serve")
 
 
 class Progress:
-    """One line on stderr per step, with the time since the start."""
+    """One line on stderr per step, with the time since the start and the load average then (the
+    machine is shared: the load says how far to trust the step's figures); kept in ``log``."""
 
     def __init__(self) -> None:
         self.start = time.perf_counter()
+        self.log: list[dict[str, Any]] = []
 
     def __call__(self, message: str) -> None:
-        print(f"[{time.perf_counter() - self.start:7.1f} s] {message}", file=sys.stderr, flush=True)
+        seconds, load = round(time.perf_counter() - self.start, 1), load_average()
+        self.log.append({"s": seconds, "step": message, "load": load})
+        print(f"[{seconds:7.1f} s] {message} (load {load})", file=sys.stderr, flush=True)
 
 
 def free_port() -> int:
@@ -180,7 +184,7 @@ def main() -> int:
                             "plan": {"name": "quick" if args.quick else "full", **asdict(plan)},
                             "steps": [step for step in STEPS if step in steps],
                             "command": " ".join(["python", "bench/run.py", *sys.argv[1:]])}
-    say(f"{info['plan']['name']} run; load average {info['load_start']}")
+    say(f"{info['plan']['name']} run")
     results: dict[str, Any] = {}
     work = Path(tempfile.mkdtemp(prefix="np-bench-all-"))
     try:
@@ -207,6 +211,7 @@ def main() -> int:
         else:
             shutil.rmtree(work, ignore_errors=True)
     info["load_end"] = load_average()
+    info["progress"] = say.log
     info["seconds"] = round(time.perf_counter() - say.start, 1)
     table = bench_report.rows(results)
     checks = bench_report.targets(results)

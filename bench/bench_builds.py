@@ -35,9 +35,11 @@ class Corpus:
 
     @property
     def config(self) -> Path:
+        """The corpus's ``portal.yaml``."""
         return self.folder / "portal.yaml"
 
     def edited(self) -> Path:
+        """The note the one-note builds edit."""
         source, rel = note_path(EDITED_NOTE % self.notes)
         return self.folder / "notes" / source / rel
 

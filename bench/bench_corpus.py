@@ -56,7 +56,9 @@ def _language(words: list[str], corpus: str) -> str:
 
 def _blocks(text: str) -> list[str]:
     """Blank-line separated blocks, a code fence kept whole even when it holds blank lines."""
-    blocks, current, fence = [], [], False
+    blocks: list[str] = []
+    current: list[str] = []
+    fence = False
     for line in text.splitlines():
         if line.lstrip().startswith("```"):
             fence = not fence

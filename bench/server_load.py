@@ -93,6 +93,7 @@ def synthetic_index(work: Path, chunks: int) -> Path:
 
 
 def examples_index(work: Path) -> Path:
+    """A config plus an index of the bundled example notes, built by the CLI with the local model."""
     shutil.copytree(ROOT / "examples" / "notes", work / "notes")
     config = work / "portal.yaml"
     config.write_text("index: data/index.sqlite\nembedding:\n  provider: local\n"
@@ -105,6 +106,7 @@ LAST_ERRORS: list[str] = []
 
 
 def client_run(port: int, mode: str, count: int, latencies: list[float], errors: list[str], seed: int) -> None:
+    """One client: ``count`` dev-set queries on one keep-alive connection; appends latencies and errors."""
     rng = random.Random(seed)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     for _ in range(count):
@@ -127,6 +129,7 @@ def client_run(port: int, mode: str, count: int, latencies: list[float], errors:
 
 
 def load(port: int, mode: str, clients: int, requests: int) -> dict[str, float]:
+    """``clients`` concurrent clients sending ``requests`` in all: p50/p95 ms, requests/s, errors."""
     latencies: list[float] = []
     errors: list[str] = []
     per_client = max(1, requests // clients)
@@ -146,6 +149,7 @@ def load(port: int, mode: str, clients: int, requests: int) -> dict[str, float]:
 
 
 def rss_mb(pid: int) -> float:
+    """The process's resident set now (``VmRSS``), in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024

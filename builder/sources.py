@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from builder.core.config import SourceConfig
 
@@ -52,18 +53,16 @@ def _any_of(patterns: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile("^(?:" + "|".join(bodies) + ")(?:/.*)?$") if bodies else None
 
 
-class _Globs:
-    """Globs compiled into two regexes: patterns without "/" also match a file's name anywhere."""
-
-    def __init__(self, patterns: tuple[str, ...]) -> None:
-        by_name = [p for p in patterns if "/" not in p and not p.startswith("**")]
-        self._name = _any_of(by_name)
-        self._path = _any_of(patterns)
-
-    def match(self, path: str) -> bool:
-        if self._path is not None and self._path.match(path):
-            return True
-        return self._name is not None and self._name.match(path.rsplit("/", 1)[-1]) is not None
+def _globs_rule(patterns: tuple[str, ...]) -> str:
+    """A regex body (for a lookahead at the start of a path) matching what any of the globs covers:
+    each glob over the whole path, and a glob without "/" also over the file's name (the part after
+    the last "/"); ``(?!)`` when there is none."""
+    whole = [_glob_body(p) for p in patterns]
+    by_name = [_glob_body(p) for p in patterns if "/" not in p and not p.startswith("**")]
+    rules = [f"(?:{'|'.join(whole)})(?:/.*)?$"] if whole else []
+    if by_name:
+        rules.append(f"(?:.*/)?(?=[^/]*$)(?:{'|'.join(by_name)})$")
+    return "|".join(rules) or "(?!)"
 
 
 def matches(pattern: str, path: str) -> bool:
@@ -84,19 +83,23 @@ class Scope:
         return cls(source.paths, source.include, source.exclude)
 
     @cached_property
-    def _compiled(self) -> tuple[re.Pattern[str] | None, _Globs, _Globs]:
-        everywhere = "**" in self.paths
-        return (None if everywhere else _any_of(self.paths)), _Globs(self.include), _Globs(self.exclude)
+    def _paths(self) -> re.Pattern[str] | None:
+        return None if "**" in self.paths else _any_of(self.paths)
+
+    @cached_property
+    def _wanted(self) -> re.Pattern[str]:
+        # the whole rule as one regex: the walk asks it once per file of every build
+        paths = "" if self._paths is None else f"(?=(?:{'|'.join(_glob_body(p) for p in self.paths)})(?:/.*)?$)"
+        exclude = f"(?!{_globs_rule(self.exclude)})" if self.exclude else ""
+        return re.compile(f"^{paths}(?={_globs_rule(self.include)}){exclude}")
 
     def covers(self, path: str) -> bool:
         """Is the path inside a ``paths`` entry (before include/exclude)?"""
-        paths = self._compiled[0]
-        return paths is None or paths.match(path) is not None
+        return self._paths is None or self._paths.match(path) is not None
 
     def wants(self, path: str) -> bool:
-        """Is the file part of the index? (Called once per file of every walk: one regex each step.)"""
-        _, include, exclude = self._compiled
-        return self.covers(path) and include.match(path) and not exclude.match(path)
+        """Is the file part of the index?"""
+        return self._wanted.match(path) is not None
 
     def may_contain(self, directory: str) -> bool:
         """Could any wanted file live below ``directory``? (prunes the walk)"""
@@ -115,8 +118,7 @@ class Scope:
         return False
 
 
-@dataclass(frozen=True)
-class FileStat:
+class FileStat(NamedTuple):  # a tuple: a walk makes one per file, ~2x cheaper than a frozen dataclass
     path: str  # relative POSIX path
     size: int
     mtime_ns: int

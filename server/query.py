@@ -43,6 +43,7 @@ class Term:
     text: str  # lower-cased, as typed (diacritics kept)
     key: str  # its word key for the stems column
     function: bool  # a function word: it must match, but it finds nothing by itself and is not marked
+    name: bool = False  # typed as a name: a capital inside it (GPIO, DataFrame) or opening a later word (Heroku)
 
     @property
     def exact(self) -> str:
@@ -53,13 +54,16 @@ class Term:
 def parse(text: str) -> list[Term]:
     """The words of ``text`` in order, without repeats (at most ``MAX_TERMS``)."""
     seen: dict[str, bool] = {}
-    for word in _WORD.findall(unicodedata.normalize("NFC", text[:MAX_QUERY_CHARS])):
+    names: set[str] = set()
+    for i, word in enumerate(_WORD.findall(unicodedata.normalize("NFC", text[:MAX_QUERY_CHARS]))):
         lower = word.lower()
         capitals = len(word) > 1 and word.isupper()
         seen[lower] = seen.get(lower, True) and not capitals and lower in FUNCTION_WORDS
+        if len(word) > 1 and (word[0].isupper() and i > 0 or any(c.isupper() for c in word[1:])):
+            names.add(lower)
     words = list(seen.items())[:MAX_TERMS]
     only_function_words = all(function for _, function in words)
-    return [Term(w, stem_word(w), function and not only_function_words) for w, function in words]
+    return [Term(w, stem_word(w), function and not only_function_words, w in names) for w, function in words]
 
 
 def content(terms: list[Term]) -> list[Term]:

@@ -10,7 +10,8 @@ The order of work for one query:
 4. results by note: at most ``max_per_note`` chunks of a note among the hits (its other matching
    sections are listed under its first hit), and chunks with byte-identical text (copied notes) are
    one hit naming the other places;
-5. ``weak``: true when neither half found anything confident (see :func:`server.fusion.is_weak`).
+5. ``weak``: true when neither half found anything confident (see :func:`server.fusion.is_weak`), or
+   when no note holds a word typed as a name (:func:`server.spelling.unknown_names`).
 """
 
 from __future__ import annotations
@@ -66,10 +67,11 @@ class SearchResult:
     notes: tuple[str, ...] = field(default=())
     weak: bool = False  # nothing confident: the hits are only the closest there is
     corrected: str | None = None  # the words searched instead of the typed ones
+    marked: tuple[str, ...] = ()  # the words the snippets mark: as searched, function words left out
 
     def to_json(self) -> dict[str, Any]:
         return {"query": self.query, "mode": self.mode, "weak": self.weak, "corrected": self.corrected,
-                "notes": list(self.notes), "hits": [asdict(h) for h in self.hits]}
+                "marked": list(self.marked), "notes": list(self.notes), "hits": [asdict(h) for h in self.hits]}
 
 
 def check_mode(mode: str) -> str:
@@ -111,6 +113,9 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
         terms = spelling.replaced(terms, corrections)
         corrected = " ".join(t.text for t in terms)
         notes.append(f"no note holds {', '.join(repr(w) for w in corrections)}: showing results for {corrected!r}")
+    unknown = spelling.unknown_names(conn, terms)
+    if unknown:
+        notes.append(f"no note mentions {', '.join(repr(w) for w in unknown)}")
     lexical = _bm25(conn, terms, source, tag)
     semantic: list[tuple[int, float]] = []
     if mode in ("hybrid", "vector"):
@@ -126,10 +131,10 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     best = _best_coverage(terms, lexical, rows)
     ranked = fusion.fuse(lexical if mode != "vector" else [], semantic if mode != "bm25" else [], best)
     hits = _group(ranked, rows, terms, limit, max_per_note)
-    weak = _weak(best, lexical, semantic, rows, mode)
+    weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode)
     if not hits and not db.counts(conn)["chunks"]:
         notes.append("the index is empty: run `notes-portal build`")
-    return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected)
+    return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected, tuple(t.text for t in content(terms)))
 
 
 def embed_query(embedder: Embedder, query: str) -> tuple[bytes | None, str | None]:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 MIN_LETTERS = 4
 MAX_CANDIDATES = 5000  # words sharing the first letter that are compared (a long tail is rare anyway)
+MAX_WORD = 1000  # longer than any word FTS5 holds
 
 
 def distance(a: str, b: str, limit: int) -> int:
@@ -68,6 +69,27 @@ def correct(conn: Connection, terms: list[Term]) -> dict[str, str]:
         if best is not None:
             out[term.text] = best[2]
     return out
+
+
+def unknown_names(conn: Connection, terms: list[Term]) -> list[str]:
+    """The words typed as names (``Heroku``, ``GPIO``; see :class:`~server.query.Term`) that no note holds:
+    the query asks about something the notes do not cover, however well its other words match (a
+    search for Flask on Heroku over notes on Flask alone)."""
+    if not db.has_vocabulary(conn):
+        return []
+    return [t.text for t in content(terms) if t.name and not _holds_name(conn, t)]
+
+
+def _holds_name(conn: Connection, term: Term) -> bool:
+    """Does a note hold the name as typed (or as the start of a word), or inflected (``Pythonu``,
+    ``Dockerom``: a word that shares all but its last two letters and its word key)? The key alone is
+    too loose for foreign names: ``heroku`` and ``herky`` share one."""
+    folded = fold(term.text)
+    if db.words_starting(conn, folded, (len(folded), MAX_WORD), 1):
+        return True
+    start = max(3, len(folded) - 2)
+    return any(stem_word(word) == term.key
+               for word, _ in db.words_starting(conn, folded[:start], (start, len(folded) + 2), MAX_CANDIDATES))
 
 
 def replaced(terms: list[Term], corrections: dict[str, str]) -> list[Term]:

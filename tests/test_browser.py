@@ -120,6 +120,33 @@ def test_type_a_query_pick_the_first_result_land_on_the_section(server, browser)
     assert errors == []
 
 
+def test_the_landing_page_marks_the_searched_words_but_not_function_words(server, browser):
+    page = browser.new_page()
+    page.goto(f"{server}/index.html")
+    page.keyboard.press("Control+k")
+    page.locator("header form.search input[name=q]").type("kolik vody na teh tarik", delay=20)
+    first = page.locator("header .search-results a.search-result").first
+    first.wait_for(state="visible", timeout=10_000)
+    assert "Teh Tarik" in first.inner_text()
+    with page.expect_navigation():
+        first.click()
+    assert page.url.split("?")[0] == f"{server}/notes/recepty/teh-tarik.html"
+    texts = [t.lower() for t in page.locator("mark.search-hl").all_inner_texts()]
+    assert "vody" in texts and "na" not in texts  # "Na 3–4 hrnky:" opens the section
+
+
+def test_table_columns_keep_their_alignment_under_the_servers_csp(server, browser):
+    """Right-aligned prices stay right-aligned: alignment is a class, not an inline style the CSP drops."""
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.goto(f"{server}/notes/cestovani/malajsie-2023/kuala-lumpur.html")
+    cells = page.locator("main table td.align-right")
+    assert cells.count() > 0
+    assert {cells.nth(i).evaluate("el => getComputedStyle(el).textAlign") for i in range(cells.count())} == {"right"}
+    assert page.locator("main table [style]").count() == 0 and errors == []
+
+
 def test_results_are_grouped_by_note_with_the_title_once(server, browser):
     page = browser.new_page()
     page.goto(f"{server}/notes/en/ddia-notes.html")

@@ -39,7 +39,8 @@ def test_search(built, capsys):
     assert (code, err) == (0, "")
     assert body == {
         "schema": SCHEMA, "command": "search", "query": "powerbanka", "mode": "hybrid", "weak": False,
-        "corrected": None, "notes": ["embeddings disabled (provider: none): FTS-only results"],
+        "corrected": None, "marked": ["powerbanka"],
+        "notes": ["embeddings disabled (provider: none): FTS-only results"],
         "hits": [{"source": "notes", "path": "cestovani/snezka.md", "title": "Balicí seznam – Sněžka",
                   "breadcrumb": "Balicí seznam – Sněžka", "anchor": "", "line_start": 5, "line_end": 7,
                   "snippet": "rozbočovač do zásuvky <mark>powerbanka</mark> sluchátka Sony s ANC",

@@ -4,6 +4,7 @@ ordinary build makes the site equal to a clean build's, and nothing unpublished 
 from __future__ import annotations
 
 import errno
+import json
 import re
 import shutil
 from pathlib import Path
@@ -112,15 +113,38 @@ def test_the_portal_deletes_only_files_it_wrote(portal):
     assert not (config.site.output / "notes/b.html").exists() and mine.read_text() == "User-agent: *\n"
 
 
-def test_an_upgrade_from_an_older_manifest_still_removes_what_it_listed(portal, tmp_path):
+@pytest.mark.parametrize("format", ["marshal", "json"])
+def test_an_upgrade_from_an_older_manifest_still_removes_what_it_listed(portal, tmp_path, format):
+    """An older renderer's manifest (another version; or JSON, as renderers wrote before marshal) still
+    names the pages to remove; the JSON one is gone after the render."""
     config, root, log = portal
-    manifest = config.site.output / output.MANIFEST
-    manifest.write_text(manifest.read_text("utf-8").replace(f'"version":{output.MANIFEST_VERSION}', '"version":1'),
-                        encoding="utf-8")
+    site = config.site.output
+    older = {**output.read_manifest(site), "version": 1}
+    assert "notes/b.html" in output.listed_pages(older)
+    (site / output.MANIFEST).unlink()
+    if format == "json":
+        (site / output.JSON_MANIFEST).write_text(json.dumps(older), encoding="utf-8")
+    else:
+        (site / output.MANIFEST).write_bytes(output.encode_manifest(older))
     (root / "b.md").unlink()
     assert build(config, log=log) == 0
-    assert not (config.site.output / "notes/b.html").exists()
-    assert site_snapshot(config.site.output) == clean_site(tmp_path, root)
+    assert not (site / "notes/b.html").exists() and not (site / output.JSON_MANIFEST).exists()
+    assert output.read_manifest(site)["version"] == output.MANIFEST_VERSION
+    assert site_snapshot(site) == clean_site(tmp_path, root)
+
+
+@pytest.mark.parametrize("damage", [b"", b"notes-portal manifest\n\x00garbage", b"{not marshal}"])
+def test_a_damaged_manifest_is_read_as_none_and_the_render_rebuilds(portal, tmp_path, damage):
+    """Writes are atomic, so only a damaged disk or a hand makes this: the next render rewrites every page."""
+    config, root, log = portal
+    site = config.site.output
+    (site / output.MANIFEST).write_bytes(damage)
+    assert output.read_manifest(site) == {}
+    write(root, "b.md", NOTES["b.md"].replace("Text.", "Nový text."))
+    assert build(config, log=log) == 0
+    assert "Nový text." in (site / "notes/b.html").read_text("utf-8")
+    assert output.read_manifest(site)["version"] == output.MANIFEST_VERSION
+    assert site_snapshot(site) == clean_site(tmp_path, root)
 
 
 def test_a_missing_page_is_written_again(portal, tmp_path):

@@ -80,7 +80,7 @@ def test_eval_end_to_end_on_a_small_corpus(tmp_path, capsys):
     assert file_level["short"]["hit@1"] == 0.0 and report["modes"]["bm25"]["weak"]["noanswer"] == 1
     assert main(["eval", "--config", str(config), "--queries", str(queries), "--modes", "bm25"]) == 0
     table = capsys.readouterr().out
-    assert "bm25                3  0.667  0.667  0.667  0.667  0.667" in table
+    assert "bm25                   3  0.667  0.667  0.667  0.667  0.667" in table
 
 
 def test_a_bad_queries_file_is_one_line(tmp_path, capsys):

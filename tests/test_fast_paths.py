@@ -7,9 +7,10 @@ import random
 from builder.sources import Scope, _glob_regex, matches
 
 PATTERNS = ["**", "*.md", "notes/**", "notes", "**/inbox/**", "*.markdown", "a/*/c.md", "drafts", "x?y.md",
-            "projekty/**", "**/*.txt", "deep/**/q.md"]
+            "projekty/**", "**/*.txt", "deep/**/q.md", "x**.md"]
 PATHS = ["a.md", "notes/x.md", "notes/inbox/y.md", "drafts/z.md", "a/b/c.md", "a/b/d/c.md", "projekty/p.markdown",
-         "xzy.md", "x/inbox/a.md", "deep/drafts/q.md", "deep/x/y/q.md", "n.txt", "notes/readme.txt"]
+         "xzy.md", "x/inbox/a.md", "deep/drafts/q.md", "deep/x/y/q.md", "n.txt", "notes/readme.txt",
+         "a/x/b.md"]
 
 
 def reference_wants(scope: Scope, path: str) -> bool:

@@ -50,7 +50,7 @@ def edit(path: Path, text: str) -> None:
 
 def test_a_second_render_with_nothing_changed_writes_nothing(portal):
     config, _ = portal
-    manifest = config.site.output / ".render-manifest.json"
+    manifest = config.site.output / ".render-manifest"
     before, manifest_mtime = site_files(config.site.output), manifest.stat().st_mtime_ns
     run = build_and_render(config)
     assert run.report.written == () and run.report.removed == () and run.log.lines == []

@@ -9,8 +9,10 @@ from hypothesis import strategies as st
 
 from builder import indexfile
 from builder.core import index as db
+from builder.core.analysis import stem_word
 from builder.core.errors import UserError
 from builder.sync import build
+from server import spelling
 from server.fusion import fuse
 from server.query import match_all, parse
 from server.search import search
@@ -49,7 +51,7 @@ def test_hit_shape_and_provenance(indexed):
     scores = [hit.score for hit in result.hits]
     assert scores == sorted(scores, reverse=True) and len(set(h.url for h in result.hits)) == len(scores)
     assert "<mark>dvě</mark>" in top.snippet and "<mark>čaje</mark>" in top.snippet
-    assert set(result.to_json()) == {"query", "mode", "weak", "corrected", "notes", "hits"}
+    assert set(result.to_json()) == {"query", "mode", "weak", "corrected", "marked", "notes", "hits"}
     assert set(result.to_json()["hits"][0]) == {"source", "path", "title", "breadcrumb", "anchor", "line_start",
                                                "line_end", "snippet", "score", "ranks", "url", "more", "copies"}
 
@@ -192,6 +194,15 @@ def test_function_words_are_neither_searched_alone_nor_marked():
     assert [t.function for t in parse("a na to")] == [False, False, False]  # nothing else to search
 
 
+@pytest.mark.parametrize(("query", "marked"), [("kolik vody na teh tarik", ("kolik", "vody", "teh", "tarik")),
+                                                ("kondenzvané mléko", ("kondenzovane", "mléko")),
+                                                ("a na to", ("a", "na", "to"))])
+def test_the_answer_names_the_words_its_snippets_mark(indexed, query, marked):
+    """The landing page marks these (search.js sends them as ``hl``): never a function word, a typo as corrected."""
+    config, conn = indexed
+    assert search(conn, config, query, mode="bm25").to_json()["marked"] == list(marked)
+
+
 @pytest.fixture
 def many(config_for, notes_dir, quiet_log):
     sections = "".join(f"## Oddíl {i}\n\nKonvice a teplota vody číslo {i}. {'text ' * 250}\n\n" for i in range(5))
@@ -244,6 +255,38 @@ def test_answered_questions_are_not_weak(indexed, query):
     config, conn = indexed
     for mode in ("hybrid", "bm25", "vector"):
         assert search(conn, config, query, mode=mode, embedder=HashEmbedder()).weak is False, mode
+
+
+@pytest.mark.parametrize(("query", "unknown"), [("převodník pro Modbus", "'modbus'"),
+                                                 ("zapojení převodníku na ESP32", "'esp32'"),
+                                                 ("čaj s mlékem jako v NewYorku", "'newyorku'")])
+def test_a_name_no_note_holds_makes_the_answer_weak_whatever_else_matches(indexed, query, unknown):
+    """The other words find good hits (převodník, čaj), but the notes say nothing of the named thing."""
+    config, conn = indexed
+    for mode in ("hybrid", "bm25", "vector"):
+        result = search(conn, config, query, mode=mode, embedder=HashEmbedder())
+        assert result.hits and result.weak is True, mode
+        assert f"no note mentions {unknown}" in result.notes
+
+
+@pytest.mark.parametrize("query", ["převodník MAX485", "zapojení pro Sauter", "Převodník max485 na micro:bitu"])
+def test_a_name_the_notes_hold_in_some_form_is_no_reason_to_be_weak(indexed, query):
+    config, conn = indexed
+    result = search(conn, config, query, mode="hybrid", embedder=HashEmbedder())
+    assert result.weak is False and not any("mentions" in n for n in result.notes)
+    assert [t.name for t in parse("Převodník max485 na micro:bitu")] == [False, False, False, False, False]
+    assert [t.name for t in parse("zapojení pro Sauter a GPIO DataFrame")] == [False, False, True, False, True, True]
+
+
+def test_an_inflected_name_is_held_but_a_name_sharing_only_a_word_key_is_not(config_for, notes_dir, quiet_log):
+    write_note(notes_dir, "hry.md", "# Hry\n\nStaré herky a skripty v jazyce Python pro Docker.\n")
+    config = config_for(EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    assert stem_word("heroku") == stem_word("herky")  # the word key alone would call Heroku known
+    assert spelling.unknown_names(conn, parse("skripty v Pythonu s Dockerom na Heroku")) == ["heroku"]
+    assert search(conn, config, "skripty v Pythonu s Dockerom", mode="bm25").weak is False
+    conn.close()
 
 
 def test_a_correct_word_the_notes_lack_is_not_turned_into_an_unrelated_one(config_for, notes_dir, quiet_log):

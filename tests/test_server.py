@@ -47,9 +47,9 @@ def test_search_result_shape_and_url_lands_on_the_section(client):
     response = client.get("/api/search", params={"q": "Zapojení převodník"})
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"query", "mode", "weak", "corrected", "notes", "hits", "took_ms"}
-    assert (body["query"], body["mode"], body["weak"], body["corrected"], body["notes"]) == (
-        "Zapojení převodník", "hybrid", False, None, [])
+    assert set(body) == {"query", "mode", "weak", "corrected", "marked", "notes", "hits", "took_ms"}
+    assert (body["query"], body["mode"], body["weak"], body["corrected"], body["marked"], body["notes"]) == (
+        "Zapojení převodník", "hybrid", False, None, ["zapojení", "převodník"], [])
     top = body["hits"][0]
     assert set(top) == {"source", "path", "title", "breadcrumb", "anchor", "line_start", "line_end", "snippet",
                         "score", "ranks", "url", "more", "copies"}
@@ -194,11 +194,11 @@ def test_no_path_traversal_out_of_the_site(client, path):
     assert "index: data/index.sqlite" not in response.text and "root:" not in response.text
 
 
-@pytest.mark.parametrize("path", ["/.render-manifest.json", "/.render-stamp", "/notes/.hidden.html",
+@pytest.mark.parametrize("path", ["/.render-manifest", "/.render-stamp", "/notes/.hidden.html",
                                   "/notes/.git/config", "/notes/.git/", "/notes/.git", "/notes/%2Ehidden.html",
-                                  "/notes/.%2e/.render-manifest.json"])
+                                  "/notes/.%2e/.render-manifest"])
 def test_dot_files_of_the_site_are_not_served(client, portal, path):
-    assert (portal.site.output / ".render-manifest.json").exists()
+    assert (portal.site.output / ".render-manifest").exists()
     (portal.site.output / "notes" / ".git").mkdir()
     (portal.site.output / "notes" / ".git" / "config").write_text("[core]\n", encoding="utf-8")
     (portal.site.output / "notes" / ".hidden.html").write_text("<p>hidden</p>\n", encoding="utf-8")

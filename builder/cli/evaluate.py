@@ -206,13 +206,13 @@ def format_report(summary: dict[str, Any]) -> str:
     """The summary as readable tables: one per level, a row per mode and query type."""
     lines = [f"{summary['queries']} queries"]
     for level in ("file", "section"):
-        lines += ["", f"{level} level       n  Hit@1  Hit@3  Hit@5  MRR@10  R@5"]
+        lines += ["", f"{level + ' level':<20}   n  Hit@1  Hit@3  Hit@5  MRR@10  R@5"]
         for mode, entry in summary["modes"].items():
             for name, m in entry[level].items():
                 if not m.get("n"):
                     continue
                 label = f"{mode} {name}" if name != "all" else f"{mode}"
-                lines.append(f"{label:<18}{m['n']:>3}  {m['hit@1']:.3f}  {m['hit@3']:.3f}  {m['hit@5']:.3f}  "
+                lines.append(f"{label:<20}{m['n']:>4}  {m['hit@1']:.3f}  {m['hit@3']:.3f}  {m['hit@5']:.3f}  "
                              f"{m['mrr@10']:.3f}  {m['recall@5']:.3f}")
     lines += ["", "weak answers   noanswer marked weak   answerable marked weak"]
     for mode, entry in summary["modes"].items():

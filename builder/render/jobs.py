@@ -63,10 +63,8 @@ class Pool:
     """``map`` in forked worker processes when there is enough work, else in this process."""
 
     def __init__(self, workers: int | None) -> None:
-        import multiprocessing
-
         self.workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
-        if "fork" not in multiprocessing.get_all_start_methods():
+        if not hasattr(os, "fork"):  # (multiprocessing is imported only when a pool is started)
             self.workers = 1
         self.executor: Any = None
 

@@ -74,6 +74,21 @@ def wikilink_plugin(md: MarkdownIt, *, resolve: WikiResolve) -> None:
     md.add_render_rule("wikilink", render)
 
 
+_ALIGNMENT = {f"text-align:{side}": f"align-{side}" for side in ("left", "center", "right")}
+
+
+def table_alignment_plugin(md: MarkdownIt) -> None:
+    """Table column alignment (``:--:``) as classes: the server's Content-Security-Policy
+    (``style-src 'self'``) ignores inline ``style`` attributes, which markdown-it writes."""
+
+    def to_classes(state: Any) -> None:
+        for token in state.tokens:
+            if token.type in ("th_open", "td_open") and token.attrs.get("style") in _ALIGNMENT:
+                token.attrJoin("class", _ALIGNMENT[str(token.attrs.pop("style"))])
+
+    md.core.ruler.push("table_alignment", to_classes)
+
+
 def is_toc_marker(meta: dict[str, str]) -> bool:
     """``[[TOC]]`` (no label) marks where a table of contents goes: no link."""
     return meta["target"].upper() == "TOC" and not meta["label"]
@@ -128,7 +143,7 @@ def make_renderer() -> MarkdownIt:
     """The markdown-it instance for note pages (per-note state travels in ``env``)."""
     md = (MarkdownIt("commonmark", {"html": True, "highlight": highlight_code})
           .use(front_matter_plugin).enable(["table", "strikethrough"])
-          .use(footnote_plugin).use(tasklists_plugin).use(deflist_plugin))
+          .use(footnote_plugin).use(tasklists_plugin).use(deflist_plugin).use(table_alignment_plugin))
     wikilink_plugin(md, resolve=_wiki_href)
     md.core.ruler.push("heading_ids", _heading_ids)
     md.core.ruler.push("note_links", _rewrite_links)

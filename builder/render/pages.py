@@ -24,7 +24,7 @@ from builder.core.slug import fold, slugify
 from builder.core.templates import Page
 
 if TYPE_CHECKING:
-    from sqlite3 import Row
+    from builder.core.index import NoteRow
 
 RECENT_NOTES = 15
 HOME_TAGS = 40
@@ -42,7 +42,9 @@ _ANCHOR_IN_JSON = re.compile(r'"anchor": "([^"\\]*)"')
 _LINE_IN_JSON = re.compile(r'"line": \d+')
 
 
-@dataclass(frozen=True)
+# Not frozen (but hashed by value, as if it were): a render makes one per note of the index, and a frozen
+# dataclass's __init__ costs five times as much. Nothing assigns to a NoteInfo's fields.
+@dataclass(unsafe_hash=True)
 class NoteInfo:
     """One published note as the index describes it (headings are decoded only when needed)."""
 
@@ -122,13 +124,12 @@ def _tags(stored: str) -> tuple[str, ...]:
     return tuple(json.loads(stored))
 
 
-def note_from_row(row: Row) -> NoteInfo:
-    """A ``files`` row (see :func:`builder.core.index.notes_for_render`) as a :class:`NoteInfo`."""
-    source_id, path, tags = row["source_id"], row["path"], row["tags"]
-    return NoteInfo(source_id, path, row["title"], _tags(tags) if tags and tags != "[]" else (),
-                    row["headings"] or "[]", row["changed_at"], row["sha256"], f"{source_id}:{path}",
-                    urls.note_url(source_id, path), row["changed_by"], day_of(row["created"]),
-                    day_of(row["updated"]))
+def note_from_row(row: NoteRow) -> NoteInfo:
+    """A row of :func:`builder.core.index.notes_for_render` as a :class:`NoteInfo`."""
+    source_id, path, title, tags, headings, changed_at, changed_by, sha256, created, updated = row
+    return NoteInfo(source_id, path, title, _tags(tags) if tags and tags != "[]" else (), headings or "[]",
+                    changed_at, sha256, f"{source_id}:{path}", urls.note_url(source_id, path), changed_by,
+                    day_of(created) if created is not None else None, day_of(updated) if updated is not None else None)
 
 
 def settle(notes: list[NoteInfo]) -> None:

@@ -1,6 +1,6 @@
 """The render: bring the site folder up to date with the index, incrementally.
 
-Incremental by fingerprints. ``<site>/.render-manifest.json`` records, for every file this
+Incremental by fingerprints. ``<site>/.render-manifest`` records, for every file this
 renderer wrote, a hash of everything that went into it, and for every note the links found in
 its body with what they resolved to. A build re-renders a note when its text changed or one of
 its links now resolves differently (a target appeared, moved or vanished); a note page also

@@ -80,9 +80,9 @@
 
     // One option: a matching section of a note, with the words that say which half found it
     // (the first of a note's sections carries the note's title).
-    function sectionLink(hit, query, first) {
+    function sectionLink(hit, marked, first) {
       var a = el("a", "search-result");
-      a.href = hitHref(root, hit, query);
+      a.href = hitHref(root, hit, marked);
       a.setAttribute("role", "option");
       if (first) a.appendChild(el("span", "hit-title", hit.title));
       var head = el("span", "hit-head");
@@ -102,12 +102,12 @@
     }
 
     // A note's title once, its matching sections under it, then its other sections and the
-    // copies of the same text elsewhere as plain links.
-    function noteGroup(hits, query) {
+    // copies of the same text elsewhere as plain links; ``marked``: the words their pages mark.
+    function noteGroup(hits, marked) {
       var group = el("div", "search-group");
       group.setAttribute("role", "group");
       group.setAttribute("aria-label", hits[0].title);
-      hits.forEach(function (hit, i) { group.appendChild(sectionLink(hit, query, i === 0)); });
+      hits.forEach(function (hit, i) { group.appendChild(sectionLink(hit, marked, i === 0)); });
       var extra = [];
       hits.forEach(function (hit) {
         (hit.more || []).forEach(function (m) {
@@ -123,7 +123,7 @@
         extra.forEach(function (x) {
           var item = el("li");
           var a = el("a", "search-result " + x.cls, x.text);
-          a.href = hitHref(root, x, query);
+          a.href = hitHref(root, x, marked);
           a.setAttribute("role", "option");
           item.appendChild(a);
           list.appendChild(item);
@@ -149,7 +149,9 @@
       (data.notes || []).forEach(function (note) { panel.appendChild(el("p", "search-note", note)); });
       if (!data.hits.length) panel.appendChild(el("p", "search-empty", "Nothing matches “" + query + "”."));
       else if (data.weak) panel.appendChild(el("p", "search-weak", "Nothing in your notes matches these words; closest by meaning:"));
-      byNote(data.hits).forEach(function (hits) { panel.appendChild(noteGroup(hits, query)); });
+      // the landing page marks the words the snippets mark (as searched, without function words)
+      var marked = data.marked && data.marked.length ? data.marked.join(" ") : query;
+      byNote(data.hits).forEach(function (hits) { panel.appendChild(noteGroup(hits, marked)); });
       var all = el("a", "search-all", "All results for “" + query + "”");
       all.href = root + "search?q=" + encodeURIComponent(query);
       panel.appendChild(all);

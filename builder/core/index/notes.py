@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from textwrap import dedent
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.core.index.connection import transaction
 from builder.core.index.schema import chunk_stems, has_vec_table
@@ -84,8 +84,7 @@ def delete_source(conn: Connection, source_id: str) -> None:
 # ---------------------------------------------------------------- files and chunks
 
 
-@dataclass(frozen=True)
-class FileState:
+class FileState(NamedTuple):  # a tuple: every build reads one per file of each scanned source
     sha256: str
     size: int
     mtime_ns: int | None
@@ -318,20 +317,41 @@ CREATED_KEYS = ("date", "created")
 UPDATED_KEYS = ("updated", "lastmod", "modified")
 
 
-def notes_for_render(conn: Connection) -> list[Row]:
+class NoteRow(NamedTuple):
+    """One note as :func:`notes_for_render` returns it."""
+
+    source_id: str
+    path: str
+    title: str
+    tags: str  # JSON list
+    headings: str  # JSON list of {anchor, level, line, text}
+    changed_at: str | None
+    changed_by: str | None
+    sha256: str
+    created: Any  # the front matter's value as written (any JSON type), or None
+    updated: Any
+
+
+def notes_for_render(conn: Connection) -> list[NoteRow]:
     """Every published note with what its page, the tables of contents and tag pages show; ``created``
     and ``updated`` are the front matter's own dates as written (or NULL), ``changed_at`` and
     ``changed_by`` the last change the build saw (git: the last commit touching the note; else its file)."""
     def first_of(keys: tuple[str, ...]) -> str:
-        return "coalesce(" + ", ".join(f"json_extract(front_matter, '$.{key}')" for key in keys) + ")"
+        # json_extract only where the text names a key (the front matter is stored by json.dumps, which
+        # writes ASCII names as they are): a render reads every note, most of them without dates
+        named = " OR ".join(f"instr(front_matter, '\"{key}\"')" for key in keys)
+        found = ", ".join(f"json_extract(front_matter, '$.{key}')" for key in keys)
+        return f"CASE WHEN {named} THEN coalesce({found}, NULL) END"
 
     columns = {r[1] for r in conn.execute("PRAGMA table_info(files)")}
     author = "changed_by" if "changed_by" in columns else "NULL AS changed_by"  # an index before schema step 2
-    return conn.execute(dedent(f"""
+    cursor = conn.cursor()
+    cursor.row_factory = None  # plain tuples: this runs over every note on every render
+    rows = cursor.execute(dedent(f"""
         SELECT source_id, path, title, tags, headings, changed_at, {author}, sha256,
-               CASE WHEN front_matter = '{{}}' THEN NULL ELSE {first_of(CREATED_KEYS)} END AS created,
-               CASE WHEN front_matter = '{{}}' THEN NULL ELSE {first_of(UPDATED_KEYS)} END AS updated
+               {first_of(CREATED_KEYS)} AS created, {first_of(UPDATED_KEYS)} AS updated
         FROM files
         WHERE status = :status
         ORDER BY source_id, path
-    """), {"status": "ok"}).fetchall()
+    """), {"status": "ok"})
+    return list(map(NoteRow._make, rows))

@@ -91,7 +91,8 @@ def rows(results: dict[str, Any]) -> list[Row]:
             out.append(_row(f"HTTP /api/search: {label}", size, _ms(r["p50_ms"]), _ms(r["p95_ms"]),
                             f"{r['rps']:.1f} req/s{runs}, {r['requests']} requests, {r['errors']} errors"
                             + (f" ({'; '.join(r['error_messages'])})" if r["error_messages"] else "")
-                            + f", {r['corrected']} answers with a corrected word"))
+                            + f"; answers noting a corrected word {r['corrected']}, a word no note mentions "
+                            + f"{r.get('weak', '—')}"))
         out.append(_row("server RSS (`notes-portal serve`)", size, f"{serve['peak_rss_mb']:.0f} MB peak", "",
                         f"{serve['rss_mb']:.0f} MB at the end"))
     return out

@@ -212,6 +212,7 @@ def _load(server: subprocess.Popen[bytes], port: int, requests: int, repeats: in
                                 "requests": sum(r["requests"] for r in eight),
                                 "errors": sum(r["errors"] for r in eight),
                                 "corrected": sum(r["corrected"] for r in eight),
+                                "weak": sum(r["weak"] for r in eight),
                                 "error_messages": sorted({m for r in eight for m in r["error_messages"]})[:3]}
     rows["bm25 8 clients"] = _row(port, "bm25", 8, requests)
     health = _get(port, "/api/health")
@@ -220,12 +221,13 @@ def _load(server: subprocess.Popen[bytes], port: int, requests: int, repeats: in
 
 
 def _row(port: int, mode: str, clients: int, requests: int) -> dict[str, Any]:
-    """``server_load.load``, with the answers it counts as errors because their first note says a
-    mistyped word was replaced (``showing results for``) counted apart, as ``corrected``: the rest
-    are HTTP errors, exceptions and degraded answers (the embedding missing)."""
+    """``server_load.load``: its errors are HTTP errors, exceptions and degraded answers (the vector
+    half missing); answers noting a corrected word (``showing results for``) or a word no note
+    mentions (a weak answer) are counted apart."""
     server_load.LAST_ERRORS.clear()
+    server_load.LAST_NOTES.clear()
     row = server_load.load(port, mode, clients, requests)
-    corrected = [e for e in server_load.LAST_ERRORS if e.startswith("degraded: no note holds")]
-    others = sorted({e for e in server_load.LAST_ERRORS if e not in corrected})
-    return {**row, "errors": row["errors"] - len(corrected), "corrected": len(corrected),
-            "error_messages": others[:3]}
+    notes = server_load.LAST_NOTES
+    return {**row, "corrected": sum(n.startswith("no note holds") for n in notes),
+            "weak": sum(n.startswith("no note mentions") for n in notes),
+            "error_messages": sorted(set(server_load.LAST_ERRORS))[:3]}

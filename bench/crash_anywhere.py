@@ -44,7 +44,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.crash_notes import OPS, Mutator
+from bench.crash_notes import OPS, Mutator  # noqa: E402  (after the path is set)
 
 CHILD = ROOT / "bench" / "crash_child.py"
 CORPORA = {"naucse": ROOT.parent / "shared" / "corpora" / "naucse" / "lessons",

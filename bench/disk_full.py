@@ -53,8 +53,8 @@ def trial(work: Path, where: str, leave: int, serving: bool, url: str) -> dict[s
     if disk.kind != "tmpfs":
         raise SystemExit("cannot mount a tmpfs here (run as root)")
     try:
-        config = portal(work, notes, url, index="smallfs/data/index.sqlite" if where == "index" else "data/index.sqlite",
-                        site="site" if where == "index" else "smallfs/site")
+        index = "smallfs/data/index.sqlite" if where == "index" else "data/index.sqlite"
+        config = portal(work, notes, url, index=index, site="site" if where == "index" else "smallfs/site")
         assert run_build(config) == 0
         server = TestClient(create_app(config, embedder_factory=HashEmbedder), raise_server_exceptions=False)
         if serving:

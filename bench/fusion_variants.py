@@ -118,7 +118,8 @@ def main() -> None:
         search.fusion.fuse = variant  # the module attribute the pipeline calls
         ranked = []
         for q in answerable:
-            result = search.search(conn, config, q.text, limit=10, query_vector=vector_of(q.text) if vector_of else None)
+            vector = vector_of(q.text) if vector_of else None
+            result = search.search(conn, config, q.text, limit=10, query_vector=vector)
             hits = [HitRef(h.source, h.path, h.breadcrumb, h.line_start, h.line_end) for h in result.hits]
             ranked.append(rank(q, hits, result.weak, headings))
         m = metrics(ranked, "file")

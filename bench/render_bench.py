@@ -69,6 +69,7 @@ def make_corpus(root: Path, notes: int, seed: int = 11) -> None:
 
 
 def write_config(work: Path, sources: dict[str, Path]) -> Path:
+    """``work/portal.yaml`` with a site, provider ``none`` and the given folder sources."""
     config = work / "portal.yaml"
     lines = ["site:\n  title: Bench\n  output: site\n", "index: data/index.sqlite\n",
              "embedding:\n  provider: none\n", "sources:\n"]
@@ -78,6 +79,7 @@ def write_config(work: Path, sources: dict[str, Path]) -> Path:
 
 
 def index(config: Path) -> float:
+    """Index the config's sources in this process without rendering; the seconds it took."""
     from builder.core.config import load_config
     from builder.sync import build
     from builder.synclog import SyncLog

@@ -1,0 +1,147 @@
+"""The table and the target verdicts of ``bench/run.py``, from its results dictionary."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+Row = dict[str, str]
+
+
+def _s(value: float) -> str:
+    return "—" if value is None or math.isnan(value) else f"{value:.3f} s" if value < 10 else f"{value:.1f} s"
+
+
+def _ms(value: float) -> str:
+    return "—" if value is None or math.isnan(value) else f"{value:.1f} ms"
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def _row(measure: str, size: str, median: str, p95: str = "", note: str = "") -> Row:
+    return {"measure": measure, "size": size, "median": median, "p95": p95, "note": note}
+
+
+def _runs(r: dict[str, Any]) -> str:
+    partial = f", {r['partial']} partial (exit 3)" if r.get("partial") else ""
+    return (f"n={r['seconds']['n']}, min {_s(r['seconds']['min'])}, max {_s(r['seconds']['max'])}, "
+            f"peak RSS {r['peak_rss_mb']:.0f} MB{partial}")
+
+
+def rows(results: dict[str, Any]) -> list[Row]:
+    """One row per figure, in the order of the run."""
+    out: list[Row] = []
+    bare = results.get("bare_python")
+    if bare:
+        out.append(_row("bare `python -c pass`", "", _s(bare["seconds"]["median"]), _s(bare["seconds"]["p95"])))
+    for notes, b in results.get("builds", {}).items():
+        size = f"{_n(int(notes))} notes"
+        first = b["first"]
+        out.append(_row("first build, provider none (CLI)", size, _s(first["seconds"]["median"]), "",
+                        f"{first['notes_per_s']:.0f} notes/s, {_n(first['chunks'])} chunks, peak RSS "
+                        f"{first['peak_rss_mb']:.0f} MB, index {first['index_mb']:.1f} MB, site "
+                        f"{first['site_mb']:.0f} MB, notes {first['notes_mb']:.0f} MB, runs "
+                        + ", ".join(f"{r:.1f}" for r in first["runs"])))
+        for key, text in (("noop", "no-op build (CLI)"),
+                          ("noop_no_bytecode", "no-op build (CLI), no bytecode caches"),
+                          ("body", "one note changed: body edit (CLI)"),
+                          ("heading", "one note changed: heading edit (CLI)")):
+            r = b.get(key)
+            if r:
+                out.append(_row(text, size, _s(r["seconds"]["median"]), _s(r["seconds"]["p95"]), _runs(r)))
+    local = results.get("local")
+    if local:
+        out.append(_row("first build, provider local (CLI)", f"{_n(local['notes'])} notes",
+                        _s(local["seconds"]["median"]), "",
+                        f"{_n(local['chunks'])} chunks, {_n(local['vectors'])} vectors: "
+                        f"{local['chunks_per_s']:.1f} chunks/s whole build, "
+                        f"{local['embed_chunks_per_s']:.1f} chunks/s embedding (minus the same build with provider "
+                        f"none, {local['without_model_s']:.1f} s); peak RSS {local['peak_rss_mb']:.0f} MB, "
+                        f"index {local['index_mb']:.1f} MB"))
+    kemt = results.get("kemt_render", {})
+    for kind in ("cache_kept", "no_cache"):
+        if kind in kemt:
+            r = kemt[kind]
+            out.append(_row(f"full render kemt-wiki ({kind.replace('_', ' ')})", f"{r['notes']} notes",
+                            _s(r["seconds"]["median"]), "", f"{r['notes_per_s']:.0f} notes/s, n={r['seconds']['n']}"))
+    labels = {"bm25 dev": "bm25, dev-set queries", "bm25 prefix3": "bm25, 3-letter prefixes",
+              "bm25 common": "bm25, common words", "bm25 all": "bm25, all of these",
+              "vector": "vector (precomputed query vector)", "hybrid": "hybrid (precomputed query vector)",
+              "hybrid+embed": "hybrid with the query embedding", "embed": "query embedding alone",
+              "vec0": "vec0 scan of the same vectors (k=30)"}
+    for chunks, q in results.get("queries", {}).items():
+        size = f"{_n(int(chunks))} chunks"
+        for label, text in labels.items():
+            r = q["rows"].get(label)
+            if r:
+                out.append(_row(f"query in-process: {text}", size, _ms(r["median"]), _ms(r["p95"]), f"n={r['n']}"))
+        out.append(_row("vec0 scan ÷ hybrid (precomputed vector)", size, f"{q['vec0_over_hybrid_p50']:.1f}×",
+                        f"{q['vec0_over_hybrid_p95']:.1f}×",
+                        f"vec0 ÷ vector (p50): {q['vec0_over_vector_p50']:.1f}×; the search's KNN from "
+                        + ("memory (numpy)" if q["in_memory_vectors"] else "vec0")))
+        out.append(_row("index size (synthetic, with vectors)", size, f"{q['index_mb']:.0f} MB", "",
+                        f"{_n(q['chunks'])} vectors; made in {q['made_s']:.0f} s"))
+    serve = results.get("serve")
+    if serve:
+        size = f"{_n(serve['chunks'])} chunks"
+        for label, r in serve["rows"].items():
+            runs = f" (runs: {', '.join(f'{x:.1f}' for x in r['rps_runs'])})" if "rps_runs" in r else ""
+            out.append(_row(f"HTTP /api/search: {label}", size, _ms(r["p50_ms"]), _ms(r["p95_ms"]),
+                            f"{r['rps']:.1f} req/s{runs}, {r['requests']} requests, {r['errors']} errors"
+                            + (f" ({'; '.join(r['error_messages'])})" if r["error_messages"] else "")
+                            + f"; answers noting a corrected word {r['corrected']}, a word no note mentions "
+                            + f"{r.get('weak', '—')}"))
+        out.append(_row("server RSS (`notes-portal serve`)", size, f"{serve['peak_rss_mb']:.0f} MB peak", "",
+                        f"{serve['rss_mb']:.0f} MB at the end"))
+    return out
+
+
+def markdown(table: list[Row]) -> str:
+    """The rows as a markdown table."""
+    lines = ["| measure | size | median | p95 | notes |", "|---|---|---|---|---|"]
+    lines += [f"| {r['measure']} | {r['size']} | {r['median']} | {r['p95']} | {r['note']} |" for r in table]
+    return "\n".join(lines)
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 11's targets, each with the measured figure and whether it is met (None: not measured)."""
+    builds, queries, serve = results.get("builds", {}), results.get("queries", {}), results.get("serve")
+    big, q100 = builds.get("10000"), queries.get("100000")
+    kemt = results.get("kemt_render", {}).get("cache_kept")
+    full = serve if serve and serve["chunks"] >= 100_000 else None
+    out: list[dict[str, Any]] = []
+
+    def check(name: str, figure: float | None, unit: str, limit: float, at_most: bool) -> None:
+        met = None if figure is None else (figure <= limit if at_most else figure >= limit)
+        out.append({"target": name, "measured": None if figure is None else round(figure, 4), "unit": unit,
+                    "limit": limit, "met": met})
+
+    check("no-op build, 10,000 notes, process start included (median) ≤ 0.25 s",
+          big and big["noop"]["seconds"]["median"], "s", 0.25, True)
+    for kind in ("body", "heading"):
+        check(f"one note changed ({kind} edit) among 10,000 (median) ≤ 0.5 s",
+              big and big[kind]["seconds"]["median"], "s", 0.5, True)
+    check("first build of 10,000 notes without embeddings (median) ≤ 15 s",
+          big and big["first"]["seconds"]["median"], "s", 15.0, True)
+    check("full render of kemt-wiki ≥ 600 notes/s", kemt and kemt["notes_per_s"], "notes/s", 600.0, False)
+    check("hybrid at 100,000 chunks, one client, with the query embedding: p95 ≤ 30 ms",
+          q100 and q100["rows"]["hybrid+embed"]["p95"], "ms", 30.0, True)
+    check("hybrid at 100,000 chunks, one client, without the query embedding: p95 ≤ 10 ms",
+          q100 and q100["rows"]["hybrid"]["p95"], "ms", 10.0, True)
+    check("hybrid at 100,000 chunks (precomputed vector) ≥ 5× faster than the vec0 scan (p50 ratio)",
+          q100 and q100["vec0_over_hybrid_p50"], "×", 5.0, False)
+    eight = full["rows"]["hybrid 8 clients"] if full else None
+    check("8 clients at 100,000 chunks ≥ 60 hybrid req/s", eight and eight["rps"], "req/s", 60.0, False)
+    check("8 clients: zero errors", eight and eight["errors"], "errors", 0, True)
+    check("server RSS at 100,000 chunks (peak, VmHWM) ≤ 250 MB", full and full["peak_rss_mb"], "MB", 250.0, True)
+    return out
+
+
+def verdicts(checks: list[dict[str, Any]]) -> str:
+    """The targets as lines: MET, MISSED or not measured, with the figure."""
+    words = {True: "MET   ", False: "MISSED", None: "n/a   "}
+    return "\n".join(f"{words[c['met']]} {c['target']}: "
+                     + ("not measured in this run" if c["measured"] is None else f"{c['measured']:g} {c['unit']}")
+                     for c in checks)

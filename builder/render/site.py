@@ -267,7 +267,7 @@ def _source_pages(out: output.Output, env_fp: str, source_id: str, kind: str, no
     ctx = jobs.context()
     toc_url = urls.toc_url(source_id)
     if not out.kept(toc_url, dirty is None or source_id in dirty.tocs):
-        plan = toc.plan(env_fp, source_id, kind, notes)
+        plan = toc.plan(env_fp, source_id, kind, notes, {n.key: data.entries[n.key]["toc_digest"] for n in notes})
         if out.wants(toc_url, plan.fingerprint):
             fragments = toc.Fragments(ctx.site, source_id)
             page = toc.toc_page(source_id, kind, plan, fragments,

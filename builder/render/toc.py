@@ -144,10 +144,11 @@ class TocPlan:
     folder_fps: dict[str, str]  # folder path → the fingerprint of its fragment
 
 
-def plan(env_fp: str, source_id: str, kind: str, notes: list[NoteInfo]) -> TocPlan:
-    """Fingerprint the page from its inputs: every folder's notes (title, tags, headings) and shape."""
+def plan(env_fp: str, source_id: str, kind: str, notes: list[NoteInfo], entry_digests: dict[str, str]) -> TocPlan:
+    """Fingerprint the page from its inputs: every folder's notes (title, tags, headings: each note's
+    ``sha(note.toc_entry)``, kept in its manifest entry, by key in ``entry_digests``) and shape."""
     root = folder_tree(notes)
-    folder_fps = {f.path: sha(env_fp, "toc", source_id, f.path, *(n.toc_entry for n in f.notes))
+    folder_fps = {f.path: sha(env_fp, "toc", source_id, f.path, *(entry_digests[n.key] for n in f.notes))
                   for f in walk(root) if f.notes}
     shape = [f"{f.path}\x1f{f.count}" for f in walk(root)]
     fingerprint = sha(env_fp, "toc-page", source_id, kind, str(len(notes) <= OPEN_MAX), *shape,

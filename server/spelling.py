@@ -9,6 +9,8 @@ mistyped one, and it keeps the look-up to a short slice of the vocabulary.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from builder.core import index as db
@@ -22,6 +24,32 @@ if TYPE_CHECKING:
 MIN_LETTERS = 4
 MAX_CANDIDATES = 5000  # words sharing the first letter that are compared (a long tail is rare anyway)
 MAX_WORD = 1000  # longer than any word FTS5 holds
+CACHED_LISTS = 64  # candidate lists kept by a long-running server (one per first letter and length)
+
+
+class _Candidates:
+    """The candidate words of an index by first letter and length, kept while the index's content is
+    the same: reading them from ``chunks_vocab`` costs ~20 ms at 100,000 chunks, comparing them ~1 ms."""
+
+    def __init__(self) -> None:
+        self._lists: OrderedDict[tuple[str, str, str, tuple[int, int]], list[tuple[str, int]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, conn: Connection, letter: str, lengths: tuple[int, int]) -> list[tuple[str, int]]:
+        key = (db.database_file(conn), db.content_token(conn), letter, lengths)
+        with self._lock:
+            if key in self._lists:
+                self._lists.move_to_end(key)
+                return self._lists[key]
+        found = db.words_starting(conn, letter, lengths, MAX_CANDIDATES)
+        with self._lock:
+            self._lists[key] = found
+            while len(self._lists) > CACHED_LISTS:
+                self._lists.popitem(last=False)
+        return found
+
+
+_CANDIDATES = _Candidates()
 
 
 def distance(a: str, b: str, limit: int) -> int:
@@ -62,7 +90,10 @@ def correct(conn: Connection, terms: list[Term]) -> dict[str, str]:
         limit = 2 if len(folded) >= 10 else 1
         best: tuple[int, int, str] | None = None
         lengths = (len(folded) - limit, len(folded) + limit)
-        for word, chunks in db.words_starting(conn, folded[0], lengths, MAX_CANDIDATES):
+        letters = set(folded)
+        for word, chunks in _CANDIDATES.get(conn, folded[0], lengths):
+            if len(letters.symmetric_difference(word)) > 2 * limit:
+                continue  # each edit changes the set of letters by at most two: certainly too far
             d = distance(folded, word, limit)
             if d <= limit and (best is None or (d, -chunks, word) < best):
                 best = (d, -chunks, word)

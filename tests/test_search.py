@@ -241,6 +241,7 @@ def test_a_typo_is_searched_as_the_close_word_and_the_answer_says_so(indexed):
     assert result.notes[0] == "no note holds 'kondenzvané': showing results for 'kondenzovane mléko'"
     assert {h.path for h in result.hits} == {"recepty/teh-tarik.md"}
     assert search(conn, config, "kondenzované mléko", mode="bm25").corrected is None
+    assert search(conn, config, "převodnyk", mode="bm25").corrected == "prevodnik"  # i → y: two letters apart
 
 
 @pytest.mark.parametrize("query", ["qxzvv", "xylofonový koncert v opeře"])
@@ -289,6 +290,21 @@ def test_an_inflected_name_is_held_but_a_name_sharing_only_a_word_key_is_not(con
     conn.close()
 
 
+def test_candidate_words_kept_between_queries_follow_the_index(config_for, notes_dir, quiet_log):
+    """A long-running server keeps each letter's candidate words; a build that adds a word is seen."""
+    config = config_for(EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    assert search(conn, config, "vlnobití", mode="bm25").corrected is None  # no close word yet
+    conn.close()
+    write_note(notes_dir, "more.md", "# Moře\n\nVlnobití u pobřeží.\n")
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    assert search(conn, config, "vlnobiti", mode="bm25").corrected is None  # held as typed (folded)
+    assert search(conn, config, "vlnobytí", mode="bm25").corrected == "vlnobiti"
+    conn.close()
+
+
 def test_a_correct_word_the_notes_lack_is_not_turned_into_an_unrelated_one(config_for, notes_dir, quiet_log):
     write_note(notes_dir, "zvyky.md", "# Zvyky\n\nNa nový editor si musíš zvyknout.\n")
     config = config_for(EMBED)
@@ -308,3 +324,13 @@ def test_a_section_cut_in_several_chunks_is_listed_once(config_for, notes_dir, q
     anchors = [h.anchor for h in hits] + [m["anchor"] for m in hits[0].more]
     chunks = conn.execute("SELECT count(*) FROM chunks WHERE path = 'dlouha.md' AND anchor = 'jadro'").fetchone()[0]
     assert chunks >= 3 and anchors.count("jadro") == 1 and len(anchors) == len(set(anchors))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text("abcdeěščř", min_size=1, max_size=12), st.text("abcdeěščř", min_size=1, max_size=12))
+def test_the_letter_set_filter_never_drops_a_word_within_two_edits(a, b):
+    """spelling.correct skips a candidate whose letters differ from the word's in more than 2·limit
+    ways: a lower bound of the edit distance, so it never skips a close word."""
+    d = spelling.distance(a, b, 2)
+    if d <= 2:
+        assert len(set(a) ^ set(b)) <= 2 * d

@@ -50,6 +50,7 @@ from builder.core.index.notes import (
 from builder.core.index.queries import (
     chunk_details,
     count_vectors,
+    database_file,
     filter_chunk_ids,
     fts_search,
     has_vocabulary,
@@ -73,13 +74,13 @@ from builder.core.index.schema import (
 )
 
 __all__ = [
-    "check_identity", "checkpoint", "chunk_details", "CHUNKER_VERSION",
-    "connect", "content_token", "count_pending", "count_vectors", "counts", "delete_file", "delete_source",
-    "ensure_vec_table", "expected_identity", "file_states", "file_status", "FileRecord", "FileState", "filter_chunk_ids",
-    "fts_integrity_error", "fts_search", "get_meta", "get_sources", "has_stems", "has_vec_table",
-    "has_vocabulary", "has_word_or_key", "iter_vectors", "knn_search", "load_vec", "migrate", "note_headings",
-    "NoteRow", "notes_for_render", "notes_for_toc", "open_index", "pending_chunks", "replace_file", "set_last_change",
-    "set_meta", "snapshot_only", "source_stats", "SourceRow", "sqlite_module", "store_vectors", "touch_file",
-    "transaction", "unpublished_notes", "update_source", "upsert_source", "vec_version", "vector_candidates", "vectors_version",
-    "words_starting",
+    "check_identity", "checkpoint", "chunk_details", "CHUNKER_VERSION", "connect", "content_token",
+    "count_pending", "count_vectors", "counts", "database_file", "delete_file", "delete_source",
+    "ensure_vec_table", "expected_identity", "file_states", "file_status", "FileRecord", "FileState",
+    "filter_chunk_ids", "fts_integrity_error", "fts_search", "get_meta", "get_sources", "has_stems",
+    "has_vec_table", "has_vocabulary", "has_word_or_key", "iter_vectors", "knn_search", "load_vec", "migrate",
+    "note_headings", "NoteRow", "notes_for_render", "notes_for_toc", "open_index", "pending_chunks",
+    "replace_file", "set_last_change", "set_meta", "snapshot_only", "source_stats", "SourceRow",
+    "sqlite_module", "store_vectors", "touch_file", "transaction", "unpublished_notes", "update_source",
+    "upsert_source", "vec_version", "vector_candidates", "vectors_version", "words_starting",
 ]

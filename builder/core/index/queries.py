@@ -99,6 +99,11 @@ def chunk_details(conn: Connection, ids: Sequence[int]) -> dict[int, Row]:
     return {row["id"]: row for row in rows}
 
 
+def database_file(conn: Connection) -> str:
+    """The file behind ``conn`` (its main database)."""
+    return str(conn.execute("PRAGMA database_list").fetchone()[2])
+
+
 def has_vocabulary(conn: Connection) -> bool:
     """Does this index have ``chunks_vocab`` (schema step 4)?"""
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_vocab'").fetchone() is not None

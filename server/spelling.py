@@ -24,12 +24,13 @@ if TYPE_CHECKING:
 MIN_LETTERS = 4
 MAX_CANDIDATES = 5000  # words sharing the first letter that are compared (a long tail is rare anyway)
 MAX_WORD = 1000  # longer than any word FTS5 holds
-CACHED_LISTS = 64  # candidate lists kept by a long-running server (one per first letter and length)
+CACHED_LISTS = 16  # candidate lists a long-running server keeps (one per first letter and length; ≤ ~0.8 MB each)
 
 
 class _Candidates:
     """The candidate words of an index by first letter and length, kept while the index's content is
-    the same: reading them from ``chunks_vocab`` costs ~20 ms at 100,000 chunks, comparing them ~1 ms."""
+    the same: reading them from ``chunks_vocab`` costs ~20 ms at 100,000 chunks, each time a query has
+    a word no note holds."""
 
     def __init__(self) -> None:
         self._lists: OrderedDict[tuple[str, str, str, tuple[int, int]], list[tuple[str, int]]] = OrderedDict()

@@ -101,14 +101,20 @@ def build(config: Config, *, full: bool = False, source_id: str | None = None,
                      "next build tries again")
             return EXIT_PARTIAL
         try:
-            db.check_identity(conn, config)
-            indexed = _incremental(conn, config, selected, source_id is None, embedder_factory, log, report)
-            if render and (indexed.changed or site_is_stale(config, db.content_token(conn))):
-                report.enter("render")
-                return max(indexed.code, _render(config, conn, full=False, log=log, indexed=indexed))
-            return indexed.code
+            diffs = db.identity_diffs(conn, config)
+            if not diffs:
+                indexed = _incremental(conn, config, selected, source_id is None, embedder_factory, log, report)
+                if render and (indexed.changed or site_is_stale(config, db.content_token(conn))):
+                    report.enter("render")
+                    return max(indexed.code, _render(config, conn, full=False, log=log, indexed=indexed))
+                return indexed.code
+            if config.embedding.enabled:  # embedding every note again is a person's decision: `build --full`
+                db.check_identity(conn, config)
         finally:
             conn.close()
+        # nothing to embed (provider none): a new index costs what a first build costs, so make it
+        log.info(f"the index was made otherwise than the config asks ({'; '.join(diffs)}); building a new one")
+        return _full_build(config, embedder_factory, log, render, report)
 
 
 def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, indexed: Indexed) -> int:

@@ -20,6 +20,7 @@ from builder.core.config import load_config
 from builder.core.embedding import EmbeddingError, OllamaEmbedder, OpenAIEmbedder
 from builder.core.errors import ReindexNeeded
 from builder.sync import build
+from builder.synclog import SyncLog
 from server.search import search
 from tests.conftest import (
     DIMS,
@@ -207,3 +208,19 @@ def test_each_distinct_text_is_embedded_once(config_for, notes_dir, quiet_log):
     assert chunks - texts == 2  # the two extra copies
     assert embedder.passages_embedded == texts and db.count_pending(conn) == 0
     assert db.counts(conn)["vec_chunks"] == chunks
+
+
+def test_a_switch_to_provider_none_rebuilds_by_itself(tmp_path, config_for, quiet_log, fake_ollama):
+    """Nothing needs embedding, so the ordinary build makes the new index instead of refusing."""
+    old = config_for(ollama_yaml(fake_ollama.url))
+    assert build(old, log=quiet_log(old)) == 0
+    old_file = indexfile.resolve(old.index)
+    new = config_for()  # provider: none
+    log = SyncLog(new.log_path, echo_info=False)
+    assert build(new, log=log) == 0
+    assert indexfile.resolve(new.index) != old_file
+    assert any("building a new one" in line and "embedding_provider is 'ollama'" in line for line in log.lines)
+    conn = db.connect(indexfile.resolve(new.index), readonly=True)
+    assert [h.path for h in search(conn, new, "powerbanka").hits] == ["cestovani/snezka.md"]
+    conn.close()
+    assert build(new, log=quiet_log(new)) == 0  # and then as usual

@@ -69,6 +69,7 @@ from builder.core.index.schema import (
     get_meta,
     has_stems,
     has_vec_table,
+    identity_diffs,
     migrate,
     set_meta,
 )
@@ -76,7 +77,7 @@ from builder.core.index.schema import (
 __all__ = [
     "check_identity", "checkpoint", "chunk_details", "CHUNKER_VERSION", "connect", "content_token",
     "count_pending", "count_vectors", "counts", "database_file", "delete_file", "delete_source",
-    "ensure_vec_table", "expected_identity", "file_states", "file_status", "FileRecord", "FileState",
+    "ensure_vec_table", "expected_identity", "identity_diffs", "file_states", "file_status", "FileRecord", "FileState",
     "filter_chunk_ids", "fts_integrity_error", "fts_search", "get_meta", "get_sources", "has_stems",
     "has_vec_table", "has_vocabulary", "has_word_or_key", "iter_vectors", "knn_search", "load_vec", "migrate",
     "note_headings", "NoteRow", "notes_for_render", "notes_for_toc", "open_index", "pending_chunks",

@@ -234,11 +234,16 @@ def expected_identity(config: Config) -> dict[str, str]:
     return {**config.embedding.identity(), "chunker_version": CHUNKER_VERSION, "chunk_fit": fit}
 
 
+def identity_diffs(conn: Connection, config: Config) -> list[str]:
+    """How the index was made otherwise than ``config`` asks for (``[]``: the same way)."""
+    meta = get_meta(conn)
+    return [f"{key} is {meta.get(key)!r} in the index but {value!r} in the config"
+            for key, value in expected_identity(config).items() if meta.get(key) != value]
+
+
 def check_identity(conn: Connection, config: Config) -> None:
     """Raise :class:`ReindexNeeded` when the index was made another way than ``config`` asks for."""
-    meta = get_meta(conn)
-    diffs = [f"{key} is {meta.get(key)!r} in the index but {value!r} in the config"
-             for key, value in expected_identity(config).items() if meta.get(key) != value]
+    diffs = identity_diffs(conn, config)
     if diffs:
         raise ReindexNeeded(f"reindex needed: {'; '.join(diffs)}; run `notes-portal build --full`")
 

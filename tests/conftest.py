@@ -105,10 +105,14 @@ class HashEmbedder:
 class FakeOllama:
     """Stand-in Ollama server on 127.0.0.1 (see module docstring); ``up`` toggles availability."""
 
-    def __init__(self, dims: int = DIMS, port: int = 0) -> None:
+    def __init__(self, dims: int = DIMS, port: int = 0, *, held: bool = False) -> None:
         self.dims = dims
         self.up = True
         self.requests: list[dict] = []
+        self.open = threading.Event()  # ``held``: every request waits until this is set …
+        self.arrived = threading.Event()  # … and this is set when one waits
+        if not held:
+            self.open.set()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -118,6 +122,9 @@ class FakeOllama:
             def do_POST(self) -> None:  # noqa: N802 (http.server API)
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append(body)
+                if not outer.open.is_set():
+                    outer.arrived.set()
+                    outer.open.wait(60)
                 if self.path != "/api/embed" or not outer.up:
                     self.send_response(503 if outer.up is False else 404)
                     self.end_headers()
@@ -127,13 +134,17 @@ class FakeOllama:
                 payload = {"model": body["model"],
                            "embeddings": [hashed_vector(t, outer.dims).tolist() for t in inputs]}
                 data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:
+                    pass  # the client was killed meanwhile
 
         self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -142,6 +153,7 @@ class FakeOllama:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.open.set()
         self.server.shutdown()
         self.server.server_close()
 

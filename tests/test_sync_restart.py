@@ -1,8 +1,9 @@
 """A server SIGKILLed while its job runs: after a restart the job runs again and completes.
 
-The real CLI (``notes-portal serve``) runs in a child process; its embedding provider is a stand-in
-Ollama on 127.0.0.1 that holds the build's embedding request until the test lets it go, so the kill
-lands in the middle of the job (phase ``embed``, the build lock held, the index half-updated).
+The real CLI (``notes-portal serve``) runs in a child process; its embedding provider is the tests'
+stand-in Ollama on 127.0.0.1 (``FakeOllama``), holding the build's embedding request until the test
+lets it go, so the kill lands in the middle of the job (phase ``embed``, the build lock held, the
+index half-updated).
 """
 
 from __future__ import annotations
@@ -13,16 +14,14 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from builder.core.index.jobqueue import JobQueue
-from tests.conftest import hashed_vector
+from tests.conftest import FakeOllama
 from tests.sync_support import (
     API_KEY,
     SECRET,
@@ -32,57 +31,13 @@ from tests.sync_support import (
     signed,
     wait_for,
 )
-from tests.test_git import isolated_git  # noqa: F401 (autouse: no user git config, a fixed identity)
+from tests.test_git import (
+    free_port,
+    isolated_git,  # noqa: F401 (autouse: no user git config, a fixed identity)
+)
 
 PROJECT = Path(__file__).resolve().parents[1]
 DIMS = 32
-
-
-class HeldOllama:
-    """Ollama's ``/api/embed`` on 127.0.0.1 that, while ``open`` is clear, holds every request
-    (``arrived`` is set when one waits) until it is set."""
-
-    def __init__(self) -> None:
-        self.open = threading.Event()
-        self.arrived = threading.Event()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 (http.server API)
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                if not outer.open.is_set():
-                    outer.arrived.set()
-                    outer.open.wait(60)
-                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                data = json.dumps({"model": body["model"],
-                                   "embeddings": [hashed_vector(t, DIMS).tolist() for t in texts]}).encode()
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:
-                    pass  # the client was killed meanwhile
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.open.set()
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextmanager
@@ -120,8 +75,7 @@ def call(port: int, method: str, path: str, body: bytes | None = None,
 
 
 def test_a_job_running_when_the_server_is_killed_completes_after_a_restart(tmp_path):
-    ollama = HeldOllama()
-    try:
+    with FakeOllama(DIMS, held=True) as ollama:
         embedding = (f"embedding:\n  provider: ollama\n  endpoint: {ollama.url}\n  model: test-embed:1\n"
                      f"  dims: {DIMS}\n  timeout: 60\n")
         portal = make_portal(tmp_path, embedding=embedding)
@@ -153,5 +107,3 @@ def test_a_job_running_when_the_server_is_killed_completes_after_a_restart(tmp_p
         assert (done["state"], done["attempts"], done["error"], done["phase"]) == ("succeeded", 2, None, "done")
         assert [h["path"] for h in found["hits"]] == ["hory/gerlach.md"]
         assert (portal.config.site.output / "travel" / "hory" / "gerlach.html").is_file()
-    finally:
-        ollama.close()

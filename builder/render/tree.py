@@ -7,7 +7,8 @@ retitled; as one file per source, such a change rewrites that file alone and no 
 script and not JSON: a page opened from ``file://`` may load a script next to it but not fetch a
 file. The script calls ``notesPortalTree(source, tree)``; a tree is ``{"d": [[name, url segment,
 tree], …], "n": [[title, url file name], …]}`` (keys left out when empty), folders and notes in
-path order. A note's URL is ``<source>/<url segments of its folders>/<url file name>``.
+path order (the folders of :func:`builder.render.toc.folder_tree`). A note's URL is
+``<source>/<url segments of its folders>/<url file name>``.
 """
 
 from __future__ import annotations
@@ -17,30 +18,23 @@ from typing import Any
 
 from builder.core import urls
 from builder.render.pages import NoteInfo
+from builder.render.toc import Folder, folder_tree
 
 CALLBACK = "notesPortalTree"
 
 
 def tree_data(notes: list[NoteInfo]) -> dict[str, Any]:
     """The nested folders and notes of one source's ``notes``."""
-    root: dict[str, Any] = {}
-    folders: dict[str, dict[str, Any]] = {"": root}
-    for note in sorted(notes, key=lambda n: n.path):
-        folder = note.folder
-        if folder not in folders:
-            parts = folder.split("/")
-            for depth in range(1, len(parts) + 1):
-                prefix = "/".join(parts[:depth])
-                if prefix not in folders:
-                    folders[prefix] = {}
-                    parent = folders["/".join(parts[:depth - 1])]
-                    parent.setdefault("d", []).append([parts[depth - 1], urls.quote_path(parts[depth - 1]),
-                                                       folders[prefix]])
-        folders[folder].setdefault("n", []).append([note.title, note.url.rpartition("/")[2]])
-    for node in folders.values():
-        if "d" in node:
-            node["d"].sort(key=lambda d: d[0])
-    return root
+    return _node(folder_tree(notes))
+
+
+def _node(folder: Folder) -> dict[str, Any]:
+    node: dict[str, Any] = {}
+    if folder.notes:
+        node["n"] = [[note.title, note.url.rpartition("/")[2]] for note in folder.notes]
+    if folder.children:
+        node["d"] = [[child.name, urls.quote_path(child.name), _node(child)] for child in folder.children]
+    return node
 
 
 def tree_script(source_id: str, notes: list[NoteInfo]) -> str:

@@ -9,14 +9,20 @@ caller may leave out more files (``skip``: notes marked ``published: false``).
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Generator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from builder.core.config import Config, SourceConfig
 from builder.core.errors import UserError
@@ -24,6 +30,7 @@ from builder.sources import Scope, walk
 
 MAX_LINE_CHARS = 500  # a longer matching line is cut here and ends with TRIMMED
 TRIMMED = " […]"
+TIME_LIMIT_S = 20.0  # a grep still running then is stopped (a pattern that backtracks, a huge tree)
 
 Skip = Callable[[str, str], bool]  # (source id, path) → leave the file out
 
@@ -48,10 +55,6 @@ class Found:
     warnings: tuple[str, ...]
 
 
-def _grep_scope(source: SourceConfig) -> Scope:
-    return Scope(paths=source.paths, include=("**",), exclude=source.exclude)
-
-
 def compile_pattern(pattern: str, ignore_case: bool) -> re.Pattern[str]:
     """The pattern as a Python regular expression, or a one-line :class:`UserError`."""
     try:
@@ -62,9 +65,11 @@ def compile_pattern(pattern: str, ignore_case: bool) -> re.Pattern[str]:
 
 def find(config: Config, sources: list[SourceConfig], pattern: str, *, ignore_case: bool = False,
          max_results: int | None = None, skip: Skip | None = None) -> Found:
-    """Every line of the sources' files that ``pattern`` matches, at most ``max_results`` of them."""
-    regex = compile_pattern(pattern, ignore_case)
+    """Every line of the sources' files that ``pattern`` matches, at most ``max_results`` of them;
+    a search still running after ``TIME_LIMIT_S`` ends with a one-line :class:`UserError`."""
+    compile_pattern(pattern, ignore_case)  # a bad pattern is the caller's one-line error, not the engine's
     rg = shutil.which("rg")
+    deadline = time.monotonic() + TIME_LIMIT_S
     matches: list[Match] = []
     warnings: list[str] = []
     for source in sources:
@@ -72,8 +77,9 @@ def find(config: Config, sources: list[SourceConfig], pattern: str, *, ignore_ca
         if not root.is_dir():
             warnings.append(f"{source.id}: {root} does not exist yet (run `notes-portal build`)")
             continue
-        lines = _ripgrep(rg, root, source, pattern, ignore_case) if rg else _python_grep(root, source, regex)
-        with closing(lines):
+        command = _ripgrep_command(rg, source, pattern, ignore_case) if rg else \
+            _python_command(root, source, pattern, ignore_case)
+        with closing(_matches(command, root, source.id, deadline, ripgrep=rg is not None)) as lines:
             for match in lines:
                 if skip is not None and skip(match.source, match.path):
                     continue
@@ -86,8 +92,6 @@ def find(config: Config, sources: list[SourceConfig], pattern: str, *, ignore_ca
 def grep(config: Config, sources: list[SourceConfig], pattern: str, *, ignore_case: bool = False,
          max_results: int | None = None, skip: Skip | None = None) -> bool:
     """Print ``source:path:line:text`` for every match (warnings to stderr); True when anything matched."""
-    import sys
-
     found = find(config, sources, pattern, ignore_case=ignore_case, max_results=max_results, skip=skip)
     for warning in found.warnings:
         print(f"notes-portal: {warning}", file=sys.stderr)
@@ -100,41 +104,72 @@ def _trim(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + TRIMMED
 
 
-def _ripgrep(rg: str, root: Path, source: SourceConfig, pattern: str, ignore_case: bool) -> Generator[Match, None, None]:
-    """ripgrep's matches in path order; stops reading (and ends rg) when the caller stops asking."""
+def _ripgrep_command(rg: str, source: SourceConfig, pattern: str, ignore_case: bool) -> list[str]:
     globs: list[str] = []
     if "**" not in source.paths:
         for p in source.paths:
             globs += ["-g", p, "-g", f"{p}/**"]
     for p in source.exclude:
         globs += ["-g", f"!{p}", "-g", f"!{p}/**"]
-    command = [rg, "--line-number", "--no-heading", "--with-filename", "--null", "--color=never", "--no-ignore",
-               "--sort", "path", "-g", "!node_modules", "-g", "!__pycache__", *(["-i"] if ignore_case else []),
-               *globs, "-e", pattern]
-    with tempfile.TemporaryFile() as errors:  # a file, not a pipe: rg never blocks on what it says there
+    return [rg, "--line-number", "--no-heading", "--with-filename", "--null", "--color=never", "--no-ignore",
+            "--sort", "path", "-g", "!node_modules", "-g", "!__pycache__", *(["-i"] if ignore_case else []),
+            *globs, "-e", pattern]
+
+
+def _python_command(root: Path, source: SourceConfig, pattern: str, ignore_case: bool) -> list[str]:
+    """This module as a child process that prints what ripgrep would: Python's regular expressions
+    cannot be interrupted, so a pattern that backtracks for ever must run where it can be killed."""
+    spec = {"root": str(root), "paths": list(source.paths), "exclude": list(source.exclude),
+            "pattern": pattern, "ignore_case": ignore_case}
+    package_parent = str(Path(__file__).resolve().parent.parent)  # found however the project is installed
+    return [sys.executable, "-P", "-c", _CHILD, package_parent, json.dumps(spec)]
+
+
+def _matches(command: list[str], root: Path, source_id: str, deadline: float, *,
+             ripgrep: bool) -> Generator[Match, None, None]:
+    """The engine's matches in path order; stops reading (and ends the engine) when the caller stops
+    asking, and kills it at ``deadline``."""
+    with tempfile.TemporaryFile() as errors:  # a file, not a pipe: the engine never blocks on what it says there
         proc = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=errors)
         assert proc.stdout is not None
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            proc.kill()
+
+        timer = threading.Timer(max(deadline - time.monotonic(), 0.0), expire)
+        timer.start()
         read_all = False
         try:
             for raw in proc.stdout:  # bytes, split at \n only (a \r inside a line stays in it)
                 path, _, rest = raw.removesuffix(b"\n").partition(b"\0")
                 number, _, text = rest.partition(b":")
-                yield Match(source.id, path.decode("utf-8", "replace").removeprefix("./"), int(number),
+                yield Match(source_id, path.decode("utf-8", "replace").removeprefix("./"), int(number),
                             _trim(text.decode("utf-8", "replace")))
             read_all = True
         finally:
-            if not read_all:  # the caller stopped early: end rg instead of reading the rest
+            timer.cancel()
+            if not read_all:  # the caller stopped early: end the engine instead of reading the rest
                 proc.kill()
             proc.stdout.close()
             code = proc.wait()
         errors.seek(0)
         error = errors.read().decode("utf-8", "replace").strip()
+    if expired.is_set():
+        hint = "" if ripgrep else " (install ripgrep: it matches any pattern in linear time)"
+        raise UserError(f"grep stopped after {TIME_LIMIT_S:g} s: the pattern is too slow to match{hint}")
     if read_all and code > 1:
-        raise UserError(f"rg: {error.splitlines()[-1] if error else 'failed'}")
+        raise UserError(f"{'rg' if ripgrep else 'grep'}: {error.splitlines()[-1] if error else 'failed'}")
 
 
-def _python_grep(root: Path, source: SourceConfig, regex: re.Pattern[str]) -> Generator[Match, None, None]:
-    for rel in sorted(walk(root, _grep_scope(source)).files):
+def _scan(spec: dict[str, Any]) -> None:
+    """The Python engine (see :func:`_python_command`): ``path\\0line:text`` per match on stdout."""
+    regex = compile_pattern(spec["pattern"], spec["ignore_case"])
+    root = Path(spec["root"])
+    scope = Scope(paths=tuple(spec["paths"]), include=("**",), exclude=tuple(spec["exclude"]))
+    out = sys.stdout.buffer
+    for rel in sorted(walk(root, scope).files):
         try:
             data = (root / rel).read_bytes()
         except OSError:
@@ -143,4 +178,18 @@ def _python_grep(root: Path, source: SourceConfig, regex: re.Pattern[str]) -> Ge
             continue
         for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
             if regex.search(line):
-                yield Match(source.id, rel, number, _trim(line))
+                out.write(b"%s\0%d:%s\n" % (os.fsencode(rel), number, line.encode("utf-8", "replace")))
+    out.flush()
+
+
+def scan_main(argument: str) -> None:
+    """The child's entry point: ``_scan`` with a one-line error and exit status 2 (as ripgrep)."""
+    try:
+        _scan(json.loads(argument))
+    except (OSError, ValueError, UserError) as exc:
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+# -P: the child never imports a module from the notes folder it runs in
+_CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from builder.grep import scan_main; scan_main(sys.argv[2])"

@@ -110,6 +110,17 @@ def test_grep_invalid_pattern(built, capsys):
     assert capsys.readouterr().err.startswith("notes-portal: invalid regular expression '(unclosed'")
 
 
+def test_grep_stops_a_pattern_that_backtracks(built, notes_dir, capsys, monkeypatch):
+    """Without ripgrep, Python's regular expressions backtrack: `(a+)+$` over thirty a's and a b runs
+    for about a minute (a longer line, for ages); grep stops it at its time limit with one line."""
+    monkeypatch.setattr("builder.grep.shutil.which", lambda name: None)
+    monkeypatch.setattr("builder.grep.TIME_LIMIT_S", 1.0)
+    write_note(notes_dir, "projekty/aaa.txt", "a" * 30 + "b\n")
+    assert main(["grep", "(a+)+$", "--config", str(built.path)]) == 2
+    assert capsys.readouterr().err == ("notes-portal: grep stopped after 1 s: the pattern is too slow to match "
+                                       "(install ripgrep: it matches any pattern in linear time)\n")
+
+
 def test_status_json(built, capsys):
     assert main(["status", "--json", "--config", str(built.path)]) == 0
     status = json.loads(capsys.readouterr().out)

@@ -101,7 +101,7 @@ def main() -> None:
         print("| coverage below | agreement depth | noanswer marked weak | answerable marked weak |")
         print("|---|---|---|---|")
         for coverage in (0.5, 2 / 3, 0.75, 0.85, 1.0):
-            for depth in (1, 2, 3, 5):
+            for depth in (1, 3, 5, 8, 10, 15):
                 fusion.COVERAGE, fusion.AGREEMENT_DEPTH = coverage, depth
                 weak = {q.id: search.search(conn, config, q.text, limit=10,
                                             query_vector=vector_of(q.text) if vector_of else None).weak
@@ -110,6 +110,14 @@ def main() -> None:
                 some = [q for q in queries if q.answerable]
                 print(f"| {coverage:.2f} | {depth} | {sum(weak[q.id] for q in none)} of {len(none)} | "
                       f"{sum(weak[q.id] for q in some)} of {len(some)} |")
+        print("\n| words alone (mode bm25): coverage below | noanswer marked weak | answerable marked weak |")
+        print("|---|---|---|")
+        for coverage in (1 / 4, 1 / 3, 0.4, 1 / 2, 2 / 3, 0.75):
+            fusion.LEXICAL_ONLY_COVERAGE = coverage
+            weak = {q.id: search.search(conn, config, q.text, limit=10, mode="bm25").weak for q in queries}
+            print(f"| {coverage:.2f} | {sum(weak[q.id] for q in queries if not q.answerable)} of "
+                  f"{sum(not q.answerable for q in queries)} | {sum(weak[q.id] for q in queries if q.answerable)} of "
+                  f"{sum(q.answerable for q in queries)} |")
         return
     answerable = [q for q in queries if q.answerable]
     print("| variant | MRR@10 | Hit@1 | Hit@5 | " + " | ".join(TYPE_ORDER) + " |")

@@ -14,7 +14,10 @@ Weak: the answer is "nothing confident" when no note among BM25's best chunks ho
 query's content words (``COVERAGE``) *and* the two halves agree on no note among their first
 ``AGREEMENT_DEPTH``. Each signal alone is common in real answers (a paraphrase shares few words; a
 long question rarely has all its words in one chunk); together they mark questions the notes do not
-answer, and nonsense.
+answer, and nonsense. With the words alone there is no second opinion, and a question in a person's
+own words carries several a note would not repeat (how, use, set up): the answer is then weak only
+when no note holds a third of the content words (``LEXICAL_ONLY_COVERAGE``).
+The thresholds and their sweep on the dev set are in docs/QUALITY.md.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ RRF_K = 10
 STRONG_RATIO = 1.3
 CONFIDENT_WEIGHT = 1.5
 COVERAGE = 3 / 4
+LEXICAL_ONLY_COVERAGE = 1 / 3
 AGREEMENT_DEPTH = 5
 
 
@@ -58,8 +62,11 @@ def fuse(bm25: list[tuple[int, float]], vector: list[tuple[int, float]], best_co
 
 def is_weak(best_coverage: float, lexical_notes: set[tuple[str, str]],
             semantic_notes: set[tuple[str, str]] | None) -> bool:
-    """Nothing confident: no note holds most of the words, and the halves agree on no note (with
-    no vector half, ``semantic_notes`` is None and the words alone decide)."""
+    """Nothing confident: no note holds most of the words, and the halves agree on no note. With no
+    vector half (``semantic_notes`` is None: mode bm25, provider none, a failed embedder) the words
+    alone decide, and a note holding a third of them is a lead worth showing."""
+    if semantic_notes is None:
+        return best_coverage < LEXICAL_ONLY_COVERAGE
     if best_coverage >= COVERAGE:
         return False
-    return semantic_notes is None or not (lexical_notes & semantic_notes)
+    return not (lexical_notes & semantic_notes)

@@ -233,7 +233,8 @@ def _weak(best_coverage: float, lexical: list[tuple[int, float]], semantic: list
     def notes(found: list[tuple[int, float]]) -> set[tuple[str, str]]:
         return {(rows[i]["source_id"], rows[i]["path"]) for i, _ in found[:fusion.AGREEMENT_DEPTH] if i in rows}
 
-    return fusion.is_weak(best_coverage, notes(lexical), notes(semantic) if mode != "bm25" else None)
+    with_vectors = mode != "bm25" and bool(semantic)  # no vectors (provider none, a failed embedder): words alone
+    return fusion.is_weak(best_coverage, notes(lexical), notes(semantic) if with_vectors else None)
 
 
 WEAK = "nothing in your notes matches these words; closest by meaning:"

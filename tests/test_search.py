@@ -258,6 +258,15 @@ def test_answered_questions_are_not_weak(indexed, query):
         assert search(conn, config, query, mode=mode, embedder=HashEmbedder()).weak is False, mode
 
 
+@pytest.mark.parametrize(("query", "weak"), [("čaje qxzvv kwyjibo", False), ("čaje qxzvv kwyjibo zzyzx", True)])
+def test_with_words_alone_a_note_holding_a_third_of_them_is_a_lead(indexed, query, weak):
+    """No vector half to agree with (mode bm25): one word of three held by a note is shown as an
+    answer, one of four is not; with vectors that disagree both would be weak."""
+    config, conn = indexed
+    result = search(conn, config, query, mode="bm25")
+    assert result.hits[0].path == "recepty/teh-tarik.md" and result.weak is weak
+
+
 @pytest.mark.parametrize(("query", "unknown"), [("převodník pro Modbus", "'modbus'"),
                                                  ("zapojení převodníku na ESP32", "'esp32'"),
                                                  ("čaj s mlékem jako v NewYorku", "'newyorku'")])

@@ -147,6 +147,24 @@ def test_a_damaged_manifest_is_read_as_none_and_the_render_rebuilds(portal, tmp_
     assert site_snapshot(site) == clean_site(tmp_path, root)
 
 
+@pytest.mark.parametrize("damage", [None, b"{not marshal}"])
+def test_with_the_manifest_lost_an_unpublished_notes_page_still_goes(portal, tmp_path, damage):
+    """The manifest names the pages to remove; without it the site folder's subfolders are the
+    portal's own, so the page of a note unpublished meanwhile goes, and a file put at the top by
+    hand stays."""
+    config, root, log = portal
+    site = config.site.output
+    (site / "robots.txt").write_text("User-agent: *\n", encoding="utf-8")
+    if damage is None:
+        (site / output.MANIFEST).unlink()
+    else:
+        (site / output.MANIFEST).write_bytes(damage)
+    write(root, "b.md", NOTES["b.md"].replace("tags: [čaj]", "tags: [čaj]\npublished: false"))
+    assert build(config, log=log) == 0
+    assert not (site / "notes/b.html").exists() and not (site / "tags/caj/index.html").exists()
+    assert site_snapshot(site) == {**clean_site(tmp_path, root), "robots.txt": b"User-agent: *\n"}
+
+
 def test_a_missing_page_is_written_again(portal, tmp_path):
     config, root, log = portal
     (config.site.output / "notes/a.html").unlink()

@@ -82,6 +82,19 @@ def listed_pages(saved: dict[str, Any]) -> dict[str, str]:
     return pages if isinstance(pages, dict) else {}
 
 
+def claimed(site: Path) -> bool:
+    """Did an earlier render mark ``site`` as the portal's (see :func:`claim`)?"""
+    return (site / SITE_MARKER).is_file()
+
+
+def unlisted_orphans(present: set[str]) -> set[str]:
+    """What a render may remove from its own site folder when no readable manifest says what it
+    wrote: every file inside a subfolder (notes, attachments, tags, assets: the portal's own
+    namespaces, where an unpublished note's page must not survive), never a loose file at the top
+    (a ``robots.txt`` put there by hand)."""
+    return {rel for rel in present if "/" in rel}
+
+
 def claim(site: Path) -> None:
     """Create the site folder, or adopt the one an earlier render made, and mark it as the portal's.
     (A folder holding files the portal did not write is refused before any build starts.)"""

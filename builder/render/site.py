@@ -101,6 +101,7 @@ def render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog,
 def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, workers: int | None,
             started: float) -> RenderReport:
     site = config.site.output
+    claimed = output.claimed(site)
     output.claim(site)
     content = db.content_token(conn)
     files = code_files(site / output.CACHE_DIR / "imports.json")
@@ -171,7 +172,10 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     output.copy_static(out, templates.static_dir())
     output.copy_attachments(out, {r[1]: roots[key.partition(":")[0]] / r[2]
                               for key, entry in entries.items() for r in entry["resolved"] if r[0] == "attachment"})
-    removed = out.remove_stale(output.listed_pages(saved), recorded)
+    listed = output.listed_pages(saved)
+    # the manifest lost (a damaged disk, a hand) in a folder already the portal's: see unlisted_orphans
+    lost = output.unlisted_orphans(out.present) if claimed and not listed else set()
+    removed = out.remove_stale(listed, recorded | lost)
     if big:
         highlight.save(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
     out.save_manifest({"version": output.MANIFEST_VERSION, "env": env_fp, "universe": universe, "trees": trees,

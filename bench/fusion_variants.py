@@ -34,9 +34,9 @@ from server import fusion, search  # noqa: E402
 Pairs = list[tuple[int, float]]
 
 
-def rrf(k: int, strong: bool, confident: float) -> Callable[..., list[fusion.Ranked]]:
-    def fuse(bm25: Pairs, vector: Pairs, best_coverage: float = 0.0) -> list[fusion.Ranked]:
-        weights = (confident if best_coverage >= 1.0 else 1.0, 1.0)
+def rrf(k: int, strong: bool, confident: float, unaccented_words: bool = False) -> Callable[..., list[fusion.Ranked]]:
+    def fuse(bm25: Pairs, vector: Pairs, best_coverage: float = 0.0, *, unaccented: bool = False) -> list[fusion.Ranked]:
+        weights = (confident if best_coverage >= 1.0 or (unaccented and unaccented_words) else 1.0, 1.0)
         return _ranked(bm25, vector, {i: weights[0] / (k + r) for r, (i, _) in enumerate(bm25, 1)},
                        {i: weights[1] / (k + r) for r, (i, _) in enumerate(vector, 1)}, strong)
     return fuse
@@ -49,7 +49,7 @@ def convex(alpha: float) -> Callable[..., list[fusion.Ranked]]:
         hi, lo = max(s for _, s in pairs), min(s for _, s in pairs)
         return {i: (s - lo) / (hi - lo) if hi > lo else 1.0 for i, s in pairs}
 
-    def fuse(bm25: Pairs, vector: Pairs, best_coverage: float = 0.0) -> list[fusion.Ranked]:
+    def fuse(bm25: Pairs, vector: Pairs, best_coverage: float = 0.0, *, unaccented: bool = False) -> list[fusion.Ranked]:
         return _ranked(bm25, vector, {i: alpha * s for i, s in norm(bm25).items()},
                        {i: (1 - alpha) * s for i, s in norm(vector).items()}, False)
     return fuse
@@ -70,7 +70,9 @@ VARIANTS = {
     "RRF k=20": rrf(20, False, 1.0),
     "RRF k=10": rrf(10, False, 1.0),
     "RRF k=10 + strong BM25 leader": rrf(10, True, 1.0),
-    "RRF k=10 + strong leader + confident words ×1.5 (shipped)": rrf(10, True, 1.5),
+    "RRF k=10 + strong leader + confident words ×1.5": rrf(10, True, 1.5),
+    "RRF k=10 + strong leader + confident or unaccented words ×1.5 (shipped)": rrf(10, True, 1.5, True),
+    "RRF k=10 + strong leader + confident or unaccented words ×2": rrf(10, True, 2.0, True),
     "RRF k=10 + strong leader + confident words ×2": rrf(10, True, 2.0),
     "RRF k=60 + strong leader + confident words ×1.5": rrf(60, True, 1.5),
     "convex α=0.3": convex(0.3),

@@ -4,7 +4,9 @@ Reciprocal Rank Fusion with a small k (10, not the textbook 60): the first place
 weigh clearly more than the tail, which is where the answer is when the halves disagree. The
 lexical list counts ``CONFIDENT_WEIGHT`` times when some note among BM25's best holds every content
 word of the query (an identifier, a command, a name, a question asked in the notes' own words): the
-words then say more than the vector's sense of meaning. And a lexical winner stays first when its
+words then say more than the vector's sense of meaning. It counts as much for a Czech or Slovak query
+typed without accents (``ake nastroje su povolene``): the words half folds accents, while the model
+reads each unaccented word as another, rarer token, and its list drifts. And a lexical winner stays first when its
 BM25 score is ``STRONG_RATIO`` times its runner-up's: the words point at it unmistakably, and a
 vector list that missed it must not push it down. The variants measured on the dev set (other k,
 a bonus for first places, a convex combination of normalised scores, the dense half leading when
@@ -42,13 +44,15 @@ class Ranked:
     vector_rank: int | None
 
 
-def fuse(bm25: list[tuple[int, float]], vector: list[tuple[int, float]], best_coverage: float = 0.0) -> list[Ranked]:
+def fuse(bm25: list[tuple[int, float]], vector: list[tuple[int, float]], best_coverage: float = 0.0, *,
+         unaccented: bool = False) -> list[Ranked]:
     """Both halves' (chunk id, score) lists, best first, as one ranking (ties: the smaller id);
-    ``best_coverage``: the largest share of the query's content words one note of BM25's best holds."""
+    ``best_coverage``: the largest share of the query's content words one note of BM25's best holds;
+    ``unaccented``: the query was typed without the accents of the notes' language."""
     bm25_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(bm25, start=1)}
     vector_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(vector, start=1)}
     scores: dict[int, float] = {}
-    lexical_weight = CONFIDENT_WEIGHT if best_coverage >= 1.0 else 1.0
+    lexical_weight = CONFIDENT_WEIGHT if best_coverage >= 1.0 or unaccented else 1.0
     for ranks, weight in ((bm25_rank, lexical_weight), (vector_rank, 1.0)):
         for chunk_id, rank in ranks.items():
             scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (RRF_K + rank)

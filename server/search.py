@@ -29,7 +29,7 @@ from builder.core.errors import UserError
 from builder.core.urls import hit_url
 from server import fusion, spelling
 from server.query import MAX_QUERY_CHARS, Term, content, match_all, match_any, parse
-from server.snippets import coverage, snippet
+from server.snippets import coverage, snippet, typed_without_accents
 
 if TYPE_CHECKING:
     from sqlite3 import Connection, Row
@@ -128,8 +128,11 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     if pending and mode != "bm25":
         notes.append(f"{pending} chunks still awaiting vectors: they are found by words only")
     rows = db.chunk_details(conn, [i for i, _ in lexical] + [i for i, _ in semantic])
-    best = _best_coverage(terms, lexical, rows)
-    ranked = fusion.fuse(lexical if mode != "vector" else [], semantic if mode != "bm25" else [], best)
+    texts = _best_notes_texts(lexical, rows)
+    best = max((coverage(text, terms) for text in texts), default=0.0)
+    unaccented = typed_without_accents("\n".join(texts), terms)
+    ranked = fusion.fuse(lexical if mode != "vector" else [], semantic if mode != "bm25" else [], best,
+                         unaccented=unaccented)
     hits = _group(ranked, rows, terms, limit, max_per_note)
     weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode)
     if not hits and not db.counts(conn)["chunks"]:
@@ -217,15 +220,15 @@ def _hit(found: dict[str, Any], terms: list[Term]) -> Hit:
                more=tuple(found["more"]), copies=tuple(found["copies"]))
 
 
-def _best_coverage(terms: list[Term], lexical: list[tuple[int, float]], rows: dict[int, Row]) -> float:
-    """The largest share of the query's content words that one note of BM25's best ten chunks holds
-    (an answer may span the sections of a note)."""
+def _best_notes_texts(lexical: list[tuple[int, float]], rows: dict[int, Row]) -> list[str]:
+    """The text of each note among BM25's best ten chunks, its sections joined (an answer may span
+    them)."""
     texts: dict[tuple[str, str], list[str]] = {}
     for chunk_id, _ in lexical[:10]:
         if chunk_id in rows:
             row = rows[chunk_id]
             texts.setdefault((row["source_id"], row["path"]), []).append(f"{row['breadcrumb']}\n{row['text']}")
-    return max((coverage("\n".join(parts), terms) for parts in texts.values()), default=0.0)
+    return ["\n".join(parts) for parts in texts.values()]
 
 
 def _weak(best_coverage: float, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],

@@ -72,6 +72,22 @@ def snippet(text: str, terms: list[Term], width: int = 36) -> str:
     return ("…" if begin > 0 else "") + body + ("…" if end < len(text) else "")
 
 
+def typed_without_accents(text: str, terms: list[Term]) -> bool:
+    """Was the query typed without the accents its language has? None of its content words carries
+    one, and one of them begins, in ``text``, only words that do (``nastroje`` where the notes say
+    ``nástroje``). The words half folds accents; the model reads ``nastroje`` as another token."""
+    wanted = content(terms)
+    if not wanted or any(fold(t.text) != t.text.lower() for t in wanted):
+        return False
+    words = {w.lower() for w in _WORD.findall(text)}
+    for term in wanted:
+        typed = term.text.lower()
+        begun = [w for w in words if fold(w).startswith(typed)] if len(typed) >= 3 else []
+        if begun and all(fold(w) != w for w in begun):
+            return True
+    return False
+
+
 def coverage(text: str, terms: list[Term]) -> float:
     """The share of the query's content words that ``text`` holds (in any form): how well it answers."""
     wanted = content(terms)

@@ -16,7 +16,7 @@ from server import spelling
 from server.fusion import fuse
 from server.query import match_all, parse
 from server.search import search
-from server.snippets import snippet
+from server.snippets import snippet, typed_without_accents
 from tests.conftest import HashEmbedder, ollama_yaml, write_note
 
 EMBED = ollama_yaml("http://127.0.0.1:9")
@@ -71,6 +71,35 @@ def test_a_bm25_winner_far_ahead_of_its_runner_up_stays_first():
     vector = [(30, 0.9), (40, 0.8), (20, 0.7)]
     assert fuse([(10, 13.0), (20, 10.0)], vector)[0].chunk_id == 10  # 13 ≥ 1.3 × 10
     assert fuse([(10, 12.9), (20, 10.0)], vector)[0].chunk_id == 20  # not far enough ahead: plain fusion
+
+
+def test_the_words_half_counts_more_for_a_query_typed_without_accents():
+    bm25 = [(10, 5.0), (30, 4.9), (20, 4.8)]
+    vector = [(20, 0.9), (40, 0.8), (50, 0.7), (10, 0.6)]
+    assert fuse(bm25, vector)[0].chunk_id == 20  # the vector list's first, third by words
+    assert fuse(bm25, vector, unaccented=True)[0].chunk_id == 10  # the words' first
+
+
+TEXT = "Aké nástroje sú povolené na skúške? Nástroje: Python, docker build, NetBeans."
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("ake nastroje su povolene", True),  # Slovak typed without accents: "nastroje" begins only "nástroje"
+    ("jake nastroje", True),  # Czech, the same
+    ("aké nástroje sú povolené", False),  # typed with them
+    ("aké nastroje", False),  # one accent typed: the query has them
+    ("docker build", False),  # words that have no accents in the notes either
+    ("python nastroje", True),
+    ("netbeans", False),
+    ("xyzzy", False),  # nothing begun at all
+])
+def test_a_query_typed_without_accents_is_told_from_one_whose_words_have_none(query, expected):
+    assert typed_without_accents(TEXT, parse(query)) is expected
+
+
+def test_a_word_the_notes_also_write_without_accents_says_nothing():
+    assert typed_without_accents("Nástroje.", parse("nastroje")) is True
+    assert typed_without_accents("Nástroje (v ASCII nastroje).", parse("nastroje")) is False
 
 
 def test_words_match_without_diacritics_and_as_prefixes(indexed):

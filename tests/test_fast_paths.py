@@ -115,3 +115,49 @@ def test_notes_parsed_on_every_core_are_indexed_as_one_process_indexes_them(tmp_
     serial, forked = index_of("serial", forced=False), index_of("forked", forced=True)
     assert len(serial[0]) == len(notes) and len(serial[1]) > len(notes)
     assert forked == serial
+
+
+def test_the_servers_compact_vectors_rescored_give_exactly_the_nearest_chunks(tmp_path):
+    """The server scans one byte per dimension and re-scores its best candidates from chunk_vectors:
+    the answer is vec0's exact scan's, ids and similarities, over 3,000 vectors."""
+    import time
+
+    import numpy as np
+
+    from builder.core import index as db
+    from server.vectors import VectorMemory
+
+    dims, notes, per_note = 64, 30, 100
+    path = tmp_path / "index.sqlite"
+    conn = db.connect(path)
+    db.migrate(conn)
+    db.ensure_vec_table(conn, dims)
+    with db.transaction(conn):
+        db.upsert_source(conn, "notes", "folder", None, None)
+    for n in range(notes):
+        record = db.FileRecord(path=f"n{n}.md", title=f"N{n}", tags=(), headings=(), links=(), front_matter={},
+                               status="ok", status_note=None, sha256="0", size=1, mtime_ns=1, changed_at=None)
+        chunks = [{"chunk_idx": i, "breadcrumb": f"N{n}", "anchor": "", "line_start": 1, "line_end": 1,
+                   "text": f"part {i}", "embed_sha": f"{n}-{i}"} for i in range(per_note)]
+        db.replace_file(conn, "notes", record, chunks, "2026-12-01T00:00:00")
+    ids = [row["id"] for row in db.pending_chunks(conn, notes * per_note)]
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((len(ids), dims)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    db.store_vectors(conn, zip(ids, (v.tobytes() for v in vectors)), "2026-12-01T00:00:00")
+    identity = (1, 1)
+    memory = VectorMemory(lambda: (identity, db.connect(path, readonly=True)), min_vectors=1)
+    queries = [rng.standard_normal(dims).astype(np.float32) for _ in range(30)]
+    queries += [vectors[i] + 0.05 * rng.standard_normal(dims).astype(np.float32) for i in range(0, 3000, 300)]
+    assert memory.nearest(conn, identity, queries[0].tobytes(), 30) is None  # vec0 answers while it loads
+    deadline = time.monotonic() + 10
+    while memory.loaded() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert memory.state()["vectors"] == notes * per_note
+    for query in queries:
+        query /= np.linalg.norm(query)
+        fast = memory.nearest(conn, identity, query.tobytes(), 30)
+        exact = db.knn_search(conn, query.tobytes(), 30, None, None)
+        assert fast is not None and [i for i, _ in fast] == [i for i, _ in exact]
+        assert np.allclose([s for _, s in fast], [s for _, s in exact], atol=1e-5)
+    conn.close()

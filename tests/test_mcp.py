@@ -32,7 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 from starlette.routing import Route
 
 from builder.cli import main
-from builder.cli.mcp_server import http_endpoint
+from builder.cli.mcp_http import http_endpoint
 from builder.core.config import Config, load_config
 from builder.sync import build
 from server.app import KEY_MISSING, create_app
@@ -318,6 +318,33 @@ def test_http_without_a_key_answers_as_the_cli_does(portal, capsys):
         assert not result.is_error, (name, result.content)
         assert result.structured_content == cli_json(capsys, portal, *cli_args), name
     assert rebinding[0] == 421  # served on loopback: a page cannot reach the tools through DNS rebinding
+
+
+FIRST_REQUEST = """
+import json, sys
+from starlette.testclient import TestClient
+from builder.cli.mcp_http import http_endpoint
+from builder.core.config import load_config
+from server.app import create_app
+
+config = load_config(sys.argv[1])
+app = create_app(config, mcp=http_endpoint(config, host="testserver"))
+with TestClient(app) as client:
+    searched = client.get("/api/search", params={"q": "powerbanka", "mode": "bm25"}).status_code
+    before = "mcp" in sys.modules
+    listed = client.post("/mcp", json=json.loads(sys.argv[2]),
+                         headers={"Accept": "application/json, text/event-stream"}).json()
+print(json.dumps([searched, before, "mcp" in sys.modules, [t["name"] for t in listed["result"]["tools"]]]))
+"""
+
+
+def test_the_sdk_is_loaded_by_the_first_mcp_request_not_before(portal):
+    """A server whose users only browse and search never imports the MCP SDK (about 50 MB resident);
+    the first MCP request loads it and is answered."""
+    proc = subprocess.run([sys.executable, "-c", FIRST_REQUEST, str(portal.path), json.dumps(LIST_TOOLS)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [200, False, True, TOOLS]
 
 
 def test_http_with_a_key_needs_it(portal, tmp_path):

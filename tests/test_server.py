@@ -302,6 +302,43 @@ def test_in_memory_vectors_rank_exactly_like_sqlite_vec_and_follow_builds(portal
     assert ranked(memory, "rajčata okurky") == ranked(vec0, "rajčata okurky")
 
 
+def test_an_index_from_before_chunk_vectors_is_served_by_vec0_until_a_build_adds_them(
+        config_for, notes_dir, quiet_log):
+    config = config_for(ollama_yaml("http://127.0.0.1:9"))
+    build_and_render(config, quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index))
+    with db.transaction(conn):  # the file as the code before schema step 5 left it
+        conn.execute("DROP TABLE chunk_vectors")
+        db.set_meta(conn, {"schema_version": "4"})
+    conn.close()
+    app = create_app(config, embedder_factory=HashEmbedder, min_vectors=1)
+    memory, vec0 = TestClient(app), TestClient(create_app(config, embedder_factory=HashEmbedder, min_vectors=10**9))
+
+    def ranked(client, q):
+        return [(h["path"], h["anchor"]) for h in client.get("/api/search", params={"q": q, "mode": "vector"}).json()["hits"]]
+
+    assert ranked(memory, "čaj s mlékem") == ranked(vec0, "čaj s mlékem") != []
+    _wait_for_loader(app)
+    assert app.state.vector_memory.loaded() is None  # no chunk_vectors yet: vec0 answers
+    (notes_dir / "zahrada.md").write_text("# Zahrada\n\nRajčata, okurky a cukety.\n", encoding="utf-8")
+    assert build(config, embedder_factory=HashEmbedder, log=quiet_log(config)) == 0  # step 5 fills them
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    assert len(db.vectors_of(conn, range(1000))) == db.counts(conn)["vec_chunks"] > 0
+    conn.close()
+    ranked(memory, "rajčata okurky")
+    _wait_loaded(app)
+    for q in ("rajčata okurky", "čaj s mlékem", "RS485 sběrnice"):
+        assert ranked(memory, q) == ranked(vec0, q) != []
+
+
+def _wait_for_loader(app, timeout=10.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while app.state.vector_memory._loading and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def test_a_fresh_server_answers_concurrent_first_queries_with_vectors(portal, fake_ollama, tmp_path):
     """A new server process answers concurrent first queries with vectors (a numpy first-import race
     once degraded them with the local provider; this does not reproduce that race reliably)."""

@@ -129,13 +129,13 @@ def _wait_for_vector_loader(timeout: float = 10.0) -> None:
 
 def test_a_failed_vector_load_is_remembered_reported_and_retried_later(portal, notes_dir, quiet_log, monkeypatch):
     loads: list[int] = []
-    real_iter_vectors = db.iter_vectors
+    real_iter_vectors = db.iter_chunk_vectors
 
     def out_of_memory(conn):
         loads.append(1)
         raise MemoryError("cannot allocate 1.5 GiB")
 
-    monkeypatch.setattr(db, "iter_vectors", out_of_memory)
+    monkeypatch.setattr(db, "iter_chunk_vectors", out_of_memory)
     app = create_app(portal, embedder_factory=HashEmbedder, min_vectors=1)
     client = TestClient(app)
     for q in ["čaj", "powerbanka", "převodník", "sluchátka", "mléko"]:
@@ -154,7 +154,7 @@ def test_a_failed_vector_load_is_remembered_reported_and_retried_later(portal, n
     _wait_for_vector_loader()
     assert len(loads) == 2
 
-    monkeypatch.setattr(db, "iter_vectors", real_iter_vectors)
+    monkeypatch.setattr(db, "iter_chunk_vectors", real_iter_vectors)
     monkeypatch.setattr(VectorMemory, "RETRY_AFTER_S", 0.0)  # the back-off is over
     client.get("/api/search", params={"q": "rajčata"})
     _wait_for_vector_loader()

@@ -222,7 +222,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = config_of(args)
     mcp = None
     if not args.no_mcp:
-        from builder.cli.mcp_server import http_endpoint
+        from builder.cli.mcp_http import http_endpoint
 
         mcp = http_endpoint(config, host=args.host)
     runner = JobRunner(config)  # the webhooks and the sync API queue jobs; this runs them

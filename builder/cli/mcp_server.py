@@ -3,8 +3,9 @@ Streamable HTTP at ``/mcp`` of the web app (``notes-portal serve``), on the offi
 
 It lives in the composition root, not in ``server/``: grep and read_note read the sources' files
 through the write path's scope rules (:mod:`builder.sources`), which the read path never imports.
-The web app receives it as a factory (:data:`server.mcp_mount.McpFactory`) and hands it its own
-index reader and query embedder, so the tools and ``/api/search`` share them.
+The web app receives it as a factory (:data:`server.mcp_mount.McpFactory`, made by
+:mod:`builder.cli.mcp_http`, which imports this module on the first MCP request) and hands it its
+own index reader and query embedder, so the tools and ``/api/search`` share them.
 
 Every call is answered, never dropped: bad arguments, paths outside a source, unpublished notes, a
 missing index are a tool error (``isError``) whose text is one line and whose structured content is
@@ -137,8 +138,10 @@ class HttpEndpoint:
             yield
 
 
-def http_endpoint(config: Config, *, host: str = "127.0.0.1") -> Any:
-    """The factory ``create_app(config, mcp=…)`` calls with the web app's reader and embedder.
+def endpoint(config: Config, reader: IndexReader, embedder: QueryEmbedder, *,
+             host: str = "127.0.0.1") -> HttpEndpoint:
+    """The tools over Streamable HTTP with the web app's reader and embedder (made on the first MCP
+    request: see :mod:`builder.cli.mcp_http`).
 
     Served on a loopback address, requests must name it in ``Host`` (and ``Origin``, when sent):
     a web page cannot reach the tools through DNS rebinding. On the LAN the API key is the guard.
@@ -149,8 +152,4 @@ def http_endpoint(config: Config, *, host: str = "127.0.0.1") -> Any:
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
     else:
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-
-    def factory(reader: IndexReader, embedder: QueryEmbedder) -> HttpEndpoint:
-        return HttpEndpoint(make_server(config, reads.for_server(config, reader, embedder)), security)
-
-    return factory
+    return HttpEndpoint(make_server(config, reads.for_server(config, reader, embedder)), security)

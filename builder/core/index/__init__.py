@@ -1,7 +1,8 @@
 """The SQLite index: every SQL statement the index sees is in this package.
 
 One file holds ``files``, ``chunks``, ``chunks_fts`` (FTS5, external content
-kept by triggers) and ``vec_chunks`` (sqlite-vec ``vec0``, ``rowid = chunks.id``).
+kept by triggers), ``vec_chunks`` (sqlite-vec ``vec0``, ``rowid = chunks.id``) and
+``chunk_vectors`` (the same vectors by chunk id, for exact re-scoring).
 Its modules: :mod:`.connection` (opening it), :mod:`.schema` (numbered schema
 steps, ``meta`` and the identity check), :mod:`.notes` (what the build writes,
 what tables of contents read), :mod:`.queries` (what a search reads). Callers
@@ -53,11 +54,14 @@ from builder.core.index.queries import (
     database_file,
     filter_chunk_ids,
     fts_search,
+    has_chunk_vectors,
     has_vocabulary,
     has_word_or_key,
+    iter_chunk_vectors,
     iter_vectors,
     knn_search,
     vector_candidates,
+    vectors_of,
     words_starting,
 )
 from builder.core.index.schema import (
@@ -79,9 +83,9 @@ __all__ = [
     "count_pending", "count_vectors", "counts", "database_file", "delete_file", "delete_source",
     "ensure_vec_table", "expected_identity", "identity_diffs", "file_states", "file_status", "FileRecord", "FileState",
     "filter_chunk_ids", "fts_integrity_error", "fts_search", "get_meta", "get_sources", "has_stems",
-    "has_vec_table", "has_vocabulary", "has_word_or_key", "iter_vectors", "knn_search", "load_vec", "migrate",
+    "has_chunk_vectors", "has_vec_table", "has_vocabulary", "has_word_or_key", "iter_chunk_vectors", "iter_vectors", "knn_search", "load_vec", "migrate",
     "note_headings", "NoteRow", "notes_for_render", "notes_for_toc", "open_index", "pending_chunks",
     "replace_file", "set_last_change", "set_meta", "snapshot_only", "source_stats", "SourceRow",
     "sqlite_module", "store_vectors", "touch_file", "transaction", "unpublished_notes", "update_source",
-    "upsert_source", "vec_version", "vector_candidates", "vectors_version", "words_starting",
+    "upsert_source", "vec_version", "vector_candidates", "vectors_of", "vectors_version", "words_starting",
 ]

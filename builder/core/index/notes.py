@@ -1,8 +1,8 @@
 """Sources, notes and chunks: what the build writes and what the tables of contents read.
 
-Vectors do not cascade (sqlite-vec tables are not foreign-key targets): every
-delete of chunks deletes their ``vec_chunks`` rows explicitly, in the same
-transaction.
+Vectors in ``vec_chunks`` do not cascade (sqlite-vec tables are not foreign-key
+targets): every delete of chunks deletes their ``vec_chunks`` rows explicitly, in
+the same transaction; their copies in ``chunk_vectors`` go by its foreign key.
 """
 
 from __future__ import annotations
@@ -233,6 +233,8 @@ def store_vectors(conn: Connection, vectors: Iterable[tuple[int, bytes]], now: s
     with transaction(conn):
         conn.executemany("DELETE FROM vec_chunks WHERE rowid = :id", rows)
         conn.executemany("INSERT INTO vec_chunks (rowid, embedding) VALUES (:id, :embedding)", rows)
+        conn.executemany("INSERT OR REPLACE INTO chunk_vectors (chunk_id, embedding) VALUES (:id, :embedding)",
+                         rows)
         conn.executemany("UPDATE chunks SET embedded_at = :now WHERE id = :id", rows)
         _bump(conn, "vectors_version")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from textwrap import dedent
 from typing import TYPE_CHECKING
 
@@ -142,6 +142,28 @@ def iter_vectors(conn: Connection, batch: int = 4096) -> Iterator[tuple[int, byt
     while rows := cursor.fetchmany(batch):
         for row in rows:
             yield row[0], bytes(row[1])
+
+
+def has_chunk_vectors(conn: Connection) -> bool:
+    """Does this index keep its vectors by id too (schema step 5; the next build adds it)?"""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunk_vectors'").fetchone() is not None
+
+
+def iter_chunk_vectors(conn: Connection, batch: int = 4096) -> Iterator[tuple[int, bytes]]:
+    """Every (chunk id, vector bytes) of ``chunk_vectors`` in id order, ``batch`` at a time."""
+    cursor = conn.execute("SELECT chunk_id, embedding FROM chunk_vectors ORDER BY chunk_id")
+    while rows := cursor.fetchmany(batch):
+        for row in rows:
+            yield row[0], bytes(row[1])
+
+
+def vectors_of(conn: Connection, chunk_ids: Iterable[int]) -> list[tuple[int, bytes]]:
+    """The vectors of ``chunk_ids`` (those that have one), by id lookups."""
+    rows = conn.execute(dedent("""
+        SELECT chunk_id, embedding FROM chunk_vectors
+        WHERE chunk_id IN (SELECT value FROM json_each(:ids))
+    """), {"ids": json.dumps(list(chunk_ids))}).fetchall()
+    return [(row[0], bytes(row[1])) for row in rows]
 
 
 def count_vectors(conn: Connection) -> int:

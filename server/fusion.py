@@ -4,11 +4,11 @@ Reciprocal Rank Fusion with a small k (10, not the textbook 60): the first place
 weigh clearly more than the tail, which is where the answer is when the halves disagree. The
 lexical list counts ``CONFIDENT_WEIGHT`` times when some note among BM25's best holds every content
 word of the query (an identifier, a command, a name, a question asked in the notes' own words): the
-words then say more than the vector's sense of meaning. It counts as much for a Czech or Slovak query
-typed without accents (``ake nastroje su povolene``): the words half folds accents, while the model
-reads each unaccented word as another, rarer token, and its list drifts. And a lexical winner stays first when its
-BM25 score is ``STRONG_RATIO`` times its runner-up's: the words point at it unmistakably, and a
-vector list that missed it must not push it down. The variants measured on the dev set (other k,
+words then say more than the vector's sense of meaning. It counts as much for a Czech or Slovak
+query typed without accents (``ake nastroje su povolene``): the words half folds accents, while the
+model reads each unaccented word as another, rarer token, and its list drifts. And a lexical winner
+stays first when its BM25 score is ``STRONG_RATIO`` times its runner-up's: the words point at it
+unmistakably, and a vector list that missed it must not push it down. The variants measured on the dev set (other k,
 a bonus for first places, a convex combination of normalised scores, the dense half leading when
 BM25 matches little) are in docs/QUALITY.md.
 
@@ -18,8 +18,8 @@ query's content words (``COVERAGE``) *and* the two halves agree on no note among
 long question rarely has all its words in one chunk); together they mark questions the notes do not
 answer, and nonsense. With the words alone there is no second opinion, and a question in a person's
 own words carries several a note would not repeat (how, use, set up): the answer is then weak only
-when no note holds a third of the content words (``LEXICAL_ONLY_COVERAGE``).
-The thresholds and their sweep on the dev set are in docs/QUALITY.md.
+when no note holds a third of the content words (``LEXICAL_ONLY_COVERAGE``). The thresholds and
+their sweep on the dev set are in docs/QUALITY.md.
 """
 
 from __future__ import annotations

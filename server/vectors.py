@@ -179,12 +179,13 @@ class VectorMemory:
             try:
                 if identity != key[0]:
                     return
-                version = db.vectors_version(conn)
-                count = db.count_vectors(conn)
-                if count < self.min_vectors or not db.has_chunk_vectors(conn):
-                    self._vec0_answers, self._snapshot, self._failure = (identity, version), None, None
-                    return
-                ids, codes, step = _quantized(lambda: db.iter_chunk_vectors(conn), count)
+                with db.read_snapshot(conn):  # both passes over the vectors see the same ones
+                    version = db.vectors_version(conn)
+                    count = db.count_vectors(conn)
+                    if count < self.min_vectors or not db.has_chunk_vectors(conn):
+                        self._vec0_answers, self._snapshot, self._failure = (identity, version), None, None
+                        return
+                    ids, codes, step = _quantized(lambda: db.iter_chunk_vectors(conn), count)
             finally:
                 conn.close()
             self._snapshot, self._failure = _Snapshot((identity, version), ids, codes, step), None

@@ -150,6 +150,16 @@ def checkpoint(conn: Connection) -> None:
 
 
 @contextmanager
+def read_snapshot(conn: Connection) -> Iterator[Connection]:
+    """BEGIN … COMMIT around reads that must all see the index as it was at the first of them."""
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        conn.execute("COMMIT")
+
+
+@contextmanager
 def transaction(conn: Connection) -> Iterator[Connection]:
     """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on any exception: all or nothing."""
     conn.execute("BEGIN IMMEDIATE")

@@ -10,12 +10,15 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
+from functools import lru_cache
 
 from builder.core.analysis import stem_word
-from builder.core.slug import fold
+from builder.core.slug import fold as _fold_text
 from server.query import Term, content
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# The same words come back in every snippet and every query: each is folded once.
+fold = lru_cache(maxsize=131_072)(_fold_text)
 _MARKUP = [
     (re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)"), r"\1"),  # [text](url), ![alt](src) → text, alt
     (re.compile(r"\[\[(?:[^\]|\n]*\|)?([^\]\n]*)\]\]"), r"\1"),  # [[note|label]] → label

@@ -161,3 +161,24 @@ def test_the_servers_compact_vectors_rescored_give_exactly_the_nearest_chunks(tm
         assert fast is not None and [i for i, _ in fast] == [i for i, _ in exact]
         assert np.allclose([s for _, s in fast], [s for _, s in exact], atol=1e-5)
     conn.close()
+
+
+def test_fold_of_ascii_text_is_the_full_folds_answer():
+    """``fold`` skips Unicode decomposition for ASCII text: the same answer as the full path, over
+    every word of the example notes and their lines."""
+    import re
+    import unicodedata
+    from pathlib import Path
+
+    from builder.core.slug import _SPECIAL, fold
+
+    def reference(text: str) -> str:
+        decomposed = unicodedata.normalize("NFKD", text.lower().translate(_SPECIAL))
+        return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+    notes = Path(__file__).resolve().parents[1] / "examples" / "notes"
+    lines = [line for path in sorted(notes.rglob("*.md")) for line in path.read_text(encoding="utf-8").splitlines()]
+    words = {w for line in lines for w in re.findall(r"\S+", line)}
+    assert sum(w.isascii() for w in words) > 500 and sum(not w.isascii() for w in words) > 500
+    for text in [*words, *lines, "MAX485 RS-485 ß Straße", "ĽADOVÝ čaj", ""]:
+        assert fold(text) == reference(text), text

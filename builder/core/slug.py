@@ -17,6 +17,8 @@ _SPECIAL = str.maketrans({"ß": "ss", "æ": "ae", "ø": "o", "đ": "d", "ł": "l
 
 def fold(text: str) -> str:
     """Lowercase ``text`` and strip diacritics ("Příliš Žluťoučký" → "prilis zlutoucky")."""
+    if text.isascii():  # most words of a query's snippets: nothing to decompose
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.lower().translate(_SPECIAL))
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 

@@ -112,15 +112,21 @@ class Portal:
         ]
 
     def run_search(self, params: SearchParams) -> SearchResult:
-        """The query's vector first (its own time limit), then the SQL (the reader's time limit)."""
-        vector, error = self.embedder.embed(params.query) if params.mode != "bm25" else (None, None)
+        """The query's vector is computed (its own time limit) while the SQL reads the words (the
+        reader's time limit, which the wait for the vector does not use up)."""
+        pending = self.embedder.submit(params.query) if params.mode != "bm25" else None
         with self.reader.connection() as lease:
             def nearest(query_vector: bytes, k: int) -> list[tuple[int, float]] | None:
                 return self.memory.nearest(lease.conn, lease.identity, query_vector, k)
 
+            def vector_later() -> tuple[bytes | None, str | None]:
+                assert pending is not None and lease.clock is not None
+                with lease.clock.excluded():
+                    return pending()
+
             result = search(lease.conn, self.config, params.query, limit=params.limit, source=params.source,
                             max_per_note=self.config.max_per_note, tag=params.tag, mode=params.mode,
-                            query_vector=vector, embedder_error=error, nearest=nearest)
+                            vector_later=vector_later if pending else None, nearest=nearest)
         return self._on_the_site(result)
 
     def _on_the_site(self, result: SearchResult) -> SearchResult:

@@ -1,8 +1,10 @@
 """The query embedder of the server: the configured provider, used by one thread, waited for briefly.
 
 Every query vector is computed on one worker thread of its own (the in-process
-model is not made for concurrent calls), before the time-limited SQL part of a
-search. A request waits at most ``time_limit_s`` for it; a slow or failing
+model is not made for concurrent calls) while the search reads its words (the
+model lets go of the GIL: on two cores the two overlap). A request waits at most
+``time_limit_s`` for it, and that wait is not counted in the SQL's time limit
+(see ``server.reader.SqlClock``); a slow or failing
 provider turns into a note and BM25-only results, never an error. What is known
 about the provider (created or not, the last failure and the last success) is
 kept for ``/api/health``, which never runs an inference itself.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -55,18 +58,28 @@ class QueryEmbedder:
 
     def embed(self, text: str) -> tuple[bytes | None, str | None]:
         """The query's vector, or None and the reason (None, None: embeddings are disabled)."""
+        return self.submit(text)()
+
+    def submit(self, text: str) -> Callable[[], tuple[bytes | None, str | None]]:
+        """Start embedding ``text`` now; the function returned waits for :meth:`embed`'s answer (the
+        time limit counts from now), so a search can read its words meanwhile."""
         if not self.config.enabled:
-            return None, None
+            return lambda: (None, None)
         job = self._worker.submit(self._embed, text)
-        try:
-            return job.result(timeout=self.time_limit_s), None
-        except FutureTimeout:
-            job.cancel()  # still queued: never started, so it costs nothing; running: it finishes alone
-            reason = f"the query embedder took longer than {self.time_limit_s:g} s"
-            self._failed(reason)
-            return None, reason
-        except _Failed as failed:
-            return None, str(failed)
+        started = time.monotonic()
+
+        def result() -> tuple[bytes | None, str | None]:
+            try:
+                return job.result(timeout=max(0.0, started + self.time_limit_s - time.monotonic())), None
+            except FutureTimeout:
+                job.cancel()  # still queued: never started, so it costs nothing; running: it finishes alone
+                reason = f"the query embedder took longer than {self.time_limit_s:g} s"
+                self._failed(reason)
+                return None, reason
+            except _Failed as failed:
+                return None, str(failed)
+
+        return result
 
     def _embed(self, text: str) -> bytes:
         embedder = self._provider()

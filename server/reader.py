@@ -34,12 +34,29 @@ class QueryTimeout(UserError):
     """A query ran past the time limit and was interrupted."""
 
 
+class SqlClock:
+    """When a lease's statements are interrupted; time spent in :meth:`excluded` does not count."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.deadline = time.monotonic() + limit_s
+
+    @contextmanager
+    def excluded(self) -> Iterator[None]:
+        """Wait here for something else (the query's vector) without using up the SQL's time."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.deadline += time.monotonic() - started
+
+
 class Lease(NamedTuple):
-    """A connection checked out of the pool and the generation it reads."""
+    """A connection checked out of the pool, the generation it reads and its SQL time limit."""
 
     conn: Connection
     identity: Identity
     snapshot: bool = False  # an immutable snapshot (a full disk): used once, never pooled
+    clock: SqlClock | None = None  # set while :meth:`IndexReader.connection` lends it
 
 
 class IndexReader:
@@ -116,13 +133,13 @@ class IndexReader:
         Raises :class:`QueryTimeout` for an interrupted statement and :class:`IndexUnreadable` for any
         other SQLite error (a damaged file), so a request never ends in a traceback.
         """
-        lease = self._check_out()
-        deadline = time.monotonic() + self.time_limit_s
+        clock = SqlClock(self.time_limit_s)
+        lease = self._check_out()._replace(clock=clock)
         timed_out = False
 
         def check() -> int:
             nonlocal timed_out
-            timed_out = time.monotonic() > deadline
+            timed_out = time.monotonic() > clock.deadline
             return 1 if timed_out else 0
 
         lease.conn.set_progress_handler(check, 10_000)

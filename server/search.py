@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from sqlite3 import Connection, Row
 
 Nearest = Callable[[bytes, int], "list[tuple[int, float]] | None"]
+VectorLater = Callable[[], "tuple[bytes | None, str | None]"]  # waits for the query's vector (or why not)
 
 MODES = ("hybrid", "bm25", "vector")
 MAX_LIMIT = 100
@@ -92,12 +93,13 @@ def check_limit(limit: int | str) -> int:
 def search(conn: Connection, config: Config, query: str, *, limit: int = 10, source: str | None = None,
            tag: str | None = None, mode: str = "hybrid", embedder: Embedder | None = None,
            embedder_error: str | None = None, query_vector: bytes | None = None,
-           nearest: Nearest | None = None, max_per_note: int = MAX_PER_NOTE) -> SearchResult:
+           vector_later: VectorLater | None = None, nearest: Nearest | None = None,
+           max_per_note: int = MAX_PER_NOTE) -> SearchResult:
     """Answer one query. Raises :class:`ReindexNeeded` when the index speaks another embedding space.
 
-    The query's vector is ``query_vector`` when given (the server embeds before its SQL time
-    limit starts), else ``embedder``'s; with neither, the results are BM25-only and a note says
-    why (``embedder_error``). ``nearest`` (the server's in-memory vectors) may answer the KNN
+    The query's vector is ``query_vector`` when given, else what ``vector_later()`` answers once
+    the words are searched (the server starts embedding first, so the two overlap), else
+    ``embedder``'s; with none, the results are BM25-only and a note says why (``embedder_error``). ``nearest`` (the server's in-memory vectors) may answer the KNN
     scan instead of sqlite-vec.
     """
     check_mode(mode)
@@ -119,7 +121,9 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     lexical = _bm25(conn, terms, source, tag)
     semantic: list[tuple[int, float]] = []
     if mode in ("hybrid", "vector"):
-        if query_vector is None and embedder is not None:
+        if query_vector is None and vector_later is not None:
+            query_vector, embedder_error = vector_later()
+        elif query_vector is None and embedder is not None:
             query_vector, embedder_error = embed_query(embedder, query)
         semantic, note = _vector(conn, config, source, tag, query_vector, embedder_error, nearest)
         if note:

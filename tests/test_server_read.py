@@ -58,6 +58,29 @@ def test_a_slow_query_embedder_does_not_use_up_the_sql_time_limit(config_for, qu
     assert any(h["ranks"]["vector"] for h in body["hits"])
 
 
+def test_the_query_is_embedded_while_its_words_are_searched(portal, monkeypatch):
+    """The vector is computed on the embedder's thread while BM25 runs, not before it: the embedder
+    sees the words being searched while it works (before, it waited its second out alone)."""
+    words_searched = threading.Event()
+    seen: list[bool] = []
+    real_fts_search = db.fts_search
+
+    def fts_search(*args, **kwargs):
+        words_searched.set()
+        return real_fts_search(*args, **kwargs)
+
+    class Watching(HashEmbedder):
+        def embed_query(self, text: str) -> bytes:
+            seen.append(words_searched.wait(timeout=1.0))
+            return super().embed_query(text)
+
+    monkeypatch.setattr(db, "fts_search", fts_search)
+    client = TestClient(create_app(portal, embedder_factory=Watching))
+    body = client.get("/api/search", params={"q": "powerbanka"}).json()
+    assert seen == [True] and body["notes"] == []
+    assert body["hits"][0]["ranks"]["vector"] is not None
+
+
 def test_an_embedder_slower_than_its_limit_gives_word_results_with_a_note(portal):
     class VerySlow(SlowEmbedder):
         delay = 1.5

@@ -2,8 +2,9 @@
 and the webhooks and sync API of :mod:`server.sync_api`, which only queue jobs.
 
 Queries only read: the index is opened read-only through a small connection pool,
-with a time limit on the SQL. The query is embedded first, with its own time limit,
-and a slow or failing embedder only makes the answer BM25-only. Anything a user can
+with a time limit on the SQL. The query is embedded while its words are searched, with
+its own time limit (the wait for it is not the SQL's), and a slow or failing embedder
+only makes the answer BM25-only. Anything a user can
 type gets a 200, a redirect or a 4xx, never a 500.
 """
 

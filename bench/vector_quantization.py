@@ -3,7 +3,9 @@
 For the server's memory (issue 11: RSS at 100,000 chunks ≤ 250 MB, the float32 matrix alone is
 154 MB): int8 per dimension and PCA to fewer dimensions, each followed by exact re-scoring of its
 best candidates, measured as recall of the exact top 50 over the dev queries (the eval index's real
-vectors, the embedded model); then the cost of fetching exact vectors back from ``vec0``.
+vectors, the embedded model); then the cost of fetching exact vectors back from ``vec0``; then the
+server's own copy (:class:`server.vectors.VectorMemory`) against ``vec0``'s exact scan over the same
+queries, on the eval index and on ``--lookup-index``: the same ids, the same similarities, the time.
 
     python bench/vector_quantization.py --config examples/portal.yaml --queries ../shared/eval/dev.jsonl \
         [--lookup-index /path/to/a/100k/index.sqlite]
@@ -26,6 +28,7 @@ from builder.cli.evaluate import eval_config, load_queries
 from builder.core import index as db
 from builder.core.config import load_config
 from builder.core.embedding import make_embedder
+from server.vectors import VectorMemory
 
 TOP = 50
 
@@ -42,6 +45,30 @@ def recall(exact: np.ndarray, approx: np.ndarray, candidates: int) -> tuple[floa
         shares.append(len(np.intersect1d(np.round(got, 6), np.round(true, 6))) / len(np.unique(np.round(true, 6))))
         firsts += int(np.isclose(got[0], true[0]))
     return float(np.mean(shares)), firsts
+
+
+def against_vec0(path: Path, vectors: list[bytes], k: int = 30) -> None:
+    """The server's in-memory copy of ``path``'s vectors against vec0's scan: ids, similarities, time."""
+    conn = db.open_index(path)
+    identity = (0, 0)
+    memory = VectorMemory(lambda: (identity, db.open_index(path)), min_vectors=1)
+    memory.nearest(conn, identity, vectors[0], k)
+    while memory.loaded() is None and memory.state()["error"] is None:
+        time.sleep(0.05)
+    same_ids = same_scores = 0
+    fast, scan = [], []
+    for vector in vectors:
+        start = time.perf_counter()
+        mine = memory.nearest(conn, identity, vector, k) or []
+        fast.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        exact = db.knn_search(conn, vector, k, None, None)
+        scan.append(time.perf_counter() - start)
+        same_ids += [i for i, _ in mine] == [i for i, _ in exact]
+        same_scores += bool(np.allclose([s for _, s in mine], [s for _, s in exact], atol=1e-5))
+    print(f"{path.name} ({db.count_vectors(conn)} vectors), top {k}: same ids {same_ids} of {len(vectors)}, "
+          f"same similarities {same_scores} of {len(vectors)}; p50 in memory "
+          f"{statistics.median(fast) * 1000:.1f} ms, vec0 {statistics.median(scan) * 1000:.1f} ms")
 
 
 def main() -> None:
@@ -76,7 +103,11 @@ def main() -> None:
         for candidates in (TOP, 2 * TOP, 4 * TOP, 8 * TOP):
             share, firsts = recall(exact, approx, candidates)
             print(f"| {name} | {size:.0f} MB | {candidates} | {share:.3f} | {firsts} of {len(queries)} |")
+    print()
+    vectors = [row.tobytes() for row in q]
+    against_vec0(config.index, vectors)
     if args.lookup_index:
+        against_vec0(args.lookup_index, vectors)
         lookup = db.open_index(args.lookup_index)
         ids = [row[0] for row in lookup.execute("SELECT rowid FROM vec_chunks")]
         print(f"\nexact vectors back from vec0 ({len(ids)} rows), median of 20:")

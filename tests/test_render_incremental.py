@@ -213,13 +213,13 @@ def test_a_new_folder_enters_the_table_of_contents_and_the_tree_and_goes_with_it
 def test_an_edited_note_takes_its_unchanged_code_from_the_stored_blocks(portal, monkeypatch):
     """A small render reads the site's stored highlighted blocks when it meets code it does not
     remember (as a new process would), highlights nothing anew, and writes the same page."""
-    from builder.render import highlight, jobs
+    from builder.render import highlight, site
 
     config, root = portal
     code = "```python\ndef pozdrav(jmeno):\n    return f'Ahoj {jmeno}'\n```\n"
     write(root, "e.md", f"# Epsilon\n\nNic.\n\n{code}")
     with monkeypatch.context() as big:
-        big.setattr(jobs, "PARALLEL_MIN", 1)  # five notes make a big render: it stores the blocks its notes use
+        big.setattr(site, "BIG_RENDER", 1)  # five notes make a big render: it stores the blocks its notes use
         build_and_render(config, full=True)
     highlight._MEMO.clear()
     lexed: list[str] = []

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.core import urls
-from builder.forkpool import PARALLEL_MIN, Pool  # noqa: F401  (the render's pool: site.py uses jobs.Pool)
 
 if TYPE_CHECKING:
     from builder.core.templates import Templates

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from builder.core import index as db
 from builder.core import templates, urls
 from builder.core.config import Config
+from builder.forkpool import PARALLEL_MIN, Pool
 from builder.render import (
     drawing,
     graph,
@@ -49,6 +50,11 @@ from builder.synclog import SyncLog
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
+
+
+# A render of this many notes forks workers; then reading and writing the site's stored highlighted code
+# pays off (a small render reads it only for a code block it does not remember: highlight.use).
+BIG_RENDER = PARALLEL_MIN
 
 
 @dataclass(frozen=True)
@@ -123,9 +129,9 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
                                 cache_dir=site / output.CACHE_DIR / "jinja")
     jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site))
     try:
-        with jobs.Pool(workers) as pool:
+        with Pool(workers) as pool:
             entries, stale = state.recheck(notes, old, trust and previous.get("universe") == universe, resolver)
-            big = len(stale) >= jobs.PARALLEL_MIN  # worth reading and writing the site's highlighted code
+            big = len(stale) >= BIG_RENDER
             if big:
                 highlight.load(highlights)  # before the workers fork: they inherit it
             else:
@@ -206,7 +212,7 @@ def _affected(notes: list[pages.NoteInfo], stale: list[pages.NoteInfo], old: dic
     return found
 
 
-def _bodies(pool: jobs.Pool, notes: list[pages.NoteInfo]) -> dict[str, jobs.Outcome]:
+def _bodies(pool: Pool, notes: list[pages.NoteInfo]) -> dict[str, jobs.Outcome]:
     """Note key → its rendered body (:class:`builder.render.jobs.Outcome`); one job per text."""
 
     groups = jobs.same_text_groups(notes)

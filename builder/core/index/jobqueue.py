@@ -99,6 +99,10 @@ def job_view(row: Row, now: float | None = None) -> dict[str, Any]:
     }
 
 
+def _job_row(conn: Connection, job_id: str) -> Row | None:
+    return conn.execute("SELECT * FROM jobs WHERE id = :id", {"id": job_id}).fetchone()
+
+
 class JobQueue:
     """The queue file at ``path``; safe to use from several threads and processes at once."""
 
@@ -132,9 +136,10 @@ class JobQueue:
         now = time.time()
         with self._conn() as conn, transaction(conn):
             if delivery is not None:
-                seen = conn.execute("SELECT job FROM deliveries WHERE delivery = ?", (delivery,)).fetchone()
+                seen = conn.execute("SELECT job FROM deliveries WHERE delivery = :delivery",
+                                    {"delivery": delivery}).fetchone()
                 if seen is not None:
-                    row = conn.execute("SELECT * FROM jobs WHERE id = ?", (seen["job"],)).fetchone()
+                    row = _job_row(conn, seen["job"])
                     view = job_view(row, now) if row is not None else {"id": seen["job"], "state": "forgotten"}
                     return Enqueued(view, new=False, duplicate=True)
             # a job for every source covers one source's request; one source's job never covers all
@@ -153,9 +158,10 @@ class JobQueue:
                     VALUES (:id, :source, :reason, 'queued', 'queued', :now, :now)
                 """), {"id": job_id, "source": source, "reason": reason, "now": now})
             if delivery is not None:
-                conn.execute("INSERT INTO deliveries (delivery, source, job, received_at) VALUES (?, ?, ?, ?)",
-                             (delivery, source or "", job_id, now))
-            view = job_view(conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone(), now)
+                conn.execute("INSERT INTO deliveries (delivery, source, job, received_at) "
+                             "VALUES (:delivery, :source, :job, :now)",
+                             {"delivery": delivery, "source": source or "", "job": job_id, "now": now})
+            view = job_view(_job_row(conn, job_id), now)
         return Enqueued(view, new=new)
 
     # ------------------------------------------------------------ reading
@@ -165,7 +171,7 @@ class JobQueue:
         if not self.exists():
             return None
         with self._conn() as conn:
-            row = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            row = _job_row(conn, job_id)
         return job_view(row) if row is not None else None
 
     def status(self, recent: int = 20) -> dict[str, Any]:
@@ -176,8 +182,8 @@ class JobQueue:
         with self._conn() as conn:
             for row in conn.execute("SELECT state, count(*) AS n FROM jobs GROUP BY state"):
                 counts[row["state"]] = row["n"]
-            rows = conn.execute("SELECT * FROM jobs ORDER BY created_at DESC, rowid DESC LIMIT ?",
-                                (recent,)).fetchall()
+            rows = conn.execute("SELECT * FROM jobs ORDER BY created_at DESC, rowid DESC LIMIT :recent",
+                                {"recent": recent}).fetchall()
         now = time.time()
         return {"counts": counts, "jobs": [job_view(row, now) for row in rows]}
 
@@ -189,41 +195,45 @@ class JobQueue:
             return None
         now = time.time()
         with self._conn() as conn, transaction(conn):
-            row = conn.execute("SELECT * FROM jobs WHERE state = 'queued' AND not_before <= ? "
-                               "ORDER BY not_before, created_at LIMIT 1", (now,)).fetchone()
+            row = conn.execute("SELECT * FROM jobs WHERE state = 'queued' AND not_before <= :now "
+                               "ORDER BY not_before, created_at LIMIT 1", {"now": now}).fetchone()
             if row is None:
                 return None
-            conn.execute("UPDATE jobs SET state = 'running', phase = 'waiting', attempts = attempts + 1, "
-                         "started_at = ?, finished_at = NULL, notes = 0, chunks = 0, removed = 0 WHERE id = ?",
-                         (now, row["id"]))
+            conn.execute(dedent("""
+                UPDATE jobs SET state = 'running', phase = 'waiting', attempts = attempts + 1, started_at = :now,
+                                finished_at = NULL, notes = 0, chunks = 0, removed = 0
+                WHERE id = :id
+            """), {"now": now, "id": row["id"]})
         return Job(row["id"], row["source"], row["attempts"] + 1)
 
     def progress(self, job_id: str, phase: str, notes: int, chunks: int, removed: int) -> None:
         """Where a running job is."""
         with self._conn() as conn:
-            conn.execute("UPDATE jobs SET phase = ?, notes = ?, chunks = ?, removed = ? WHERE id = ? "
-                         "AND state = 'running'", (phase, notes, chunks, removed, job_id))
+            conn.execute("UPDATE jobs SET phase = :phase, notes = :notes, chunks = :chunks, removed = :removed "
+                         "WHERE id = :id AND state = 'running'",
+                         {"phase": phase, "notes": notes, "chunks": chunks, "removed": removed, "id": job_id})
 
     def finish(self, job_id: str, error: str | None, retry_in: float | None = None) -> str:
         """End an attempt: succeeded (``error`` None), queued again after ``retry_in`` seconds, or failed
         for good (no ``retry_in``, or its last attempt). Returns the job's new state."""
         now = time.time()
         with self._conn() as conn, transaction(conn):
-            row = conn.execute("SELECT attempts FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            row = _job_row(conn, job_id)
             if row is None:
                 return "forgotten"
             if error is None:
                 state = "succeeded"
-                conn.execute("UPDATE jobs SET state = ?, phase = 'done', finished_at = ?, error = NULL "
-                             "WHERE id = ?", (state, now, job_id))
+                conn.execute("UPDATE jobs SET state = :state, phase = 'done', finished_at = :now, error = NULL "
+                             "WHERE id = :id", {"state": state, "now": now, "id": job_id})
             elif retry_in is not None and row["attempts"] < MAX_ATTEMPTS:
                 state = "queued"
-                conn.execute("UPDATE jobs SET state = ?, phase = 'retry', finished_at = ?, error = ?, "
-                             "not_before = ? WHERE id = ?", (state, now, error, now + retry_in, job_id))
+                conn.execute("UPDATE jobs SET state = :state, phase = 'retry', finished_at = :now, error = :error, "
+                             "not_before = :not_before WHERE id = :id",
+                             {"state": state, "now": now, "error": error, "not_before": now + retry_in, "id": job_id})
             else:
                 state = "failed"
-                conn.execute("UPDATE jobs SET state = ?, finished_at = ?, error = ? WHERE id = ?",
-                             (state, now, error, job_id))
+                conn.execute("UPDATE jobs SET state = :state, finished_at = :now, error = :error WHERE id = :id",
+                             {"state": state, "now": now, "error": error, "id": job_id})
             self._forget_old(conn, now)
         return state
 
@@ -245,5 +255,6 @@ class JobQueue:
 
     @staticmethod
     def _forget_old(conn: Connection, now: float) -> None:
-        conn.execute("DELETE FROM jobs WHERE state IN ('succeeded', 'failed') AND finished_at < ?", (now - KEEP_S,))
-        conn.execute("DELETE FROM deliveries WHERE received_at < ?", (now - KEEP_S,))
+        before = {"before": now - KEEP_S}
+        conn.execute("DELETE FROM jobs WHERE state IN ('succeeded', 'failed') AND finished_at < :before", before)
+        conn.execute("DELETE FROM deliveries WHERE received_at < :before", before)

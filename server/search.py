@@ -138,7 +138,7 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     ranked = fusion.fuse(lexical if mode != "vector" else [], semantic if mode != "bm25" else [], best,
                          unaccented=unaccented)
     hits = _group(ranked, rows, terms, limit, max_per_note)
-    weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode)
+    weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode, unaccented)
     if not hits and not db.counts(conn)["chunks"]:
         notes.append("the index is empty: run `notes-portal build`")
     return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected, tuple(t.text for t in content(terms)))
@@ -236,11 +236,13 @@ def _best_notes_texts(lexical: list[tuple[int, float]], rows: dict[int, Row]) ->
 
 
 def _weak(best_coverage: float, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
-          rows: dict[int, Row], mode: str) -> bool:
+          rows: dict[int, Row], mode: str, unaccented: bool) -> bool:
     def notes(found: list[tuple[int, float]]) -> set[tuple[str, str]]:
         return {(rows[i]["source_id"], rows[i]["path"]) for i, _ in found[:fusion.AGREEMENT_DEPTH] if i in rows}
 
-    with_vectors = mode != "bm25" and bool(semantic)  # no vectors (provider none, a failed embedder): words alone
+    # No vectors (provider none, a failed embedder), or a query typed without accents (the model reads
+    # its words as other tokens, and its list drifts): the words alone decide.
+    with_vectors = mode != "bm25" and bool(semantic) and not unaccented
     return fusion.is_weak(best_coverage, notes(lexical), notes(semantic) if with_vectors else None)
 
 

@@ -296,6 +296,28 @@ def test_with_words_alone_a_note_holding_a_third_of_them_is_a_lead(indexed, quer
     assert result.hits[0].path == "recepty/teh-tarik.md" and result.weak is weak
 
 
+@pytest.mark.parametrize(("query", "weak"), [("nastroje povolene qwrtz zxcvb", False),
+                                               ("nástroje povolené qwrtz zxcvb", True)])
+def test_a_query_typed_without_accents_is_judged_by_its_words(config_for, notes_dir, quiet_log, query, weak):
+    """Half the words are in the exam note and the vector half points at guitar notes only: typed
+    with accents that disagreement makes the answer weak; typed without them, the model's list is no
+    second opinion (it reads ``nastroje`` as another word) and the words alone find a lead."""
+    write_note(notes_dir, "skola/skuska.md", "# Skúška\n\nAké nástroje sú povolené na skúške? Python a NetBeans.\n")
+    for i in range(6):
+        write_note(notes_dir, f"hudba/kytara-{i}.md", f"# Kytara {i}\n\nKytara, struna a akord číslo {i}.\n")
+    config = config_for(EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    guitars = HashEmbedder().embed_query("kytara struna akord")
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    try:
+        result = search(conn, config, query, mode="hybrid", query_vector=guitars)
+    finally:
+        conn.close()
+    assert result.hits[0].path == "skola/skuska.md"
+    assert "skola/skuska.md" not in {h.path for h in result.hits if h.ranks["vector"] and h.ranks["vector"] <= 5}
+    assert result.weak is weak
+
+
 @pytest.mark.parametrize(("query", "unknown"), [("převodník pro Modbus", "'modbus'"),
                                                  ("zapojení převodníku na ESP32", "'esp32'"),
                                                  ("čaj s mlékem jako v NewYorku", "'newyorku'")])

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builder.core.index import FileRecord
+from builder.core.index import FileRecord, chunk_stems
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,8 @@ def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | No
                         (), tuple(warnings))
     rows = tuple({"chunk_idx": c.idx, "breadcrumb": c.breadcrumb, "anchor": c.anchor,
                   "line_start": c.line_start, "line_end": c.line_end, "text": c.text,
-                  "embed_sha": sha256_text(c.embed_text)} for c in chunks)
+                  "embed_sha": sha256_text(c.embed_text), "stems": chunk_stems(c.breadcrumb, c.text)}
+                 for c in chunks)  # the word keys here too: this runs on every core, the writer on one
     return Ingested(_record(path, data, size, mtime_ns, changed_at, **fields), rows, tuple(warnings))
 
 

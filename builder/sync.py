@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_REINDEX, EXIT_PARTIAL = 0, 1, 3
 MASS_REMOVAL = 10  # a folder scan may remove this many notes, or up to half of a source, without asking
+WRITE_BATCH_S = 0.5  # the index commits a source's changes every half second, not once per note
 INGEST_BATCH = 1024  # changed files read (and parsed on every core) at a time: bounded memory on a first build
 
 
@@ -216,7 +217,9 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     for scan in scans:
         if not scan.empty:
             try:
-                if _apply(conn, config, scan, log, report):
+                with db.WriteBatch(conn, WRITE_BATCH_S):
+                    partial = _apply(conn, config, scan, log, report)
+                if partial:
                     code = EXIT_PARTIAL
             except Exception as exc:  # one source's failure must not stop the others
                 reason = f"indexing failed ({type(exc).__name__}: {exc}); the next build tries again"

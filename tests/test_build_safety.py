@@ -203,13 +203,17 @@ def test_status_shows_an_indexing_failure(tmp_path, notes, monkeypatch, capsys):
             "the next build tries again" in out)
 
 
-def test_a_build_is_killed_and_the_next_one_finishes_the_work(tmp_path, notes):
-    """A SIGKILL in the middle of indexing (the crash test covers many more moments)."""
+@pytest.mark.parametrize(("batch_s", "kept"), [(0, range(14, 25)), (3600, range(13, 14))])
+def test_a_build_is_killed_and_the_next_one_finishes_the_work(tmp_path, notes, batch_s, kept):
+    """A SIGKILL in the middle of indexing (the crash test covers many more moments). The notes
+    committed before it stay (with a commit after every note, the four stored before the kill; with
+    one batch, none), no note is half there, and the next build does the rest."""
     config = make(tmp_path)
     assert run(config) == 0
     for i in range(12, 24):
         write_note(notes, f"deniky/d{i}.md", f"# Deník {i}\n\nZápis číslo {i}.\n")
     script = ("import os, signal, sys\n"
+              f"import builder.sync\nbuilder.sync.WRITE_BATCH_S = {batch_s}\n"
               "from builder.core.index import notes\n"
               "real = notes.replace_file\n"
               "count = [0]\n"
@@ -223,7 +227,45 @@ def test_a_build_is_killed_and_the_next_one_finishes_the_work(tmp_path, notes):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     killed = subprocess.run([sys.executable, "-c", script, str(config.path)], env=env, capture_output=True)
     assert killed.returncode == -9
-    assert 13 < len(indexed_paths(config)) < 25
+    assert len(indexed_paths(config)) in kept
     assert not (config.site.output / "notes/deniky/d23.html").exists()
     assert run(config) == 0 and len(indexed_paths(config)) == 25
     assert (config.site.output / "notes/deniky/d23.html").exists()
+
+
+def test_a_write_batch_commits_whole_steps_only(tmp_path):
+    """Inside a batch each transaction() is a step: a failing one is undone alone, the rest commit
+    together at the batch's end (or as soon as its time is up), and a batch that fails keeps nothing
+    it had not committed."""
+    path = tmp_path / "batch.sqlite"
+    conn, reader = db.connect(path, vec=False), None
+    try:
+        conn.execute("CREATE TABLE t (x INTEGER)")
+        reader = db.connect(path, vec=False, readonly=True)
+
+        def seen() -> list[int]:
+            return [row[0] for row in reader.execute("SELECT x FROM t ORDER BY x")]
+
+        with db.WriteBatch(conn, seconds=3600):
+            with db.transaction(conn):
+                conn.execute("INSERT INTO t VALUES (1)")
+            with pytest.raises(ValueError), db.transaction(conn):
+                conn.execute("INSERT INTO t VALUES (2)")
+                raise ValueError("a bad step")
+            with db.transaction(conn):
+                conn.execute("INSERT INTO t VALUES (3)")
+            assert seen() == []  # not committed yet
+        assert seen() == [1, 3]
+        with db.WriteBatch(conn, seconds=0):
+            with db.transaction(conn):
+                conn.execute("INSERT INTO t VALUES (4)")
+            assert seen() == [1, 3, 4]  # its time was up: committed after the step
+        with pytest.raises(RuntimeError), db.WriteBatch(conn, seconds=3600):
+            with db.transaction(conn):
+                conn.execute("INSERT INTO t VALUES (5)")
+            raise RuntimeError("the build dies")
+        assert seen() == [1, 3, 4] and not conn.in_transaction
+    finally:
+        conn.close()
+        if reader is not None:
+            reader.close()

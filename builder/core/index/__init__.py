@@ -12,6 +12,7 @@ own (``jobs.sqlite``) beside the index; it is imported by its full name.
 """
 
 from builder.core.index.connection import (
+    WriteBatch,
     checkpoint,
     connect,
     load_vec,
@@ -68,6 +69,7 @@ from builder.core.index.queries import (
 from builder.core.index.schema import (
     CHUNKER_VERSION,
     check_identity,
+    chunk_stems,
     ensure_vec_table,
     expected_identity,
     fts_integrity_error,
@@ -80,7 +82,7 @@ from builder.core.index.schema import (
 )
 
 __all__ = [
-    "check_identity", "checkpoint", "chunk_details", "CHUNKER_VERSION", "connect", "content_token",
+    "check_identity", "checkpoint", "chunk_details", "chunk_stems", "CHUNKER_VERSION", "connect", "content_token",
     "count_pending", "count_vectors", "counts", "database_file", "delete_file", "delete_source",
     "ensure_vec_table", "expected_identity", "identity_diffs", "file_states", "file_status", "FileRecord", "FileState",
     "filter_chunk_ids", "fts_integrity_error", "fts_search", "get_meta", "get_sources", "has_stems",
@@ -88,5 +90,5 @@ __all__ = [
     "note_headings", "NoteRow", "notes_for_render", "notes_for_toc", "open_index", "pending_chunks", "read_snapshot",
     "replace_file", "set_last_change", "set_meta", "snapshot_only", "source_stats", "SourceRow",
     "sqlite_module", "store_vectors", "touch_file", "transaction", "unpublished_notes", "update_source",
-    "upsert_source", "vec_version", "vector_candidates", "vectors_of", "vectors_version", "words_starting",
+    "upsert_source", "vec_version", "WriteBatch", "vector_candidates", "vectors_of", "vectors_version", "words_starting",
 ]

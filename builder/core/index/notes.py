@@ -8,9 +8,10 @@ the same transaction; their copies in ``chunk_vectors`` go by its foreign key.
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from textwrap import dedent
+from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.core.index.connection import transaction
@@ -18,6 +19,8 @@ from builder.core.index.schema import chunk_stems, has_vec_table
 
 if TYPE_CHECKING:
     from sqlite3 import Connection, Row
+
+dedent = cache(textwrap.dedent)  # the statements are constants: each is dedented once
 
 # Rows of ``files`` (alias f) carrying the tag :tag, compared Unicode-casefolded; NULL: any note.
 TAG_FILTER = "(:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(f.tags) WHERE casefold(value) = casefold(:tag)))"
@@ -168,7 +171,8 @@ def replace_file(conn: Connection, source_id: str, record: FileRecord, chunks: S
                                 text, embed_sha, stems)
             VALUES (:source_id, :path, :chunk_idx, :breadcrumb, :anchor, :line_start, :line_end,
                     :text, :embed_sha, :stems)
-        """), [{**key, **chunk, "stems": chunk_stems(chunk["breadcrumb"], chunk["text"])} for chunk in chunks])
+        """), [{**key, **chunk} if "stems" in chunk else
+               {**key, **chunk, "stems": chunk_stems(chunk["breadcrumb"], chunk["text"])} for chunk in chunks])
         _bump(conn, "content_version")
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Iterable, Iterator, Sequence
-from textwrap import dedent
+from functools import cache
 from typing import TYPE_CHECKING
 
 from builder.core.index.notes import TAG_FILTER
@@ -12,6 +13,8 @@ from builder.core.index.schema import has_vec_table
 
 if TYPE_CHECKING:
     from sqlite3 import Connection, Row
+
+dedent = cache(textwrap.dedent)  # the statements are constants: each is dedented once
 
 MAX_VECTOR_CANDIDATES = 4096
 

@@ -234,9 +234,9 @@ def test_a_build_is_killed_and_the_next_one_finishes_the_work(tmp_path, notes, b
 
 
 def test_a_write_batch_commits_whole_steps_only(tmp_path):
-    """Inside a batch each transaction() is a step: a failing one is undone alone, the rest commit
-    together at the batch's end (or as soon as its time is up), and a batch that fails keeps nothing
-    it had not committed."""
+    """Inside a batch each transaction() is a step: the steps commit together at the batch's end
+    (or as soon as its time is up); a step that fails fails the batch, which keeps nothing it had
+    not committed, even when the caller catches the error and goes on."""
     path = tmp_path / "batch.sqlite"
     conn, reader = db.connect(path, vec=False), None
     try:
@@ -246,25 +246,32 @@ def test_a_write_batch_commits_whole_steps_only(tmp_path):
         def seen() -> list[int]:
             return [row[0] for row in reader.execute("SELECT x FROM t ORDER BY x")]
 
+        def step(x: int, fail: bool = False) -> None:
+            with db.transaction(conn):
+                conn.execute("INSERT INTO t VALUES (:x)", {"x": x})
+                if fail:
+                    raise ValueError("a bad step")
+
         with db.WriteBatch(conn, seconds=3600):
-            with db.transaction(conn):
-                conn.execute("INSERT INTO t VALUES (1)")
-            with pytest.raises(ValueError), db.transaction(conn):
-                conn.execute("INSERT INTO t VALUES (2)")
-                raise ValueError("a bad step")
-            with db.transaction(conn):
-                conn.execute("INSERT INTO t VALUES (3)")
+            step(1)
+            step(2)
             assert seen() == []  # not committed yet
-        assert seen() == [1, 3]
+        assert seen() == [1, 2]
         with db.WriteBatch(conn, seconds=0):
-            with db.transaction(conn):
-                conn.execute("INSERT INTO t VALUES (4)")
-            assert seen() == [1, 3, 4]  # its time was up: committed after the step
+            step(3)
+            assert seen() == [1, 2, 3]  # its time was up: committed after the step
+            step(4)
+        with db.WriteBatch(conn, seconds=3600):
+            step(5)
+            with pytest.raises(ValueError):
+                step(6, fail=True)
+            with pytest.raises(RuntimeError, match="an earlier step of this write batch failed"):
+                step(7)
+        assert seen() == [1, 2, 3, 4] and not conn.in_transaction
         with pytest.raises(RuntimeError), db.WriteBatch(conn, seconds=3600):
-            with db.transaction(conn):
-                conn.execute("INSERT INTO t VALUES (5)")
+            step(8)
             raise RuntimeError("the build dies")
-        assert seen() == [1, 3, 4] and not conn.in_transaction
+        assert seen() == [1, 2, 3, 4]
     finally:
         conn.close()
         if reader is not None:

@@ -182,3 +182,65 @@ def test_fold_of_ascii_text_is_the_full_folds_answer():
     assert sum(w.isascii() for w in words) > 500 and sum(not w.isascii() for w in words) > 500
     for text in [*words, *lines, "MAX485 RS-485 ß Straße", "ĽADOVÝ čaj", ""]:
         assert fold(text) == reference(text), text
+
+
+def test_notes_written_in_a_batch_are_found_like_notes_written_one_by_one(tmp_path):
+    """A WriteBatch puts new chunks' words into FTS5 once per commit, not per note: with notes
+    replaced twice and deleted inside the same batch (their words must be in FTS5 before the delete
+    trigger takes them out), the full-text index passes FTS5's integrity check and answers every
+    word as the index written one note per transaction does."""
+    from builder.core import index as db
+
+    words = ["konvice", "čaj", "převodník", "sběrnice", "hora", "sníh", "kontajner", "sieť"]
+
+    def text(n: int, version: int) -> str:
+        return " ".join(words[(n * 3 + version + i) % len(words)] for i in range(3)) + f" poznámka{n}v{version}"
+
+    def write(path, batch_s: float | None) -> object:
+        conn = db.connect(path, vec=False)
+        db.migrate(conn)
+        with db.transaction(conn):
+            db.upsert_source(conn, "notes", "folder", None, None)
+
+        def replace(n: int, version: int) -> None:
+            record = db.FileRecord(path=f"n{n}.md", title=f"N{n}", tags=(), headings=(), links=(), front_matter={},
+                                   status="ok", status_note=None, sha256=str(version), size=1, mtime_ns=1,
+                                   changed_at=None)
+            chunks = [{"chunk_idx": i, "breadcrumb": f"N{n}", "anchor": f"a{i}", "line_start": i + 1,
+                       "line_end": i + 1, "text": f"{text(n, version)} díl{i}", "embed_sha": f"{n}-{version}-{i}"}
+                      for i in range(3)]
+            db.replace_file(conn, "notes", record, chunks, "2026-12-01T00:00:00")
+
+        def steps() -> None:
+            for n in range(40):
+                replace(n, 0)
+            for n in range(0, 40, 5):
+                replace(n, 1)  # replaced again in the same batch
+            for n in range(1, 40, 7):
+                db.delete_file(conn, "notes", f"n{n}.md")  # deleted in the same batch
+            replace(41, 0)
+
+        if batch_s is None:
+            steps()
+        else:
+            with db.WriteBatch(conn, batch_s):
+                steps()
+        return conn
+
+    one_by_one = write(tmp_path / "a.sqlite", None)
+    for batch_s in (3600, 0):
+        batched = write(tmp_path / f"b{batch_s}.sqlite", batch_s)
+        assert db.fts_integrity_error(batched) is None
+        gone = {"poznamka5v0", "poznamka8v0"}  # replaced, deleted
+        for word in [*words, "poznamka5v1", "poznamka9v0", "poznamka41v0", "dil2", *gone]:
+            match = f'{{breadcrumb text}} : "{word}"*'
+            got = [(r["path"], r["text"]) for r in batched.execute(
+                "SELECT c.path, c.text FROM chunks_fts JOIN chunks AS c ON c.id = chunks_fts.rowid "
+                "WHERE chunks_fts MATCH :m ORDER BY c.path, c.chunk_idx", {"m": match})]
+            want = [(r["path"], r["text"]) for r in one_by_one.execute(
+                "SELECT c.path, c.text FROM chunks_fts JOIN chunks AS c ON c.id = chunks_fts.rowid "
+                "WHERE chunks_fts MATCH :m ORDER BY c.path, c.chunk_idx", {"m": match})]
+            assert got == want and bool(got) is (word not in gone), word
+        batched.close()
+    assert db.fts_integrity_error(one_by_one) is None
+    one_by_one.close()

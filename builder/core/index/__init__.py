@@ -1,7 +1,7 @@
 """The SQLite index: every SQL statement the index sees is in this package.
 
-One file holds ``files``, ``chunks``, ``chunks_fts`` (FTS5, external content
-kept by triggers), ``vec_chunks`` (sqlite-vec ``vec0``, ``rowid = chunks.id``) and
+One file holds ``files``, ``chunks``, ``chunks_fts`` (FTS5, external content:
+new chunks' words put in by the writer, deletes and updates by triggers), ``vec_chunks`` (sqlite-vec ``vec0``, ``rowid = chunks.id``) and
 ``chunk_vectors`` (the same vectors by chunk id, for exact re-scoring).
 Its modules: :mod:`.connection` (opening it), :mod:`.schema` (numbered schema
 steps, ``meta`` and the identity check), :mod:`.notes` (what the build writes,
@@ -12,7 +12,6 @@ own (``jobs.sqlite``) beside the index; it is imported by its full name.
 """
 
 from builder.core.index.connection import (
-    WriteBatch,
     checkpoint,
     connect,
     load_vec,
@@ -24,6 +23,7 @@ from builder.core.index.connection import (
     vec_version,
 )
 from builder.core.index.notes import (
+    WriteBatch,
     FileRecord,
     FileState,
     NoteRow,

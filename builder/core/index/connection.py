@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from builder.core.errors import IndexMissing
 
@@ -34,7 +33,7 @@ def _gated_class(sqlite3: ModuleType) -> type:
     """``sqlite3.Connection`` whose ``close()`` takes :data:`OPEN_CLOSE`."""
     if sqlite3 not in _GATED:
         class GatedConnection(sqlite3.Connection):  # type: ignore[name-defined,misc]
-            batch: WriteBatch | None = None  # the open batch that each transaction() joins
+            batch: Any = None  # the open notes.WriteBatch that each transaction() joins
 
             def close(self) -> None:
                 with OPEN_CLOSE:
@@ -165,7 +164,8 @@ def read_snapshot(conn: Connection) -> Iterator[Connection]:
 @contextmanager
 def transaction(conn: Connection) -> Iterator[Connection]:
     """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on any exception: all or nothing. Within a
-    :class:`WriteBatch` it is a savepoint of the batch's transaction: all or nothing still."""
+    :class:`builder.core.index.notes.WriteBatch` it is a step of the batch's transaction (all or
+    nothing still, see there)."""
     batch = getattr(conn, "batch", None)
     if batch is not None:
         with batch.step():
@@ -179,41 +179,3 @@ def transaction(conn: Connection) -> Iterator[Connection]:
         raise
     conn.execute("COMMIT")
 
-
-class WriteBatch:
-    """Many small writes, each all or nothing (:func:`transaction` inside the batch is a savepoint),
-    in few transactions: a commit at the first step boundary after ``seconds``. A commit per note
-    costs a new FTS5 segment to merge and WAL work: on a first build of 10,000 notes a third of the
-    writer's time went to COMMIT. A crash loses the steps since the last commit, never half a step;
-    readers see the steps a commit at a time."""
-
-    def __init__(self, conn: Connection, seconds: float = 0.5) -> None:
-        self.conn = conn
-        self.seconds = seconds
-        self._since = 0.0
-
-    def __enter__(self) -> WriteBatch:
-        self.conn.execute("BEGIN IMMEDIATE")
-        self._since = time.monotonic()
-        self.conn.batch = self  # type: ignore[attr-defined]
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        self.conn.batch = None  # type: ignore[attr-defined]
-        self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
-
-    @contextmanager
-    def step(self) -> Iterator[None]:
-        """One all-or-nothing step; the batch commits after it when its time is up."""
-        self.conn.execute("SAVEPOINT step")
-        try:
-            yield
-        except BaseException:
-            self.conn.execute("ROLLBACK TO step")
-            self.conn.execute("RELEASE step")
-            raise
-        self.conn.execute("RELEASE step")
-        if time.monotonic() - self._since >= self.seconds:
-            self.conn.execute("COMMIT")
-            self.conn.execute("BEGIN IMMEDIATE")
-            self._since = time.monotonic()

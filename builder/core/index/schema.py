@@ -190,6 +190,11 @@ SCHEMA_STEPS: tuple[str | Callable[[Connection], None], ...] = (
     """,
     # 5: each chunk's vector in a plain table too, for exact re-scoring by id
     _add_chunk_vectors,
+    # 6: new chunks' words go into chunks_fts by the writer, many notes per statement (see
+    # notes.WriteBatch), not by a trigger per chunk; deletes and updates keep their triggers
+    """
+    DROP TRIGGER IF EXISTS chunks_ai;
+    """,
 )
 
 

@@ -28,9 +28,9 @@ class Pool:
     def __enter__(self) -> Pool:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self.executor is not None:
-            self.executor.shutdown()
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if self.executor is not None:  # on an error, work not yet started is dropped, not waited for
+            self.executor.shutdown(cancel_futures=kind is not None)
 
     def map(self, fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
         """``[fn(item) for item in items]``."""

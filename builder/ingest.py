@@ -10,9 +10,12 @@ import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from builder.core.index import FileRecord, chunk_stems
+
+if TYPE_CHECKING:
+    from builder.forkpool import Pool
 
 
 @dataclass(frozen=True)
@@ -94,15 +97,13 @@ class NoteFile:
 _OPTIONS: list[tuple[int, Callable[[str], bool] | None]] = []  # (max_bytes, fits): workers inherit them by fork
 
 
-def ingest_all(files: list[NoteFile], *, max_bytes: int, fits: Callable[[str], bool] | None = None,
-               workers: int | None = None) -> Iterator[Ingested]:
-    """:func:`ingest` of each file, in order, each as soon as it is ready; on forked workers (every
-    core) when there are many, so this process stores one note while they parse the next ones."""
-    from builder.forkpool import Pool
-
-    _OPTIONS[:] = [(max_bytes, fits)]
-    with Pool(workers) as pool:
-        yield from pool.imap(_ingest_job, files)
+def ingest_all(pool: Pool, files: list[NoteFile], *, max_bytes: int,
+               fits: Callable[[str], bool] | None = None) -> Iterator[Ingested]:
+    """:func:`ingest` of each file, in order, each as soon as it is ready: on ``pool``'s forked
+    workers (every core) when there are many, started at once, so this process can store the notes
+    of an earlier call while they parse these."""
+    _OPTIONS[:] = [(max_bytes, fits)]  # the same for every call of a build: workers fork once
+    return pool.imap(_ingest_job, files)
 
 
 def _ingest_job(file: NoteFile) -> Ingested:

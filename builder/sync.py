@@ -10,8 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Mapping
-from contextlib import closing
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_REINDEX, EXIT_PARTIAL = 0, 1, 3
 MASS_REMOVAL = 10  # a folder scan may remove this many notes, or up to half of a source, without asking
 WRITE_BATCH_S = 0.5  # the index commits a source's changes every half second, not once per note
-INGEST_BATCH = 1024  # changed files read (and parsed on every core) at a time: bounded memory on a first build
+INGEST_BATCH = 1024  # changed files read at a time, parsed on every core while the batch before is stored: at most two in memory
 
 
 @dataclass(frozen=True)
@@ -365,7 +364,8 @@ def _record_error(conn: Connection, source: SourceConfig, reason: str, log: Sync
 
 def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, report: BuildReport) -> int:
     """Write one source's changes into the index; returns how many changed files could not be indexed."""
-    from builder.ingest import NoteFile, ingest_all, sha256_bytes
+    from builder.forkpool import Pool
+    from builder.ingest import Ingested, NoteFile, ingest_all, sha256_bytes
 
     source = scan.source
     root = config.source_root(source)
@@ -377,36 +377,49 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
     for name in scan.undecodable:
         log.warn(f"{source.id}: {name}: the file name is not valid UTF-8, so it cannot be indexed; rename it")
     fits: Callable[[str], bool] | None = None
-    for start in range(0, len(scan.changed), INGEST_BATCH):
-        todo: list[NoteFile] = []
-        for stat in scan.changed[start:start + INGEST_BATCH]:
-            try:
-                data = (root / stat.path).read_bytes()
-            except OSError as exc:
-                log.warn(f"{source.id}: {stat.path}: cannot read ({exc.strerror or exc}); the next build tries again")
-                unreadable.append(stat.path)
-                continue
-            old = states.get(stat.path)
-            author = scan.authors.get(stat.path)
-            if old is not None and old.sha256 == sha256_bytes(data):
-                db.touch_file(conn, source.id, stat.path, stat.size, stat.mtime_ns, iso_from_ns(stat.mtime_ns))
-                if author is not None:  # same content, but the history that last touched it moved
-                    db.set_last_change(conn, source.id, stat.path, iso_from_ns(stat.mtime_ns), author)
-                touched += 1
-                continue
-            todo.append(NoteFile(stat.path, data, stat.mtime_ns, iso_from_ns(stat.mtime_ns)))
-        if todo and fits is None and config.embedding.provider == "local":
-            fits = passage_fits(config.embedding)  # loads the model's tokenizer once, and only for new text
-        with closing(ingest_all(todo, max_bytes=config.max_note_bytes, fits=fits)) as results:
-            for file, result in zip(todo, results):
-                for warning in result.warnings:
-                    log.warn(f"{source.id}: {warning}")
-                author = scan.authors.get(file.path)
-                record = result.record if author is None else replace(result.record, changed_by=author)
-                db.replace_file(conn, source.id, record, result.chunks, now_iso())
-                after[file.path] = db.FileState(record.sha256, record.size, record.mtime_ns)
-                notes += 1
-                chunks += len(result.chunks)
+
+    def store(todo: list[NoteFile], results: Iterator[Ingested]) -> None:
+        nonlocal notes, chunks
+        for file, result in zip(todo, results):
+            for warning in result.warnings:
+                log.warn(f"{source.id}: {warning}")
+            author = scan.authors.get(file.path)
+            record = result.record if author is None else replace(result.record, changed_by=author)
+            db.replace_file(conn, source.id, record, result.chunks, now_iso())
+            after[file.path] = db.FileState(record.sha256, record.size, record.mtime_ns)
+            notes += 1
+            chunks += len(result.chunks)
+
+    with Pool(None) as pool:
+        parsing: tuple[list[NoteFile], Iterator[Ingested]] | None = None
+        for start in range(0, len(scan.changed), INGEST_BATCH):
+            todo: list[NoteFile] = []
+            for stat in scan.changed[start:start + INGEST_BATCH]:
+                try:
+                    data = (root / stat.path).read_bytes()
+                except OSError as exc:
+                    log.warn(f"{source.id}: {stat.path}: cannot read ({exc.strerror or exc}); "
+                             "the next build tries again")
+                    unreadable.append(stat.path)
+                    continue
+                old = states.get(stat.path)
+                author = scan.authors.get(stat.path)
+                if old is not None and old.sha256 == sha256_bytes(data):
+                    db.touch_file(conn, source.id, stat.path, stat.size, stat.mtime_ns, iso_from_ns(stat.mtime_ns))
+                    if author is not None:  # same content, but the history that last touched it moved
+                        db.set_last_change(conn, source.id, stat.path, iso_from_ns(stat.mtime_ns), author)
+                    touched += 1
+                    continue
+                todo.append(NoteFile(stat.path, data, stat.mtime_ns, iso_from_ns(stat.mtime_ns)))
+            if todo and fits is None and config.embedding.provider == "local":
+                fits = passage_fits(config.embedding)  # loads the model's tokenizer once, and only for new text
+            # the workers parse this batch while this process stores the one before
+            ahead = (todo, ingest_all(pool, todo, max_bytes=config.max_note_bytes, fits=fits))
+            if parsing is not None:
+                store(*parsing)
+            parsing = ahead
+        if parsing is not None:
+            store(*parsing)
     for path in scan.deleted:
         db.delete_file(conn, source.id, path)
         after.pop(path, None)

@@ -79,6 +79,7 @@ def test_notes_parsed_on_every_core_are_indexed_as_one_process_indexes_them(tmp_
     from builder import forkpool, indexfile
     from builder.core import index as db
     from builder.core.config import load_config
+    from builder import sync
     from builder.sync import build
     from builder.synclog import SyncLog
     from tests.conftest import write_config, write_note
@@ -99,6 +100,7 @@ def test_notes_parsed_on_every_core_are_indexed_as_one_process_indexes_them(tmp_
             if forced:
                 patch.setattr(forkpool, "PARALLEL_MIN", 1)
                 patch.setattr(os, "cpu_count", lambda: 2)
+                patch.setattr(sync, "INGEST_BATCH", 5)  # batches parsed while the one before is stored
                 executor = forkpool.Pool._executor
                 patch.setattr(forkpool.Pool, "_executor", lambda pool: started.append(1) or executor(pool))
             assert build(config, log=SyncLog(config.log_path, echo_info=False), render=False) == 0

@@ -1,16 +1,19 @@
 """The SQLite index: every SQL statement the index sees is in this package.
 
 One file holds ``files``, ``chunks``, ``chunks_fts`` (FTS5, external content:
-new chunks' words put in by the writer, deletes and updates by triggers), ``vec_chunks`` (sqlite-vec ``vec0``, ``rowid = chunks.id``) and
+new chunks' words put in by the writer, deletes and updates by triggers),
+``vec_chunks`` (sqlite-vec ``vec0``, ``rowid = chunks.id``) and
 ``chunk_vectors`` (the same vectors by chunk id, for exact re-scoring).
 Its modules: :mod:`.connection` (opening it), :mod:`.schema` (numbered schema
 steps, ``meta`` and the identity check), :mod:`.notes` (what the build writes,
-what tables of contents read), :mod:`.queries` (what a search reads). Callers
+what tables of contents read), :mod:`.batch` (many notes per transaction),
+:mod:`.queries` (what a search reads). Callers
 use the names re-exported here: ``from builder.core import index as db``.
 :mod:`.jobqueue` holds the SQL of the sync job queue, a small database of its
 own (``jobs.sqlite``) beside the index; it is imported by its full name.
 """
 
+from builder.core.index.batch import WriteBatch
 from builder.core.index.connection import (
     checkpoint,
     connect,
@@ -23,7 +26,6 @@ from builder.core.index.connection import (
     vec_version,
 )
 from builder.core.index.notes import (
-    WriteBatch,
     FileRecord,
     FileState,
     NoteRow,

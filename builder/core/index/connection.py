@@ -33,7 +33,7 @@ def _gated_class(sqlite3: ModuleType) -> type:
     """``sqlite3.Connection`` whose ``close()`` takes :data:`OPEN_CLOSE`."""
     if sqlite3 not in _GATED:
         class GatedConnection(sqlite3.Connection):  # type: ignore[name-defined,misc]
-            batch: Any = None  # the open notes.WriteBatch that each transaction() joins
+            batch: Any = None  # the open batch.WriteBatch that each transaction() joins
 
             def close(self) -> None:
                 with OPEN_CLOSE:
@@ -164,7 +164,7 @@ def read_snapshot(conn: Connection) -> Iterator[Connection]:
 @contextmanager
 def transaction(conn: Connection) -> Iterator[Connection]:
     """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on any exception: all or nothing. Within a
-    :class:`builder.core.index.notes.WriteBatch` it is a step of the batch's transaction (all or
+    :class:`builder.core.index.batch.WriteBatch` it is a step of the batch's transaction (all or
     nothing still, see there)."""
     batch = getattr(conn, "batch", None)
     if batch is not None:

@@ -8,14 +8,13 @@ the same transaction; their copies in ``chunk_vectors`` go by its foreign key.
 from __future__ import annotations
 
 import json
-import time
 import textwrap
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from builder.core.index.batch import before_deleting, index_words
 from builder.core.index.connection import transaction
 from builder.core.index.schema import chunk_stems, has_vec_table
 
@@ -81,7 +80,7 @@ def update_source(conn: Connection, source_id: str, **values: Any) -> None:
 def delete_source(conn: Connection, source_id: str) -> None:
     """Remove a source that left the config: its vectors, chunks, files and the row itself."""
     with transaction(conn):
-        _before_deleting(conn, "source_id = :source_id", {"source_id": source_id})
+        before_deleting(conn, "source_id = :source_id", {"source_id": source_id})
         _delete_vectors(conn, "source_id = :source_id", {"source_id": source_id})
         conn.execute("DELETE FROM sources WHERE source_id = :source_id", {"source_id": source_id})
         _bump(conn, "content_version")
@@ -146,94 +145,12 @@ def _bump(conn: Connection, counter: str) -> None:
     """), {"counter": counter})
 
 
-class WriteBatch:
-    """Many notes written in few transactions: each :func:`transaction` inside the batch is a step,
-    and the batch commits at the first step boundary after ``seconds``, its new chunks' words put
-    into ``chunks_fts`` by one statement just before (FTS5 writes its pending words out at the start
-    of every statement that may change it, so a trigger per inserted chunk made a segment per note:
-    ~40 % of a first build's writing time at 10,000 notes).
-
-    A savepoint per step would cost the same, so a step that fails fails the batch: everything
-    since its last commit is rolled back, even if the caller goes on. Either way no step is ever
-    half committed, and readers see the notes a commit at a time."""
-
-    def __init__(self, conn: Connection, seconds: float = 0.5) -> None:
-        self.conn = conn
-        self.seconds = seconds
-        self.unindexed: set[int] = set()  # chunks stored whose words are not in chunks_fts yet
-        self._since = 0.0
-        self._failed: BaseException | None = None
-
-    def __enter__(self) -> WriteBatch:
-        self.conn.execute("BEGIN IMMEDIATE")
-        self._since = time.monotonic()
-        self.conn.batch = self  # type: ignore[attr-defined]
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        self.conn.batch = None  # type: ignore[attr-defined]
-        if kind is None and self._failed is None:
-            self.index_words()
-            self.conn.execute("COMMIT")
-        else:
-            self.conn.execute("ROLLBACK")
-
-    @contextmanager
-    def step(self) -> Iterator[None]:
-        """One step; the batch commits after it when its time is up."""
-        if self._failed is not None:
-            raise RuntimeError("an earlier step of this write batch failed; its writes are rolled back") \
-                from self._failed
-        try:
-            yield
-        except BaseException as exc:
-            self._failed = exc
-            raise
-        if time.monotonic() - self._since >= self.seconds:
-            self.index_words()
-            self.conn.execute("COMMIT")
-            self.conn.execute("BEGIN IMMEDIATE")
-            self._since = time.monotonic()
-
-    def index_words(self, before_deleting: Iterable[int] | None = None) -> None:
-        """Put the stored chunks' words into ``chunks_fts``; with ``before_deleting``, only when one
-        of those chunks is among them (FTS5 must hold the words a delete trigger takes out)."""
-        if not self.unindexed or before_deleting is not None and self.unindexed.isdisjoint(before_deleting):
-            return
-        self.conn.execute(dedent("""
-            INSERT INTO chunks_fts (rowid, breadcrumb, text, stems)
-            SELECT id, breadcrumb, text, stems FROM chunks WHERE id IN (SELECT value FROM json_each(:ids))
-        """), {"ids": json.dumps(sorted(self.unindexed))})
-        self.unindexed.clear()
-
-
-def _index_words(conn: Connection, key: dict[str, str]) -> None:
-    """The words of one note's new chunks into ``chunks_fts``: now, or with the batch's next commit."""
-    batch: WriteBatch | None = getattr(conn, "batch", None)
-    if batch is None:
-        conn.execute(dedent("""
-            INSERT INTO chunks_fts (rowid, breadcrumb, text, stems)
-            SELECT id, breadcrumb, text, stems FROM chunks WHERE source_id = :source_id AND path = :path
-        """), key)
-        return
-    batch.unindexed.update(row[0] for row in conn.execute(
-        "SELECT id FROM chunks WHERE source_id = :source_id AND path = :path", key))
-
-
-def _before_deleting(conn: Connection, where: str, params: dict[str, Any]) -> None:
-    """Before chunks selected by ``where`` (a fixed condition) are deleted: their words must be in
-    ``chunks_fts`` for the delete trigger to take them out."""
-    batch: WriteBatch | None = getattr(conn, "batch", None)
-    if batch is not None and batch.unindexed:
-        batch.index_words(row[0] for row in conn.execute(f"SELECT id FROM chunks WHERE {where}", params))
-
-
 def replace_file(conn: Connection, source_id: str, record: FileRecord, chunks: Sequence[dict[str, Any]],
                  now: str) -> None:
     """Swap one note's row and chunks in a single transaction: a crash leaves it old or new."""
     key = {"source_id": source_id, "path": record.path}
     with transaction(conn):
-        _before_deleting(conn, "source_id = :source_id AND path = :path", key)
+        before_deleting(conn, "source_id = :source_id AND path = :path", key)
         _delete_vectors(conn, "source_id = :source_id AND path = :path", key)
         conn.execute("DELETE FROM chunks WHERE source_id = :source_id AND path = :path", key)
         conn.execute(dedent("""
@@ -259,7 +176,7 @@ def replace_file(conn: Connection, source_id: str, record: FileRecord, chunks: S
                     :text, :embed_sha, :stems)
         """), [{**key, **chunk} if "stems" in chunk else
                {**key, **chunk, "stems": chunk_stems(chunk["breadcrumb"], chunk["text"])} for chunk in chunks])
-        _index_words(conn, key)
+        index_words(conn, key)
         _bump(conn, "content_version")
 
 
@@ -297,7 +214,7 @@ def delete_file(conn: Connection, source_id: str, path: str) -> None:
     """Delete a note: vectors explicitly, then the row (the cascade takes chunks and FTS rows)."""
     key = {"source_id": source_id, "path": path}
     with transaction(conn):
-        _before_deleting(conn, "source_id = :source_id AND path = :path", key)
+        before_deleting(conn, "source_id = :source_id AND path = :path", key)
         _delete_vectors(conn, "source_id = :source_id AND path = :path", key)
         conn.execute("DELETE FROM files WHERE source_id = :source_id AND path = :path", key)
         _bump(conn, "content_version")

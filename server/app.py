@@ -32,7 +32,8 @@ from server.embedder import QueryEmbedder
 from server.health import health
 from server.mcp_mount import McpFactory, mcp_route
 from server.reader import IndexReader, QueryTimeout
-from server.search import SearchResult, check_limit, check_mode, provenance, search
+from server.search import SearchResult, check_limit, check_mode, provenance
+from server.searcher import Searcher
 from server.site import SiteFiles
 from server.sync_api import SyncDesk, sync_routes
 from server.vectors import MIN_VECTORS, VectorMemory
@@ -98,6 +99,7 @@ class Portal:
         self.reader = IndexReader(config.index, time_limit_s=time_limit_s)
         self.embedder = QueryEmbedder(config.embedding, embedder_factory, time_limit_s=embed_time_limit_s)
         self.memory = VectorMemory(self.reader.open_fresh, min_vectors=min_vectors)
+        self.searcher = Searcher(config, self.reader, self.embedder, self.memory)
         self.key = ApiKey(config.api_key)
         self.pages = SearchPage(config)
         self.site = SiteFiles(config.site.output, [s.id for s in config.sources])
@@ -113,22 +115,9 @@ class Portal:
         ]
 
     def run_search(self, params: SearchParams) -> SearchResult:
-        """The query's vector is computed (its own time limit) while the SQL reads the words (the
-        reader's time limit, which the wait for the vector does not use up)."""
-        pending = self.embedder.submit(params.query) if params.mode != "bm25" else None
-        with self.reader.connection() as lease:
-            def nearest(query_vector: bytes, k: int) -> list[tuple[int, float]] | None:
-                return self.memory.nearest(lease.conn, lease.identity, query_vector, k)
-
-            def vector_later() -> tuple[bytes | None, str | None]:
-                assert pending is not None and lease.clock is not None
-                with lease.clock.excluded():
-                    return pending()
-
-            result = search(lease.conn, self.config, params.query, limit=params.limit, source=params.source,
-                            max_per_note=self.config.max_per_note, tag=params.tag, mode=params.mode,
-                            vector_later=vector_later if pending else None, nearest=nearest)
-        return self._on_the_site(result)
+        """The search (see :class:`server.searcher.Searcher`), less hits whose page is not on the site."""
+        return self._on_the_site(self.searcher.search(params.query, limit=params.limit, source=params.source,
+                                                      tag=params.tag, mode=params.mode))
 
     def _on_the_site(self, result: SearchResult) -> SearchResult:
         """Only hits whose page is on the site: a build indexes a new note before it renders its page,
@@ -219,7 +208,7 @@ def create_app(config: Config, *, embedder_factory: EmbedderFactory | None = Non
     import numpy  # noqa: F401
 
     portal = Portal(config, embedder_factory, time_limit_s, embed_time_limit_s, min_vectors)
-    routes, endpoint = portal.routes(), mcp(portal.reader, portal.embedder) if mcp else None
+    routes, endpoint = portal.routes(), mcp(portal.searcher) if mcp else None
     routes[:0] = sync_routes(config, jobs)
     if endpoint is not None:
         routes.insert(0, mcp_route(portal.key, endpoint, KEY_MISSING))

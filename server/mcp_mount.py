@@ -2,8 +2,9 @@
 
 The tools are not made here: grep and read_note read the sources' files, which the read path never
 imports, so the command that starts the server (``builder/cli``) injects a factory. The app calls it
-with its own index reader and query embedder, so the tools and ``/api/search`` share them, mounts
-what it returns at ``/mcp`` and runs it for as long as the app runs (its lifespan).
+with its own searcher (index reader, query embedder, vectors in memory), so the tools and
+``/api/search`` share them, mounts what it returns at ``/mcp`` and runs it for as long as the app
+runs (its lifespan).
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from server.auth import ApiKey
-from server.embedder import QueryEmbedder
-from server.reader import IndexReader
+from server.searcher import Searcher
 
 PATH = "/mcp"
 
@@ -32,7 +32,7 @@ class McpEndpoint(Protocol):
     def running(self) -> AbstractAsyncContextManager[None]: ...
 
 
-McpFactory = Callable[[IndexReader, QueryEmbedder], McpEndpoint]
+McpFactory = Callable[[Searcher], McpEndpoint]
 
 
 class Guarded:

@@ -260,10 +260,10 @@ def test_read_note_shows_the_disk_before_the_index_has_seen_it(portal, notes_dir
 
 
 @contextmanager
-def serving(config: Config) -> Iterator[str]:
-    """The real web app with /mcp, served by uvicorn on 127.0.0.1 in a thread (lifespan on: the MCP
-    session manager runs in it); yields the base URL."""
-    app = create_app(config, mcp=http_endpoint(config, host="127.0.0.1"))
+def serving(config: Config, **options: Any) -> Iterator[str]:
+    """The real web app with /mcp (``options`` for ``create_app``), served by uvicorn on 127.0.0.1 in
+    a thread (lifespan on: the MCP session manager runs in it); yields the base URL."""
+    app = create_app(config, mcp=http_endpoint(config, host="127.0.0.1"), **options)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="on"))
@@ -318,6 +318,25 @@ def test_http_without_a_key_answers_as_the_cli_does(portal, capsys):
         assert not result.is_error, (name, result.content)
         assert result.structured_content == cli_json(capsys, portal, *cli_args), name
     assert rebinding[0] == 421  # served on loopback: a page cannot reach the tools through DNS rebinding
+
+
+def test_http_search_shares_the_apps_searcher_and_its_vectors_in_memory(portal):
+    """An MCP search in the web app goes through the app's searcher: the same hits as /api/search,
+    and the vectors in memory are loaded by MCP searches alone (once loaded, they answer the KNN)."""
+    query = "převodník na sběrnici"
+    with serving(portal, min_vectors=1) as url:
+        async def talk(client: Client) -> Any:
+            return (await client.call_tool("search", {"query": query})).structured_content
+
+        first = over_http(url, talk)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not httpx2.get(f"{url}/api/health").json()["vector_memory"]["loaded"]:
+            time.sleep(0.05)
+        assert httpx2.get(f"{url}/api/health").json()["vector_memory"]["loaded"] is True
+        second = over_http(url, talk)
+        api = httpx2.get(f"{url}/api/search", params={"q": query}).json()
+    assert first["hits"] and [(h["path"], h["anchor"]) for h in second["hits"]] == [
+        (h["path"], h["anchor"]) for h in api["hits"]] == [(h["path"], h["anchor"]) for h in first["hits"]]
 
 
 FIRST_REQUEST = """

@@ -21,9 +21,8 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
     from starlette.types import Receive, Scope, Send
 
-    from server.embedder import QueryEmbedder
     from server.mcp_mount import McpEndpoint
-    from server.reader import IndexReader
+    from server.searcher import Searcher
 
 
 class LazyEndpoint:
@@ -71,15 +70,15 @@ class LazyEndpoint:
         return self._endpoint
 
 
-def http_endpoint(config: Config, *, host: str = "127.0.0.1") -> Callable[[IndexReader, QueryEmbedder], Any]:
-    """The factory ``create_app(config, mcp=…)`` calls with the web app's reader and embedder (see
+def http_endpoint(config: Config, *, host: str = "127.0.0.1") -> Callable[[Searcher], Any]:
+    """The factory ``create_app(config, mcp=…)`` calls with the web app's searcher (see
     :func:`builder.cli.mcp_server.endpoint` for what it serves)."""
 
-    def factory(reader: IndexReader, embedder: QueryEmbedder) -> LazyEndpoint:
+    def factory(searcher: Searcher) -> LazyEndpoint:
         def make() -> McpEndpoint:
             from builder.cli.mcp_server import endpoint
 
-            return endpoint(config, reader, embedder, host=host)
+            return endpoint(config, searcher, host=host)
 
         return LazyEndpoint(make)
 

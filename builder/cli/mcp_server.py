@@ -42,8 +42,7 @@ from builder.core.errors import IndexUnreadable, UserError
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
 
-    from server.embedder import QueryEmbedder
-    from server.reader import IndexReader
+    from server.searcher import Searcher
 
 QUERY_TIME_LIMIT_S = 5.0  # stdio: a query's SQL …
 EMBED_TIME_LIMIT_S = 10.0  # … and the wait for its vector (the first one may load the model)
@@ -107,11 +106,14 @@ def run_stdio(config: Config) -> None:
     """``notes-portal mcp``: serve the tools on stdin/stdout until the client closes them."""
     from server.embedder import QueryEmbedder
     from server.reader import IndexReader
+    from server.searcher import Searcher
+    from server.vectors import VectorMemory
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="notes-portal mcp: %(message)s")
     reader = IndexReader(config.index, time_limit_s=QUERY_TIME_LIMIT_S)
     embedder = QueryEmbedder(config.embedding, time_limit_s=EMBED_TIME_LIMIT_S)
-    server = make_server(config, reads.for_server(config, reader, embedder))
+    searcher = Searcher(config, reader, embedder, VectorMemory(reader.open_fresh))
+    server = make_server(config, reads.for_server(searcher))
 
     async def serve() -> None:
         async with stdio_server() as (read_stream, write_stream):
@@ -138,10 +140,9 @@ class HttpEndpoint:
             yield
 
 
-def endpoint(config: Config, reader: IndexReader, embedder: QueryEmbedder, *,
-             host: str = "127.0.0.1") -> HttpEndpoint:
-    """The tools over Streamable HTTP with the web app's reader and embedder (made on the first MCP
-    request: see :mod:`builder.cli.mcp_http`).
+def endpoint(config: Config, searcher: Searcher, *, host: str = "127.0.0.1") -> HttpEndpoint:
+    """The tools over Streamable HTTP with the web app's searcher (made on the first MCP request:
+    see :mod:`builder.cli.mcp_http`).
 
     Served on a loopback address, requests must name it in ``Host`` (and ``Origin``, when sent):
     a web page cannot reach the tools through DNS rebinding. On the LAN the API key is the guard.
@@ -152,4 +153,4 @@ def endpoint(config: Config, reader: IndexReader, embedder: QueryEmbedder, *,
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
     else:
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return HttpEndpoint(make_server(config, reads.for_server(config, reader, embedder)), security)
+    return HttpEndpoint(make_server(config, reads.for_server(searcher)), security)

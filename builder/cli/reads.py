@@ -29,9 +29,8 @@ if TYPE_CHECKING:
     from sqlite3 import Connection
 
     from builder.core.embedding import Embedder
-    from server.embedder import QueryEmbedder
-    from server.reader import IndexReader
     from server.search import SearchResult
+    from server.searcher import Searcher
 
 SCHEMA = "notes-portal/1"
 MAX_QUERY_CHARS = 500
@@ -51,6 +50,7 @@ class ReadPath:
     config: Config
     connection: Callable[[], AbstractContextManager[Connection]]  # a read-only connection to the index
     embed: Embed
+    searcher: Searcher | None = None  # a server's: the query embedded while its words are read
 
 
 def for_command(config: Config) -> ReadPath:
@@ -86,16 +86,16 @@ def query_embedder(config: Config) -> tuple[Embedder | None, str | None]:
     return made, None if made is not None else "no embedder for this provider"
 
 
-def for_server(config: Config, reader: IndexReader, embedder: QueryEmbedder) -> ReadPath:
-    """A long-lived server (the MCP server, the web app): the read path's pooled connections, which
-    follow a ``--full`` swap and stop a query at the reader's time limit, and its query embedder."""
+def for_server(searcher: Searcher) -> ReadPath:
+    """A long-lived server (the MCP server, the web app): its searcher, and the read path's pooled
+    connections, which follow a ``--full`` swap and stop a query at the reader's time limit."""
 
     @contextmanager
     def connection() -> Iterator[Connection]:
-        with reader.connection() as lease:
+        with searcher.reader.connection() as lease:
             yield lease.conn
 
-    return ReadPath(config, connection, embedder.embed)
+    return ReadPath(searcher.config, connection, searcher.embedder.embed, searcher)
 
 
 def envelope(command: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -116,7 +116,8 @@ def _source(config: Config, source: str | None) -> str | None:
 
 def search_result(rp: ReadPath, query: str, *, limit: int = 10, source: str | None = None,
                   tag: str | None = None, mode: str = "hybrid") -> SearchResult:
-    """The search as :mod:`server.search` answers it (the query embedded first, unless BM25 only)."""
+    """The search as :mod:`server.search` answers it: a server's through its searcher, a command's
+    with the query embedded first (unless BM25 only)."""
     from server.search import check_limit, check_mode, search
 
     check_mode(mode)
@@ -124,6 +125,8 @@ def search_result(rp: ReadPath, query: str, *, limit: int = 10, source: str | No
     _source(rp.config, source)
     if not rp.config.index.exists():  # before the query is embedded (a model may take seconds to load)
         raise IndexMissing(rp.config.index)
+    if rp.searcher is not None:
+        return rp.searcher.search(query, limit=limit, source=source, tag=tag, mode=mode)
     vector, error = rp.embed(query) if mode != "bm25" else (None, None)
     with rp.connection() as conn:
         return search(conn, rp.config, query, limit=limit, source=source, tag=tag, mode=mode,

@@ -92,6 +92,7 @@ def embed_pending(conn: Connection, config: Config, embedder_factory: EmbedderFa
             shas = list(waiting)
             for start in range(0, len(shas), config.embedding.batch):
                 part = shas[start:start + config.embedding.batch]
+                assert embedder is not None  # made above (embeddings are enabled, so there is one)
                 vectors = embedder.embed_passages([texts[sha] for sha in part])
                 _check(vectors, len(part), config.embedding.dims)
                 cache.put(model, dict(zip(part, vectors)))

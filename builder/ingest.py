@@ -47,11 +47,11 @@ def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | No
     (see :func:`builder.chunker.chunk_note`) sizes chunks by the embedding model's own tokens."""
     size = len(data)
     if size > max_bytes:
-        note = f"{size / 1e6:.1f} MB is over limits.max_note_bytes ({max_bytes:,} bytes); not indexed"
-        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", note), (), (f"{path}: {note}",))
+        reason = f"{size / 1e6:.1f} MB is over limits.max_note_bytes ({max_bytes:,} bytes); not indexed"
+        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (), (f"{path}: {reason}",))
     if b"\x00" in data[:65536]:
-        note = "binary data, not a text note; not indexed"
-        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", note), (), (f"{path}: {note}",))
+        reason = "binary data, not a text note; not indexed"
+        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (), (f"{path}: {reason}",))
     warnings: list[str] = []
     try:
         text = data.decode("utf-8")
@@ -71,7 +71,7 @@ def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | No
         return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (),
                         (*warnings, f"{path}: {reason}"))
     warnings.extend(note.warnings)
-    fields = dict(title=note.title, tags=note.tags, links=note.links, front_matter=note.front_matter,
+    fields: dict[str, Any] = dict(title=note.title, tags=note.tags, links=note.links, front_matter=note.front_matter,
                   headings=tuple({"level": h.level, "text": h.text, "anchor": h.anchor, "line": h.line + 1}
                                  for h in note.headings))
     if not note.published:

@@ -322,7 +322,7 @@ def _sources(r: Reader, raw: Any, base: Path) -> tuple[SourceConfig, ...]:
         has_folder, has_git = "folder" in s, "git" in s
         if has_folder == has_git:
             raise r.fail(skey, "needs exactly one of 'folder:' (a local directory) or 'git:' (a repository URL)")
-        common = dict(
+        common: dict[str, Any] = dict(
             paths=r.patterns(s, (*skey, "paths"), ("**",)),
             include=r.patterns(s, (*skey, "include"), ("*.md",)),
             exclude=r.patterns(s, (*skey, "exclude"), ()),

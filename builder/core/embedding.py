@@ -39,7 +39,7 @@ def _normalized(rows: Any, dims: int, who: str) -> list[bytes]:
     if not np.all(np.isfinite(matrix)):
         raise EmbeddingError(f"{who} returned vectors with NaN or infinite values")
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    matrix = matrix / np.where(norms == 0, 1.0, norms)
+    matrix = (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32, copy=False)
     return [row.tobytes() for row in matrix]
 
 

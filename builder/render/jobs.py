@@ -97,6 +97,8 @@ def _reuse(note: NoteInfo, first: NoteInfo, done: Outcome) -> Outcome | None:
     """``first``'s body as ``note``'s (same text and anchors), if its links render the same there."""
     from builder.render import markdown
 
+    if done.body is None:
+        return None
     resolve = context().resolver.resolve
     results = tuple(resolve(note.source_id, note.path, kind, raw) for kind, raw in done.body.links)
     body = markdown.same_body(done.body, first.url, note.url, results)

@@ -222,13 +222,13 @@ def _wiki_href(target: str, env: Any) -> tuple[str | None, str]:
 def _heading_ids(state: Any) -> None:
     anchors: dict[int, str] = state.env.get("anchors", {})
     slugger = Slugger()
-    for anchor in anchors.values():  # nested headings must not take a section's anchor
-        slugger.slug(anchor)
+    for taken in anchors.values():  # nested headings must not take a section's anchor
+        slugger.slug(taken)
     tokens = state.tokens
     for i, token in enumerate(tokens):
         if token.type != "heading_open":
             continue
-        anchor = anchors.get(token.map[0]) if token.level == 0 and token.map else None
+        anchor: str | None = anchors.get(token.map[0]) if token.level == 0 and token.map else None
         if anchor is None:
             anchor = slugger.slug(inline_text(tokens[i + 1]))
         else:
@@ -306,6 +306,6 @@ def _rewrite_links(state: Any) -> None:
 
 def _render_broken_image(self: Any, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
     token = tokens[idx]
-    alt = self.renderInlineAsText(token.children or [], options, env) or token.attrGet("src") or "image"
+    alt = self.renderInlineAsText(token.children or [], options, env) or str(token.attrGet("src") or "image")
     title = html.escape(f"Broken image: {token.meta['reason']}")
     return f'<span class="broken-link broken-image" title="{title}">[{html.escape(alt)}]</span>'

@@ -81,7 +81,8 @@ def _code_fingerprint(config: Config, files: list[Path]) -> str:
     for path in files:
         data = path.read_bytes()
         code.update(f"{path.name}\0{len(data)}\0".encode() + data)
-    versions = [markdown_it.__version__, mdit_py_plugins.__version__, pygments.__version__, nh3.__version__]
+    versions = [markdown_it.__version__, mdit_py_plugins.__version__, pygments.__version__,
+                getattr(nh3, "__version__")]  # noqa: B009 (nh3's stubs do not declare it)
     code.update(json.dumps([config.site.title, config.allow_html, versions, [s.id for s in config.sources]]).encode())
     return code.hexdigest()
 
@@ -137,8 +138,8 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
             else:
                 highlight.use(highlights)
             bodies = _bodies(pool, stale)
-            entries.update({n.key: state.entry(n, bodies[n.key].body, bodies[n.key].highlights)
-                            for n in stale if bodies[n.key].body})
+            entries.update({n.key: state.entry(n, body, bodies[n.key].highlights)
+                            for n in stale if (body := bodies[n.key].body)})
             broken = state.log_broken(stale, bodies, entries, log)
             links = graph.Links(notes, entries)
             moved, before = graph.moved(stale, set(old) - {n.key for n in notes}, old, entries)
@@ -155,8 +156,8 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
                                                                              n.key in affected)
                        and out.wants(n.url, fingerprint(n))]
             bodies.update(_bodies(pool, [n for n in pending if n.key not in bodies]))
-            page_jobs = [(n, bodies[n.key].body.html, backlinks.get(n.key, []), pictures[n.key])
-                         for n in pending if bodies[n.key].body]
+            page_jobs = [(n, body.html, backlinks.get(n.key, []), pictures[n.key])
+                         for n in pending if (body := bodies[n.key].body)]
             # the workers write note pages while this process makes the others; the notes sent along
             # must not change meanwhile (they are pickled by another thread)
             pages.settle([n for job in page_jobs for n in (job[0], *job[2])])

@@ -32,7 +32,7 @@ _GATED: dict[ModuleType, type] = {}
 def _gated_class(sqlite3: ModuleType) -> type:
     """``sqlite3.Connection`` whose ``close()`` takes :data:`OPEN_CLOSE`."""
     if sqlite3 not in _GATED:
-        class GatedConnection(sqlite3.Connection):  # type: ignore[name-defined,misc]
+        class GatedConnection(sqlite3.Connection):  # type: ignore[name-defined]
             batch: Any = None  # the open batch.WriteBatch that each transaction() joins
 
             def close(self) -> None:
@@ -49,7 +49,7 @@ def sqlite_module() -> ModuleType:
 
     if hasattr(sqlite3.Connection, "enable_load_extension"):
         return sqlite3
-    import pysqlite3.dbapi2 as pysqlite3  # type: ignore[import-not-found]
+    import pysqlite3.dbapi2 as pysqlite3
 
     return pysqlite3
 

@@ -161,7 +161,9 @@ class JobQueue:
                 conn.execute("INSERT INTO deliveries (delivery, source, job, received_at) "
                              "VALUES (:delivery, :source, :job, :now)",
                              {"delivery": delivery, "source": source or "", "job": job_id, "now": now})
-            view = job_view(_job_row(conn, job_id), now)
+            row = _job_row(conn, job_id)
+            assert row is not None  # inserted above, in this transaction
+            view = job_view(row, now)
         return Enqueued(view, new=new)
 
     # ------------------------------------------------------------ reading

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_REINDEX, EXIT_PARTIAL = 0, 1, 3
 MASS_REMOVAL = 10  # a folder scan may remove this many notes, or up to half of a source, without asking
 WRITE_BATCH_S = 0.5  # the index commits a source's changes every half second, not once per note
-INGEST_BATCH = 1024  # changed files read at a time, parsed on every core while the batch before is stored: at most two in memory
+INGEST_BATCH = 1024  # changed files read at a time, parsed while the batch before is stored (two in memory)
 
 
 @dataclass(frozen=True)

@@ -302,7 +302,8 @@ def test_a_query_typed_without_accents_is_judged_by_its_words(config_for, notes_
     """Half the words are in the exam note and the vector half points at guitar notes only: typed
     with accents that disagreement makes the answer weak; typed without them, the model's list is no
     second opinion (it reads ``nastroje`` as another word) and the words alone find a lead."""
-    write_note(notes_dir, "skola/skuska.md", "# Skúška\n\nAké nástroje sú povolené na skúške? Python a NetBeans.\n")
+    write_note(notes_dir, "skola/skuska.md",
+               "# Skúška\n\nAké nástroje sú povolené na skúške? Python a NetBeans.\n")
     for i in range(6):
         write_note(notes_dir, f"hudba/kytara-{i}.md", f"# Kytara {i}\n\nKytara, struna a akord číslo {i}.\n")
     config = config_for(EMBED)

@@ -92,5 +92,6 @@ __all__ = [
     "note_headings", "NoteRow", "notes_for_render", "notes_for_toc", "open_index", "pending_chunks", "read_snapshot",
     "replace_file", "set_last_change", "set_meta", "snapshot_only", "source_stats", "SourceRow",
     "sqlite_module", "store_vectors", "touch_file", "transaction", "unpublished_notes", "update_source",
-    "upsert_source", "vec_version", "WriteBatch", "vector_candidates", "vectors_of", "vectors_version", "words_starting",
+    "upsert_source", "vec_version", "vector_candidates", "vectors_of", "vectors_version", "words_starting",
+    "WriteBatch",
 ]

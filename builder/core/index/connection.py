@@ -178,4 +178,3 @@ def transaction(conn: Connection) -> Iterator[Connection]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-

@@ -42,6 +42,18 @@ def rrf(k: int, strong: bool, confident: float, unaccented_words: bool = False) 
     return fuse
 
 
+def dense_leads(below: float, weight: float) -> Callable[..., list[fusion.Ranked]]:
+    """The shipped fusion, except that the vector list counts ``weight`` times when no note holds
+    ``below`` of the query's content words (an English question over Slovak notes matches few)."""
+    def fuse(bm25: Pairs, vector: Pairs, best_coverage: float = 0.0, *,
+             unaccented: bool = False) -> list[fusion.Ranked]:
+        lexical = 1.5 if best_coverage >= 1.0 or unaccented else 1.0
+        dense = weight if best_coverage < below and not unaccented else 1.0
+        return _ranked(bm25, vector, {i: lexical / (10 + r) for r, (i, _) in enumerate(bm25, 1)},
+                       {i: dense / (10 + r) for r, (i, _) in enumerate(vector, 1)}, True)
+    return fuse
+
+
 def convex(alpha: float) -> Callable[..., list[fusion.Ranked]]:
     def norm(pairs: Pairs) -> dict[int, float]:
         if not pairs:
@@ -75,6 +87,9 @@ VARIANTS = {
     "RRF k=10 + strong leader + confident or unaccented words ×2": rrf(10, True, 2.0, True),
     "RRF k=10 + strong leader + confident words ×2": rrf(10, True, 2.0),
     "RRF k=60 + strong leader + confident words ×1.5": rrf(60, True, 1.5),
+    "shipped, the vectors ×2 when no note holds 1/3 of the words": dense_leads(0.34, 2.0),
+    "shipped, the vectors ×1.5 when no note holds 2/3 of the words": dense_leads(0.67, 1.5),
+    "shipped, the vectors ×2 when no note holds 2/3 of the words": dense_leads(0.67, 2.0),
     "convex α=0.3": convex(0.3),
     "convex α=0.5": convex(0.5),
     "convex α=0.7": convex(0.7),

@@ -272,6 +272,13 @@ def test_a_write_batch_commits_whole_steps_only(tmp_path):
             step(8)
             raise RuntimeError("the build dies")
         assert seen() == [1, 2, 3, 4]
+        batch = db.WriteBatch(conn, seconds=3600)
+        with pytest.raises(db.sqlite_module().OperationalError), batch:
+            step(9)
+            batch.index_words = lambda *a: conn.execute("SELECT * FROM no_such_table")  # the last commit fails
+        assert seen() == [1, 2, 3, 4] and not conn.in_transaction  # rolled back, the connection usable
+        step(10)
+        assert seen() == [1, 2, 3, 4, 10]
     finally:
         conn.close()
         if reader is not None:

@@ -44,11 +44,13 @@ class WriteBatch:
 
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
         self.conn.batch = None  # type: ignore[attr-defined]
-        if kind is None and self._failed is None:
-            self.index_words()
-            self.conn.execute("COMMIT")
-        else:
-            self.conn.execute("ROLLBACK")
+        try:
+            if kind is None and self._failed is None:
+                self.index_words()
+                self.conn.execute("COMMIT")
+        finally:
+            if self.conn.in_transaction:  # failed, or the last commit did (a full disk): nothing stays half
+                self.conn.execute("ROLLBACK")
 
     @contextmanager
     def step(self) -> Iterator[None]:

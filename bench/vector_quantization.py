@@ -81,7 +81,7 @@ def main() -> None:
     corpora = Path(args.queries).resolve().parent.parent / "corpora"
     config = eval_config(load_config(args.config), corpora, sorted({q.corpus for q in queries}))
     conn = db.open_index(config.index)
-    matrix = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in db.iter_vectors(conn)])
+    matrix = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in db.iter_chunk_vectors(conn)])
     embedder = make_embedder(config.embedding, for_queries=True)
     assert embedder is not None, "the eval index needs an embedding provider"
     q = np.stack([np.frombuffer(embedder.embed_query(query.text), dtype=np.float32) for query in queries])

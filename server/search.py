@@ -99,8 +99,8 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
 
     The query's vector is ``query_vector`` when given, else what ``vector_later()`` answers once
     the words are searched (the server starts embedding first, so the two overlap), else
-    ``embedder``'s; with none, the results are BM25-only and a note says why (``embedder_error``). ``nearest`` (the server's in-memory vectors) may answer the KNN
-    scan instead of sqlite-vec.
+    ``embedder``'s; with none, the results are BM25-only and a note says why (``embedder_error``).
+    ``nearest`` (the server's in-memory vectors) may answer the KNN scan instead of sqlite-vec.
     """
     check_mode(mode)
     check_limit(limit)

@@ -80,7 +80,8 @@ class _Failure:
     at_iso: str
 
 
-def _quantized(read: Callable[[], Iterable[tuple[int, bytes]]], count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _quantized(read: Callable[[], Iterable[tuple[int, bytes]]],
+               count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ids, codes and steps of the vectors ``read()`` yields (called twice: the ranges first, then
     the codes, so no float32 copy of all vectors is ever in memory)."""
     import numpy as np

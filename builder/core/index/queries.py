@@ -9,7 +9,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from builder.core.index.notes import TAG_FILTER
-from builder.core.index.schema import has_vec_table
+from builder.core.index.schema import has_table, has_vec_table
 
 if TYPE_CHECKING:
     from sqlite3 import Connection, Row
@@ -109,7 +109,7 @@ def database_file(conn: Connection) -> str:
 
 def has_vocabulary(conn: Connection) -> bool:
     """Does this index have ``chunks_vocab`` (schema step 4)?"""
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_vocab'").fetchone() is not None
+    return has_table(conn, "chunks_vocab")
 
 
 def words_starting(conn: Connection, prefix: str, lengths: tuple[int, int],
@@ -137,19 +137,9 @@ def has_word_or_key(conn: Connection, prefix: str, key: str) -> bool:
     return row is not None
 
 
-def iter_vectors(conn: Connection, batch: int = 4096) -> Iterator[tuple[int, bytes]]:
-    """Every (chunk id, vector bytes) of the index, fetched ``batch`` at a time (never all at once)."""
-    if not has_vec_table(conn):
-        return
-    cursor = conn.execute("SELECT rowid, embedding FROM vec_chunks")
-    while rows := cursor.fetchmany(batch):
-        for row in rows:
-            yield row[0], bytes(row[1])
-
-
 def has_chunk_vectors(conn: Connection) -> bool:
     """Does this index keep its vectors by id too (schema step 5; the next build adds it)?"""
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunk_vectors'").fetchone() is not None
+    return has_table(conn, "chunk_vectors")
 
 
 def iter_chunk_vectors(conn: Connection, batch: int = 4096) -> Iterator[tuple[int, bytes]]:

@@ -237,10 +237,14 @@ def ensure_vec_table(conn: Connection, dims: int) -> None:
                  f"embedding float[{int(dims)}] distance_metric=cosine)")
 
 
+def has_table(conn: Connection, name: str) -> bool:
+    """Does this index have the table ``name`` (a schema step, or ``vec_chunks``, may be missing)?"""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = :name", {"name": name}).fetchone() is not None
+
+
 def has_vec_table(conn: Connection) -> bool:
     """Does this index have its vector table (an index built with ``provider: none`` has none)?"""
-    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vec_chunks'").fetchone()
-    return row is not None
+    return has_table(conn, "vec_chunks")
 
 
 def get_meta(conn: Connection) -> dict[str, str]:

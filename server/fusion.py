@@ -8,7 +8,9 @@ words then say more than the vector's sense of meaning. It counts as much for a 
 query typed without accents (``ake nastroje su povolene``): the words half folds accents, while the
 model reads each unaccented word as another, rarer token, and its list drifts. And a lexical winner
 stays first when its BM25 score is ``STRONG_RATIO`` times its runner-up's: the words point at it
-unmistakably, and a vector list that missed it must not push it down. The variants measured on the dev set (other k,
+unmistakably, and a vector list that missed it must not push it down. Equal fused scores are common
+(ranks 1 and 2 in one list, 2 and 1 in the other): the tie goes to the list trusted more, the
+words when they count more, else the meaning. The variants measured on the dev set (other k,
 a bonus for first places, a convex combination of normalised scores, the dense half leading when
 BM25 matches little) are in docs/QUALITY.md.
 
@@ -47,7 +49,7 @@ class Ranked:
 
 def fuse(bm25: list[tuple[int, float]], vector: list[tuple[int, float]], best_coverage: float = 0.0, *,
          unaccented: bool = False) -> list[Ranked]:
-    """Both halves' (chunk id, score) lists, best first, as one ranking (ties: the smaller id);
+    """Both halves' (chunk id, score) lists, best first, as one ranking (ties: see the module);
     ``best_coverage``: the largest share of the query's content words one note of BM25's best holds;
     ``unaccented``: the query was typed without the accents of the notes' language."""
     bm25_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(bm25, start=1)}
@@ -60,7 +62,9 @@ def fuse(bm25: list[tuple[int, float]], vector: list[tuple[int, float]], best_co
     if len(bm25) >= 2 and bm25[1][1] > 0 and bm25[0][1] >= STRONG_RATIO * bm25[1][1]:
         leader = bm25[0][0]
         scores[leader] = max(scores.values()) + 1.0 / (RRF_K + 1)
-    order = sorted(scores, key=lambda chunk_id: (-scores[chunk_id], chunk_id))
+    second = bm25_rank if lexical_weight > 1.0 else vector_rank
+    order = sorted(scores, key=lambda chunk_id: (-scores[chunk_id], second.get(chunk_id, len(second) + 1),
+                                                 chunk_id))
     return [Ranked(chunk_id, scores[chunk_id], bm25_rank.get(chunk_id), vector_rank.get(chunk_id))
             for chunk_id in order]
 

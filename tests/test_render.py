@@ -516,7 +516,7 @@ def test_big_renders_keep_highlighted_code_in_the_site_for_the_next_one(tmp_path
     cache = highlight.cache_file(out)
 
     def stored() -> set[str]:
-        return set(json.loads(cache.read_text("utf-8")))
+        return set(highlight.stored(cache))
 
     def body(rel: str) -> str:
         return (out / rel).read_text("utf-8").split('class="note-body"')[1]
@@ -540,9 +540,13 @@ def test_big_renders_keep_highlighted_code_in_the_site_for_the_next_one(tmp_path
     write(root, "novy.md", "# Nový 2\n")
     build_and_render(config)
     assert len(stored()) == 1
-    (cache.parent / "highlight-0123456789ab.json").write_text("{}", encoding="utf-8")  # another version's
+    (cache.parent / "highlight-0123456789ab.json").write_text("{}", encoding="utf-8")  # an older version's
     build_and_render(config, full=True)
     assert [p.name for p in cache.parent.glob("highlight-*")] == [cache.name]
+    cache.write_bytes(cache.read_bytes()[:40])  # cut short (a full disk): highlighted anew, same page
+    monkeypatch.setattr(highlight, "_MEMO", {})
+    build_and_render(config, full=True)
+    assert len(stored()) == 1 and '<span class="nf">g</span>' in body("notes/py.html")
 
 
 def test_wikilink_title_keys_equal_slugify():

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from builder.core import templates as page_templates
+from builder.render import output
 from tests.test_render_helpers import (
     build_and_render,
     check_site,
@@ -231,3 +232,40 @@ def test_an_edited_note_takes_its_unchanged_code_from_the_stored_blocks(portal, 
     assert lexed == []  # read from the store, not highlighted again
     page = (config.site.output / "notes/e.html").read_text("utf-8")
     assert "Nic, jen kód." in page and '<span class="k">def</span>' in page
+
+
+def test_an_unchanged_notes_broken_links_follow_the_files_beside_it(portal):
+    """A note's text and the notes stay the same while files come and go next to it: its links say
+    what is on disk now (a file that appears is linked, one that goes is broken, and a broken
+    link's reason follows the file)."""
+    config, root = portal
+    edit(root / "e.md", "# Epsilon\n\n![plán](plan.png), [mimo](../../mimo.png) a [stránka](stranka.html)\n")
+    (root / "stranka.html").write_text("<script></script>", encoding="utf-8")
+
+    def broken() -> list[str]:
+        body = parse_page(config.site.output / "notes/e.html").find(".//div[@class='note-body']")
+        return [s.get("title") for s in body.iter("span") if "broken-link" in s.get("class", "")]
+
+    outside = "Broken link: ../../mimo.png points outside the source"
+    unsafe = "Broken link: stranka.html: type .html could run scripts inside the portal, so it is not published"
+    build_and_render(config)
+    assert broken() == ["Broken image: plan.png: no such note or file", outside, unsafe]
+    manifest = output.load_manifest(config.site.output)
+    assert {key: entry["files"] for key, entry in manifest["notes"].items()} == {
+        "notes:a.md": 0, "notes:sub/b.md": 0, "notes:sub/c.md": 1, "notes:sub/d.md": 0, "notes:e.md": 1}
+    for entry in manifest["notes"].values():
+        del entry["files"]  # as an older render wrote them: "maybe"
+    output.write_atomic(config.site.output / output.MANIFEST, output.encode_manifest(manifest))
+    (root / "plan.png").write_bytes(b"png")
+    build_and_render(config)
+    image = parse_page(config.site.output / "notes/e.html").find(".//div[@class='note-body']//img")
+    assert broken() == [outside, unsafe] and image.get("src") == "plan.png"
+    assert (config.site.output / "notes/plan.png").read_bytes() == b"png"
+    (root / "stranka.html").unlink()
+    build_and_render(config)
+    assert broken() == [outside, "Broken link: stranka.html: no such note or file"]
+    (root / "plan.png").unlink()
+    run = build_and_render(config)
+    assert broken() == ["Broken image: plan.png: no such note or file", outside,
+                        "Broken link: stranka.html: no such note or file"]
+    assert "notes/plan.png" in run.report.removed

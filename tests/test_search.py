@@ -64,7 +64,14 @@ def test_fusion_orders_by_summed_reciprocal_ranks():
     assert [r.chunk_id for r in fused] == [10, 30, 20, 40]
     assert [(r.bm25_rank, r.vector_rank) for r in fused] == [(1, 2), (3, 1), (2, None), (None, 3)]
     assert [r.chunk_id for r in fuse([(7, 2.0), (5, 1.9)], [])] == [7, 5]
-    assert [r.chunk_id for r in fuse([(5, 2.0)], [(7, 0.5)])] == [5, 7]  # a tie goes to the smaller id
+
+
+def test_a_tie_goes_to_the_half_trusted_more():
+    # 5 and 7 both score 1/11 + 1/12: the meaning decides, unless every word is in a note
+    bm25, vector = [(5, 2.0), (7, 1.9)], [(7, 0.9), (5, 0.8)]
+    assert [r.chunk_id for r in fuse(bm25, vector)] == [7, 5]
+    assert [r.chunk_id for r in fuse(bm25, vector, 1.0)] == [5, 7]
+    assert [r.chunk_id for r in fuse([(8, 2.0), (6, 1.9)], [(3, 0.9), (4, 0.8)])] == [3, 8, 4, 6]
 
 
 def test_a_bm25_winner_far_ahead_of_its_runner_up_stays_first():

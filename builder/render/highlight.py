@@ -3,23 +3,25 @@
 Lexing is most of what a code-heavy note costs, and notes repeat code (kemt-wiki keeps copies of
 whole courses under ``predmety/``). Each highlighted block is remembered for the process; a big
 render (a ``--full`` one, new templates, a swapped index) also starts from the blocks stored in
-``<site>/.render-cache/highlight-<version>.json`` and stores the blocks its notes use when it is
+``<site>/.render-cache/highlight-<version>`` and stores the blocks its notes use when it is
 done, so it highlights only code it has not seen before; a small render (an edited note) reads that
 file only when it meets a block it does not remember. ``<version>`` changes with Pygments and
 with this file: the output depends on nothing else besides (language, code). One file, read and
-written whole: creating a file per block would cost about as much as highlighting it.
+written whole: creating a file per block would cost about as much as highlighting it. It is in
+marshal's format (a dict of str): a 2 MB file reads in ~1 ms, against ~7 ms as JSON.
 """
 
 from __future__ import annotations
 
 import hashlib
 import html
-import json
+import marshal
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 CACHE_DIR = ".render-cache"
+_MAGIC = b"notes-portal highlighted code\n"  # then marshal data
 
 _LEXERS: dict[str, Any] = {}
 _ALIASES: dict[str, str] = {}
@@ -35,17 +37,23 @@ def cache_file(site: Path) -> Path:
     import pygments
 
     digest = hashlib.sha256(pygments.__version__.encode() + b"\0" + Path(__file__).read_bytes())
-    return site / CACHE_DIR / f"highlight-{digest.hexdigest()[:12]}.json"
+    return site / CACHE_DIR / f"highlight-{digest.hexdigest()[:12]}"
+
+
+def stored(path: Path) -> dict[str, str]:
+    """The blocks stored in ``path`` (none when it is missing, unreadable or not ours)."""
+    try:
+        raw = path.read_bytes()
+        found = marshal.loads(raw[len(_MAGIC):]) if raw.startswith(_MAGIC) else None
+    except (OSError, ValueError, EOFError, TypeError):
+        return {}
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)} \
+        if isinstance(found, dict) else {}
 
 
 def load(path: Path) -> None:
     """Remember the blocks stored in ``path`` (none when it is missing or unreadable)."""
-    try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
-    if isinstance(stored, dict):
-        _MEMO.update((k, v) for k, v in stored.items() if isinstance(v, str))
+    _MEMO.update(stored(path))
 
 
 def use(path: Path) -> None:
@@ -65,7 +73,7 @@ def save(path: Path, keys: Iterable[str]) -> None:
 
     blocks = {key: _MEMO[key] for key in sorted(set(keys)) if key in _MEMO}
     try:
-        write_atomic(path, json.dumps(blocks, ensure_ascii=False, separators=(",", ":")))
+        write_atomic(path, _MAGIC + marshal.dumps(blocks))
         for other in path.parent.glob("highlight-*"):
             if other != path:
                 other.unlink()

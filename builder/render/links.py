@@ -150,6 +150,21 @@ class Resolver:
         return self._memo[key]
 
 
+    def still_broken(self, source_id: str, from_path: str, raw: str, before: list[str]) -> bool:
+        """Does a markdown link or image that :meth:`resolve` found broken (``before``, its
+        :meth:`Link.as_list`) stay broken for the same reason, the published notes being the
+        same? Yes when it leaves the source, or when no note answered it and its path still
+        holds no file: decided by one ``stat``, without the lookup tables over every note that
+        :meth:`resolve` builds (they cost more than the rest of a one-note render)."""
+        raw = raw.strip()
+        if before == _outside(raw).as_list():
+            return True
+        if before != _missing(raw).as_list():
+            return False  # a file was there (not published, or not safe): look again
+        joined = _joined(from_path, raw.partition("#")[0])
+        return joined is not None and not os.path.isfile(os.path.join(self.sources[source_id].root, joined))
+
+
 def _href(src: SourceNotes, from_path: str, raw: str, *, image: bool) -> Link:
     raw = raw.strip()
     if not raw or raw.startswith("#"):
@@ -157,16 +172,32 @@ def _href(src: SourceNotes, from_path: str, raw: str, *, image: bool) -> Link:
     if _SCHEME.match(raw) or raw.startswith("//"):
         return Link("external", raw)
     path_part, _, fragment = raw.partition("#")
-    path_part = unquote(path_part.partition("?")[0])
-    base = "" if path_part.startswith("/") else posixpath.dirname(from_path)
-    joined = posixpath.normpath(posixpath.join(base, path_part.lstrip("/")))
-    if joined == ".." or joined.startswith("../"):
-        return Link("broken", reason=f"{raw} points outside the source")
-    joined = "" if joined == "." else joined
+    joined = _joined(from_path, path_part)
+    if joined is None:
+        return _outside(raw)
     note = _note_at(src, joined)
     if note is not None and not image:
         return _note_link(src, note, unquote(fragment))
     return _attachment(src, joined, raw)
+
+
+def _joined(from_path: str, path_part: str) -> str | None:
+    """The path (relative to the source root) that a link's path part names from the note at
+    ``from_path``, or None when it leaves the source."""
+    path_part = unquote(path_part.partition("?")[0])
+    base = "" if path_part.startswith("/") else posixpath.dirname(from_path)
+    joined = posixpath.normpath(posixpath.join(base, path_part.lstrip("/")))
+    if joined == ".." or joined.startswith("../"):
+        return None
+    return "" if joined == "." else joined
+
+
+def _outside(raw: str) -> Link:
+    return Link("broken", reason=f"{raw} points outside the source")
+
+
+def _missing(raw: str) -> Link:
+    return Link("broken", reason=f"{raw}: no such note or file")
 
 
 def _note_at(src: SourceNotes, path: str) -> str | None:
@@ -190,7 +221,7 @@ def _note_link(src: SourceNotes, path: str, fragment: str) -> Link:
 
 def _attachment(src: SourceNotes, path: str, raw: str) -> Link:
     """A non-note file: only a regular file inside the scope, never hidden, never active content."""
-    missing = Link("broken", reason=f"{raw}: no such note or file")
+    missing = _missing(raw)
     if not path or any(part.startswith(".") for part in path.split("/")):
         return missing
     try:

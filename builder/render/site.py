@@ -178,7 +178,8 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
 
     output.copy_static(out, templates.static_dir())
     output.copy_attachments(out, {r[1]: roots[key.partition(":")[0]] / r[2]
-                              for key, entry in entries.items() for r in entry["resolved"] if r[0] == "attachment"})
+                              for key, entry in entries.items() if entry.get("files", 1)
+                              for r in entry["resolved"] if r[0] == "attachment"})
     listed = output.listed_pages(saved)
     # the manifest lost (a damaged disk, a hand) in a folder already the portal's: see unlisted_orphans
     lost = output.unlisted_orphans(out.present) if claimed and not listed else set()

@@ -5,7 +5,9 @@ The render manifest keeps, per note, an entry: the sha256 of the text it was ren
 and what they resolved to (``resolved``), its broken links with their lines (``broken``, when it
 has any), digests of what other pages show of it (``toc_digest``: its table of contents entry,
 ``tags_digest``: URL, title and tags, ``anchors_digest``: heading anchors, ``links_digest``: the
-link answers), and the keys of the highlighted code blocks its body uses (``highlights``). These
+link answers), whether an answer depends on the files beside the notes (``files``: a markdown
+link or image that found a file or nothing; absent in entries of older renders, meaning "maybe"),
+and the keys of the highlighted code blocks its body uses (``highlights``). These
 functions compare entries with today's notes to find what must be rendered again.
 """
 
@@ -62,7 +64,9 @@ def entry(note: NoteInfo, body: Body, highlights: tuple[str, ...]) -> dict[str, 
     found: dict[str, Any] = {
         "sha": note.sha256, "dates": note.dates, "links": [list(k) for k in body.links], "resolved": resolved,
         "links_digest": sha(*("\x1f".join(r) for r in resolved)), "toc_digest": sha(note.toc_entry),
-        "tags_digest": sha(note.url, note.title, *note.tags), "anchors_digest": sha(*note.anchor_list)}
+        "tags_digest": sha(note.url, note.title, *note.tags), "anchors_digest": sha(*note.anchor_list),
+        "files": int(any(kind != "wiki" and r[0] in ("attachment", "broken")
+                         for (kind, _), r in zip(body.links, resolved)))}
     broken = body.broken()
     if broken:
         found["broken"] = [[line, reason] for line, reason in broken]
@@ -77,22 +81,29 @@ def recheck(notes: list[NoteInfo], old: dict[str, Any], same_universe: bool,
     notes whose body must be rendered. Links are re-resolved where the answer may have moved: all
     of them after a note was added, removed or renamed; else links to files and to notes whose
     headings changed (a ``#fragment`` is mapped onto the target's anchors)."""
-    resolve = resolver.resolve
     moved = {n.key for n in notes if n.key in old and old[n.key]["sha"] != n.sha256
              and old[n.key].get("anchors_digest") != sha(*n.anchor_list)}
 
-    def may_differ(source_id: str, kind: str, r: list[str]) -> bool:
-        return (not same_universe or (kind != "wiki" and r[0] in ("attachment", "broken"))
-                or (r[0] == "note" and f"{source_id}:{r[2]}" in moved))
+    def holds(note: NoteInfo, kind: str, raw: str, r: list[str]) -> bool:
+        """Does the link still resolve to ``r``?"""
+        if same_universe:
+            if kind == "wiki" or r[0] not in ("attachment", "broken"):
+                if r[0] != "note" or f"{note.source_id}:{r[2]}" not in moved:
+                    return True  # only the notes decide it, and they are the same
+            elif r[0] == "broken" and resolver.still_broken(note.source_id, note.path, raw, r):
+                return True
+        return r == resolver.resolve(note.source_id, note.path, kind, raw).as_list()
 
     entries: dict[str, Any] = {}
     stale = []
+    settled = same_universe and not moved  # then only links to files can answer otherwise
     for note in notes:
         found = old.get(note.key)
         if found is None or found["sha"] != note.sha256:
             stale.append(note)
-        elif all(r == resolve(note.source_id, note.path, kind, raw).as_list()
-                 for (kind, raw), r in zip(found["links"], found["resolved"]) if may_differ(note.source_id, kind, r)):
+        elif settled and not found.get("files", 1):
+            entries[note.key] = found
+        elif all(holds(note, kind, raw, r) for (kind, raw), r in zip(found["links"], found["resolved"])):
             entries[note.key] = found
         else:
             stale.append(note)

@@ -282,9 +282,9 @@ def _source_pages(out: output.Output, env_fp: str, source_id: str, kind: str, no
         plan = toc.plan(env_fp, source_id, kind, notes, {n.key: data.entries[n.key]["toc_digest"] for n in notes})
         if out.wants(toc_url, plan.fingerprint):
             fragments = toc.Fragments(ctx.site, source_id)
-            page = toc.toc_page(source_id, kind, plan, fragments,
-                                lambda context: ctx.templates.fragment(toc.FRAGMENT_TEMPLATE, **context))
-            out.write(toc_url, ctx.templates.render(page, ctx.built_at))
+            skeleton = ctx.templates.render(toc.toc_page(source_id, kind, plan), ctx.built_at)
+            out.write(toc_url, toc.splice(skeleton, plan, fragments, lambda folder: ctx.templates.fragment(
+                toc.FRAGMENT_TEMPLATE, **toc.fragment_context(source_id, folder.notes))))
             fragments.prune()
     graph_url = urls.graph_url(source_id)
     if not out.kept(graph_url, dirty is None or source_id in dirty.graphs):

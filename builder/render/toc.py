@@ -7,12 +7,15 @@ one edit: the list of each folder's own notes is a fragment, rendered once and k
 a render reads the fragments it already has, renders the few that changed and joins them inside a
 small skeleton of folders. A fragment file is written atomically and named by its inputs, so a
 render killed at any point leaves only correct fragments (and perhaps unused ones, deleted by the
-next render that assembles the page).
+next render that assembles the page). The skeleton is rendered with a marker where each folder's
+list goes and the page is joined as bytes (:func:`splice`): the templates joining the fragments
+themselves copied the whole page once per level of folders (270 ms of the 340 ms a 6 MB page took).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +28,8 @@ from builder.render.output import CACHE_DIR, write_atomic
 from builder.render.pages import NoteInfo, dir_anchor, nav_context
 from builder.render.state import sha
 
+_MARK = "<!--notes-portal fragment {}-->"  # where a folder's note list goes (see splice)
+_MARKS = re.compile(r"<!--notes-portal fragment ([0-9a-f]+)-->")
 OPEN_MAX = 300  # a source with at most this many notes shows every folder open; a bigger one, closed
 FRAGMENT_TEMPLATE = "toc_notes.html"
 
@@ -78,14 +83,16 @@ class Fragments:
         self.dir = site / CACHE_DIR / "toc" / source_id
         self.used: set[str] = set()
 
-    def get(self, fingerprint: str, make: Callable[[], str]) -> str:
-        """The fragment named ``fingerprint``: read from the cache, else made by ``make`` and kept."""
+    def get(self, fingerprint: str, make: Callable[[], str]) -> bytes:
+        """The fragment named ``fingerprint`` (UTF-8): read from the cache, else made by ``make`` and kept."""
         self.used.add(fingerprint)
         path = self.dir / f"{fingerprint}.frag"
         try:
-            return path.read_text(encoding="utf-8")
+            data = path.read_bytes()
+            data.decode("utf-8")  # a damaged file is made again
+            return data
         except (OSError, UnicodeDecodeError):
-            html = make()
+            html = make().encode("utf-8")
             self.dir.mkdir(parents=True, exist_ok=True)
             write_atomic(path, html)
             return html
@@ -156,16 +163,11 @@ def plan(env_fp: str, source_id: str, kind: str, notes: list[NoteInfo], entry_di
     return TocPlan(urls.toc_url(source_id), fingerprint, root, folder_fps)
 
 
-def toc_page(source_id: str, kind: str, toc: TocPlan, fragments: Fragments,
-             render_fragment: Callable[[dict[str, Any]], str]) -> Page:
-    """The page itself, its folders' note lists from ``fragments`` (rendered by ``render_fragment``
-    when missing)."""
+def toc_page(source_id: str, kind: str, toc: TocPlan) -> Page:
+    """The page's skeleton: each folder's note list is a marker that :func:`splice` replaces."""
 
     def node(folder: Folder) -> dict[str, Any]:
-        notes_html = ""
-        if folder.notes:
-            notes_html = fragments.get(toc.folder_fps[folder.path],
-                                       lambda: render_fragment(fragment_context(source_id, folder.notes)))
+        notes_html = _MARK.format(toc.folder_fps[folder.path]) if folder.notes else ""
         return {"path": folder.path, "name": folder.name or source_id, "anchor": dir_anchor(folder.path),
                 "count": folder.count, "notes_html": notes_html, "children": [node(c) for c in folder.children]}
 
@@ -175,3 +177,13 @@ def toc_page(source_id: str, kind: str, toc: TocPlan, fragments: Fragments,
                "graph_url": urls.graph_url(source_id), "nav": nav_context(source_id)}
     crumbs = (("Home", urls.HOME_URL), (source_id, None))
     return Page(toc.url, "toc.html", "toc", source_id, context, crumbs)
+
+
+def splice(skeleton: str, toc: TocPlan, fragments: Fragments, render_fragment: Callable[[Folder], str]) -> bytes:
+    """The page as UTF-8: ``skeleton`` (the rendered :func:`toc_page`) with each folder's marker
+    replaced by its note list from ``fragments`` (made by ``render_fragment`` when missing)."""
+    folders = {toc.folder_fps[f.path]: f for f in walk(toc.root) if f.notes}
+    pieces = _MARKS.split(skeleton)  # text, fingerprint, text, …
+    return b"".join(piece.encode("utf-8") if i % 2 == 0
+                    else fragments.get(piece, lambda fp=piece: render_fragment(folders[fp]))
+                    for i, piece in enumerate(pieces))

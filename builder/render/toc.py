@@ -18,6 +18,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -185,5 +186,5 @@ def splice(skeleton: str, toc: TocPlan, fragments: Fragments, render_fragment: C
     folders = {toc.folder_fps[f.path]: f for f in walk(toc.root) if f.notes}
     pieces = _MARKS.split(skeleton)  # text, fingerprint, text, …
     return b"".join(piece.encode("utf-8") if i % 2 == 0
-                    else fragments.get(piece, lambda fp=piece: render_fragment(folders[fp]))
+                    else fragments.get(piece, partial(render_fragment, folders[piece]))
                     for i, piece in enumerate(pieces))

@@ -1,4 +1,4 @@
-"""The build step: lock → scan each source → index what changed → embed → (swap).
+"""The build step: lock → scan each source (:mod:`builder.scan`) → index what changed → embed → (swap).
 
 Runs from cron every minute. When nothing changed it prints nothing, writes
 nothing (not the index, not the log) and imports neither the markdown parser,
@@ -8,10 +8,9 @@ numpy, Jinja2 nor the embedding model.
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from builder import indexfile
@@ -23,43 +22,22 @@ from builder.lock import BuildLock, describe_holder
 from builder.redact import redact_url
 from builder.render.stamp import site_is_stale
 from builder.report import BuildReport
-from builder.sources import FileStat, Scope, is_hidden, uncovered_dirs, walk
+from builder.scan import (
+    SourceChanges,
+    SourceFailed,
+    remote_heads,
+    scan_folder,
+    scan_git,
+    scope_key,
+)
 from builder.synclog import SyncLog
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-    from builder.gitsource import GitError
-
 EXIT_OK, EXIT_REINDEX, EXIT_PARTIAL = 0, 1, 3
-MASS_REMOVAL = 10  # a folder scan may remove this many notes, or up to half of a source, without asking
 WRITE_BATCH_S = 0.5  # the index commits a source's changes every half second, not once per note
 INGEST_BATCH = 1024  # changed files read at a time, parsed while the batch before is stored (two in memory)
-
-
-@dataclass(frozen=True)
-class SourceChanges:
-    """What one source's scan found; empty lists and equal coverage mean a no-op."""
-
-    source: SourceConfig
-    changed: tuple[FileStat, ...]  # new or modified-looking files
-    deleted: tuple[str, ...]
-    uncovered: tuple[str, ...]
-    coverage_changed: bool
-    rev: str | None = None  # git: the commit the index will hold once applied
-    refresh: bool = False  # git: the rev or the scope moved, so the source row must be rewritten
-    authors: Mapping[str, str] = field(default_factory=dict)  # git: path → author of its last change
-    warning: str | None = None  # git: indexed from a stale clone because the remote failed
-    undecodable: tuple[str, ...] = ()  # git: names that are not UTF-8 (escaped), which cannot be notes
-    states: Mapping[str, db.FileState] | None = None  # what the index held when scanned (None: not read)
-
-    @property
-    def empty(self) -> bool:
-        return not self.changed and not self.deleted and not self.coverage_changed and not self.refresh
-
-
-class SourceFailed(Exception):
-    """A source could not be scanned; ``str()`` is the redacted one-line reason for the WARN line."""
 
 
 @dataclass(frozen=True)
@@ -179,15 +157,15 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     failed: list[str] = []
     db.migrate(conn)  # an index from before a schema step gains it here; a single SELECT when current
     known = db.get_sources(conn)
-    heads = _remote_heads(config, selected)
+    heads = remote_heads(config, selected)
     scans: list[SourceChanges] = []
     for source in selected:
         row = known.get(source.id)
         try:
             if source.kind == "git":
-                scan = _scan_git(conn, config, source, row, heads[source.id], force, log)
+                scan = scan_git(conn, config, source, row, heads[source.id], force, log)
             else:
-                scan = _scan(conn, source, row, force)
+                scan = scan_folder(conn, source, row, force)
         except (OSError, SourceFailed) as exc:
             reason = str(exc) if isinstance(exc, SourceFailed) else f"cannot read the source ({exc})"
             log.warn(f"{source.id}: {reason}")
@@ -239,116 +217,6 @@ def _load_vec(conn: Connection, config: Config) -> None:
     db.load_vec(conn)
     if config.embedding.enabled:
         db.ensure_vec_table(conn, config.embedding.dims)
-
-
-def _scan(conn: Connection, source: SourceConfig, row: db.SourceRow | None, force: bool) -> SourceChanges:
-    assert source.root is not None
-    scope = Scope.of(source)
-    if not source.root.is_dir():
-        raise OSError(f"directory {source.root} is gone")
-    scanned = walk(source.root, scope)
-    if scanned.errors:
-        more = f" and {len(scanned.errors) - 1} more" if len(scanned.errors) > 1 else ""
-        raise SourceFailed(f"cannot read {scanned.errors[0]}{more}; its notes stay as they were indexed")
-    found = scanned.files
-    states = {} if force else db.file_states(conn, source.id)
-    changed = tuple(stat for path, stat in sorted(found.items())
-                    if path not in states or states[path].size != stat.size
-                    or states[path].mtime_ns != stat.mtime_ns)
-    deleted = tuple(sorted(set(states) - set(found)))
-    if deleted and (not found or len(deleted) > max(MASS_REMOVAL, len(states) // 2)):
-        raise SourceFailed(f"the scan would remove {len(deleted)} of the {len(states)} notes the index holds "
-                           f"(is {source.root} mounted and complete?); nothing was removed. If they are really "
-                           "gone, run `notes-portal build --full`")
-    uncovered = tuple(uncovered_dirs(source.root, scope))
-    previous = row.uncovered if row else ()
-    return SourceChanges(source, changed, deleted, uncovered,
-                         coverage_changed=row is None or uncovered != previous, states=states)
-
-
-def _remote_heads(config: Config, selected: list[SourceConfig]) -> dict[str, str | GitError]:
-    """Every git source's remote head (or its GitError), asked in parallel: one ls-remote each."""
-    git_sources = [s for s in selected if s.kind == "git"]
-    if not git_sources:
-        return {}
-    from builder.gitsource import remote_heads
-
-    answers = remote_heads([(s.url or "", s.branch) for s in git_sources], config.git_timeout)
-    return {s.id: answer for s, answer in zip(git_sources, answers)}
-
-
-def _scope_key(source: SourceConfig) -> str:
-    return json.dumps([source.paths, source.include, source.exclude])
-
-
-def _scan_git(conn: Connection, config: Config, source: SourceConfig, row: db.SourceRow | None,
-              head: str | GitError, force: bool, log: SyncLog) -> SourceChanges:
-    """A git source's changes since ``indexed_rev``; when the remote head is that rev, nothing more."""
-    from builder import gitsource as git
-
-    root = config.source_root(source)
-    row = None if force else row  # --full: a fresh listing of every file
-    indexed = row.indexed_rev if row is not None else None
-    warning = None
-    if isinstance(head, git.GitError):
-        stale = git.clone_state(root) if force else None
-        if stale is None:
-            raise SourceFailed(str(head))
-        # --full must not drop a source because its host is down: index the clone we have
-        head, warning = stale, f"{head}; indexed our existing clone at {stale[:12]}"
-    if indexed == head and row is not None and row.scope == _scope_key(source) and git.clone_state(root) == head:
-        return SourceChanges(source, (), (), row.uncovered, coverage_changed=False)  # the every-minute case
-    try:
-        return replace(_git_changes(conn, config, source, row, indexed, head, log), warning=warning)
-    except git.GitError as exc:
-        raise SourceFailed(str(exc)) from None
-    except OSError as exc:
-        raise SourceFailed(f"cannot update our clone ({exc})") from None
-
-
-def _git_changes(conn: Connection, config: Config, source: SourceConfig, row: db.SourceRow | None,
-                 indexed: str | None, head: str, log: SyncLog) -> SourceChanges:
-    """Bring our clone to ``head``; the changed files come from ``git diff-tree indexed..head``, or from
-    a full listing on a first build, ``--full`` (``row`` is None), a changed scope or rewritten history."""
-    from builder import gitsource as git
-
-    root, timeout, scope = config.source_root(source), config.git_timeout, Scope.of(source)
-    checkout = git.ensure_checkout(root, source.url or "", source.branch, head, timeout)
-    if checkout.repaired:
-        log.info(f"{source.id}: {checkout.repaired}")
-    rev = checkout.rev
-    same_scope = row is not None and row.scope == _scope_key(source)
-    states = db.file_states(conn, source.id) if row is not None else {}
-    since = indexed if indexed and same_scope and git.is_ancestor(root, indexed, rev, timeout) else None
-    if since:
-        diff = git.diff_files(root, since, rev, timeout)
-        gone = set(diff.deleted)
-    else:
-        if indexed and same_scope:
-            log.info(f"{source.id}: {indexed[:12]} is not in the history of {rev[:12]} (force-pushed?): "
-                     "full re-scan")
-        diff, gone = git.list_files(root, rev, timeout), set(states)
-    candidates = diff.changed
-    wanted = sorted(p for p in candidates
-                    if scope.wants(p) and not any(is_hidden(part) for part in p.split("/")))
-    gone = {p for p in gone if p in states} - set(wanted)
-    changed, authors = [], {}
-    if wanted:
-        head_change, changes = git.last_changes(root, rev, since, timeout)
-        for path in wanted:
-            change = changes.get(path, head_change)  # a file only a merge changed: the head commit
-            try:
-                size = (root / path).stat().st_size
-            except OSError:
-                size = -1  # _apply warns when it cannot read it
-            changed.append(FileStat(path, size, change.at_ns))
-            authors[path] = change.author
-    uncovered = tuple(uncovered_dirs(root, scope))
-    previous = row.uncovered if row else ()
-    return SourceChanges(source, tuple(changed), tuple(sorted(gone)), uncovered,
-                         coverage_changed=row is None or uncovered != previous, rev=rev,
-                         refresh=not same_scope or row is None or row.indexed_rev != rev, authors=authors,
-                         undecodable=tuple(name for name in diff.undecodable if scope.wants(name)))
 
 
 def _record_error(conn: Connection, source: SourceConfig, reason: str, log: SyncLog) -> None:
@@ -440,7 +308,7 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
         elif not scan.warning:
             values["last_error"] = None
         if source.kind == "git" and not unreadable:
-            values.update(indexed_rev=scan.rev, scope=_scope_key(source), last_sync_at=now_iso())
+            values.update(indexed_rev=scan.rev, scope=scope_key(source), last_sync_at=now_iso())
         elif source.kind == "folder" and (notes or scan.deleted or touched):
             values.update(indexed_rev=_folder_rev(after), last_sync_at=now_iso())
         db.update_source(conn, source.id, **values)

@@ -1,0 +1,164 @@
+"""What changed in each source since the index last saw it: the scan half of a build.
+
+A folder source is walked (size and mtime of every wanted file against the index's record); a git
+source asks its remote for the head, brings our clone there and lists what ``git diff-tree`` says
+changed since the indexed commit. Both answer a :class:`SourceChanges`, which
+:func:`builder.sync.build` applies to the index.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from builder.core import index as db
+from builder.core.config import Config, SourceConfig
+from builder.sources import FileStat, Scope, is_hidden, uncovered_dirs, walk
+from builder.synclog import SyncLog
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
+
+    from builder.gitsource import GitError
+
+MASS_REMOVAL = 10  # a folder scan may remove this many notes, or up to half of a source, without asking
+
+
+@dataclass(frozen=True)
+class SourceChanges:
+    """What one source's scan found; empty lists and equal coverage mean a no-op."""
+
+    source: SourceConfig
+    changed: tuple[FileStat, ...]  # new or modified-looking files
+    deleted: tuple[str, ...]
+    uncovered: tuple[str, ...]
+    coverage_changed: bool
+    rev: str | None = None  # git: the commit the index will hold once applied
+    refresh: bool = False  # git: the rev or the scope moved, so the source row must be rewritten
+    authors: Mapping[str, str] = field(default_factory=dict)  # git: path → author of its last change
+    warning: str | None = None  # git: indexed from a stale clone because the remote failed
+    undecodable: tuple[str, ...] = ()  # git: names that are not UTF-8 (escaped), which cannot be notes
+    states: Mapping[str, db.FileState] | None = None  # what the index held when scanned (None: not read)
+
+    @property
+    def empty(self) -> bool:
+        return not self.changed and not self.deleted and not self.coverage_changed and not self.refresh
+
+
+class SourceFailed(Exception):
+    """A source could not be scanned; ``str()`` is the redacted one-line reason for the WARN line."""
+
+
+def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None, force: bool) -> SourceChanges:
+    """A folder source's changes: every file whose size or mtime differs from what the index holds
+    (``force``: every file), and the files gone, unless that would empty most of the source."""
+    assert source.root is not None
+    scope = Scope.of(source)
+    if not source.root.is_dir():
+        raise OSError(f"directory {source.root} is gone")
+    scanned = walk(source.root, scope)
+    if scanned.errors:
+        more = f" and {len(scanned.errors) - 1} more" if len(scanned.errors) > 1 else ""
+        raise SourceFailed(f"cannot read {scanned.errors[0]}{more}; its notes stay as they were indexed")
+    found = scanned.files
+    states = {} if force else db.file_states(conn, source.id)
+    changed = tuple(stat for path, stat in sorted(found.items())
+                    if path not in states or states[path].size != stat.size
+                    or states[path].mtime_ns != stat.mtime_ns)
+    deleted = tuple(sorted(set(states) - set(found)))
+    if deleted and (not found or len(deleted) > max(MASS_REMOVAL, len(states) // 2)):
+        raise SourceFailed(f"the scan would remove {len(deleted)} of the {len(states)} notes the index holds "
+                           f"(is {source.root} mounted and complete?); nothing was removed. If they are really "
+                           "gone, run `notes-portal build --full`")
+    uncovered = tuple(uncovered_dirs(source.root, scope))
+    previous = row.uncovered if row else ()
+    return SourceChanges(source, changed, deleted, uncovered,
+                         coverage_changed=row is None or uncovered != previous, states=states)
+
+
+def remote_heads(config: Config, selected: list[SourceConfig]) -> dict[str, str | GitError]:
+    """Every git source's remote head (or its GitError), asked in parallel: one ls-remote each."""
+    git_sources = [s for s in selected if s.kind == "git"]
+    if not git_sources:
+        return {}
+    from builder.gitsource import remote_heads as ask
+
+    answers = ask([(s.url or "", s.branch) for s in git_sources], config.git_timeout)
+    return {s.id: answer for s, answer in zip(git_sources, answers)}
+
+
+def scope_key(source: SourceConfig) -> str:
+    """What a git source's listing depends on besides its commit (kept beside ``indexed_rev``)."""
+    return json.dumps([source.paths, source.include, source.exclude])
+
+
+def scan_git(conn: Connection, config: Config, source: SourceConfig, row: db.SourceRow | None,
+              head: str | GitError, force: bool, log: SyncLog) -> SourceChanges:
+    """A git source's changes since ``indexed_rev``; when the remote head is that rev, nothing more."""
+    from builder import gitsource as git
+
+    root = config.source_root(source)
+    row = None if force else row  # --full: a fresh listing of every file
+    indexed = row.indexed_rev if row is not None else None
+    warning = None
+    if isinstance(head, git.GitError):
+        stale = git.clone_state(root) if force else None
+        if stale is None:
+            raise SourceFailed(str(head))
+        # --full must not drop a source because its host is down: index the clone we have
+        head, warning = stale, f"{head}; indexed our existing clone at {stale[:12]}"
+    if indexed == head and row is not None and row.scope == scope_key(source) and git.clone_state(root) == head:
+        return SourceChanges(source, (), (), row.uncovered, coverage_changed=False)  # the every-minute case
+    try:
+        return replace(_git_changes(conn, config, source, row, indexed, head, log), warning=warning)
+    except git.GitError as exc:
+        raise SourceFailed(str(exc)) from None
+    except OSError as exc:
+        raise SourceFailed(f"cannot update our clone ({exc})") from None
+
+
+def _git_changes(conn: Connection, config: Config, source: SourceConfig, row: db.SourceRow | None,
+                 indexed: str | None, head: str, log: SyncLog) -> SourceChanges:
+    """Bring our clone to ``head``; the changed files come from ``git diff-tree indexed..head``, or from
+    a full listing on a first build, ``--full`` (``row`` is None), a changed scope or rewritten history."""
+    from builder import gitsource as git
+
+    root, timeout, scope = config.source_root(source), config.git_timeout, Scope.of(source)
+    checkout = git.ensure_checkout(root, source.url or "", source.branch, head, timeout)
+    if checkout.repaired:
+        log.info(f"{source.id}: {checkout.repaired}")
+    rev = checkout.rev
+    same_scope = row is not None and row.scope == scope_key(source)
+    states = db.file_states(conn, source.id) if row is not None else {}
+    since = indexed if indexed and same_scope and git.is_ancestor(root, indexed, rev, timeout) else None
+    if since:
+        diff = git.diff_files(root, since, rev, timeout)
+        gone = set(diff.deleted)
+    else:
+        if indexed and same_scope:
+            log.info(f"{source.id}: {indexed[:12]} is not in the history of {rev[:12]} (force-pushed?): "
+                     "full re-scan")
+        diff, gone = git.list_files(root, rev, timeout), set(states)
+    candidates = diff.changed
+    wanted = sorted(p for p in candidates
+                    if scope.wants(p) and not any(is_hidden(part) for part in p.split("/")))
+    gone = {p for p in gone if p in states} - set(wanted)
+    changed, authors = [], {}
+    if wanted:
+        head_change, changes = git.last_changes(root, rev, since, timeout)
+        for path in wanted:
+            change = changes.get(path, head_change)  # a file only a merge changed: the head commit
+            try:
+                size = (root / path).stat().st_size
+            except OSError:
+                size = -1  # _apply warns when it cannot read it
+            changed.append(FileStat(path, size, change.at_ns))
+            authors[path] = change.author
+    uncovered = tuple(uncovered_dirs(root, scope))
+    previous = row.uncovered if row else ()
+    return SourceChanges(source, tuple(changed), tuple(sorted(gone)), uncovered,
+                         coverage_changed=row is None or uncovered != previous, rev=rev,
+                         refresh=not same_scope or row is None or row.indexed_rev != rev, authors=authors,
+                         undecodable=tuple(name for name in diff.undecodable if scope.wants(name)))

@@ -149,7 +149,6 @@ class Resolver:
                                else _href(src, from_path, raw, image=kind == "image"))
         return self._memo[key]
 
-
     def still_broken(self, source_id: str, from_path: str, raw: str, before: list[str]) -> bool:
         """Does a markdown link or image that :meth:`resolve` found broken (``before``, its
         :meth:`Link.as_list`) stay broken for the same reason, the published notes being the

@@ -79,8 +79,9 @@ def recheck(notes: list[NoteInfo], old: dict[str, Any], same_universe: bool,
             resolver: Resolver) -> tuple[dict[str, Any], list[NoteInfo]]:
     """Entries of notes whose text is unchanged and whose links still land where they did, and the
     notes whose body must be rendered. Links are re-resolved where the answer may have moved: all
-    of them after a note was added, removed or renamed; else links to files and to notes whose
-    headings changed (a ``#fragment`` is mapped onto the target's anchors)."""
+    of them after a note was added, removed or renamed; else links to files (a broken one only
+    when a file appeared at its path: :meth:`Resolver.still_broken`) and to notes whose headings
+    changed (a ``#fragment`` is mapped onto the target's anchors)."""
     moved = {n.key for n in notes if n.key in old and old[n.key]["sha"] != n.sha256
              and old[n.key].get("anchors_digest") != sha(*n.anchor_list)}
 

@@ -93,10 +93,10 @@ class Fragments:
             data.decode("utf-8")  # a damaged file is made again
             return data
         except (OSError, UnicodeDecodeError):
-            html = make().encode("utf-8")
+            data = make().encode("utf-8")
             self.dir.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, html)
-            return html
+            write_atomic(path, data)
+            return data
 
     def prune(self) -> None:
         """Delete the fragments this page no longer uses (other renderers' included)."""

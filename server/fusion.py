@@ -9,8 +9,8 @@ query typed without accents (``ake nastroje su povolene``): the words half folds
 model reads each unaccented word as another, rarer token, and its list drifts. And a lexical winner
 stays first when its BM25 score is ``STRONG_RATIO`` times its runner-up's: the words point at it
 unmistakably, and a vector list that missed it must not push it down. Equal fused scores are common
-(ranks 1 and 2 in one list, 2 and 1 in the other): the tie goes to the list trusted more, the
-words when they count more, else the meaning. The variants measured on the dev set (other k,
+(with both lists counting the same, ranks 1 and 2 in one and 2 and 1 in the other): the tie goes to
+the list trusted more, the words when they count more, else the meaning. The variants measured on the dev set (other k,
 a bonus for first places, a convex combination of normalised scores, the dense half leading when
 BM25 matches little) are in docs/QUALITY.md.
 

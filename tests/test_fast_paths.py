@@ -121,7 +121,9 @@ def test_notes_parsed_on_every_core_are_indexed_as_one_process_indexes_them(tmp_
 
 def test_the_servers_compact_vectors_rescored_give_exactly_the_nearest_chunks(tmp_path):
     """The server scans one byte per dimension and re-scores its best candidates from chunk_vectors:
-    the answer is vec0's exact scan's, ids and similarities, over 3,000 vectors."""
+    the answer is vec0's exact scan's, ids and similarities, over 3,000 vectors (copies among them:
+    equal similarities come smaller id first on both paths, so the fusion's ties do not depend on
+    which one answered)."""
     import time
 
     import numpy as np
@@ -146,11 +148,13 @@ def test_the_servers_compact_vectors_rescored_give_exactly_the_nearest_chunks(tm
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((len(ids), dims)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors[[700, 5, 2900]] = vectors[1500]  # copies: equal similarities, ordered by id on both paths
     db.store_vectors(conn, zip(ids, (v.tobytes() for v in vectors)), "2026-12-01T00:00:00")
     identity = (1, 1)
     memory = VectorMemory(lambda: (identity, db.connect(path, readonly=True)), min_vectors=1)
     queries = [rng.standard_normal(dims).astype(np.float32) for _ in range(30)]
     queries += [vectors[i] + 0.05 * rng.standard_normal(dims).astype(np.float32) for i in range(0, 3000, 300)]
+    queries.append(vectors[1500].copy())
     assert memory.nearest(conn, identity, queries[0].tobytes(), 30) is None  # vec0 answers while it loads
     deadline = time.monotonic() + 10
     while memory.loaded() is None and time.monotonic() < deadline:
@@ -162,6 +166,8 @@ def test_the_servers_compact_vectors_rescored_give_exactly_the_nearest_chunks(tm
         exact = db.knn_search(conn, query.tobytes(), 30, None, None)
         assert fast is not None and [i for i, _ in fast] == [i for i, _ in exact]
         assert np.allclose([s for _, s in fast], [s for _, s in exact], atol=1e-5)
+    copies = sorted(ids[i] for i in (5, 700, 1500, 2900))
+    assert [i for i, _ in db.knn_search(conn, vectors[1500].tobytes(), 4, None, None)] == copies
     conn.close()
 
 

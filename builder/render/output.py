@@ -242,7 +242,7 @@ class Output:
 
     def save_manifest(self, manifest: dict[str, Any], previous: dict[str, Any]) -> None:
         """Write ``manifest`` unless it is ``previous`` and already on disk (a render that wrote
-        nothing compares the two; one that wrote a page has a new fingerprint or entry to save)."""
+        nothing compares the two; one that wrote files saves it without comparing)."""
         if self.written or manifest != previous or not (self.site / MANIFEST).is_file():
             write_atomic(self.site / MANIFEST, encode_manifest(manifest))
         (self.site / JSON_MANIFEST).unlink(missing_ok=True)  # an older renderer's, read on this render

@@ -58,7 +58,8 @@ def fts_search(conn: Connection, match: str, limit: int, source_id: str | None, 
 def knn_search(conn: Connection, vector: bytes, k: int, source_id: str | None,
                tag: str | None) -> list[tuple[int, float]]:
     """Chunks nearest to ``vector`` by sqlite-vec's scan, filtered by source/tag afterwards:
-    (id, cosine similarity), nearest first."""
+    (id, cosine similarity), nearest first; equal distances (copies) the smaller id first, as
+    BM25 and the server's vectors in memory order them (the fusion breaks its ties by rank)."""
     if not has_vec_table(conn):
         return []
     filtered = source_id is not None or tag is not None
@@ -71,7 +72,7 @@ def knn_search(conn: Connection, vector: bytes, k: int, source_id: str | None,
         JOIN files AS f ON f.source_id = c.source_id AND f.path = c.path
         WHERE (:source_id IS NULL OR c.source_id = :source_id)
           AND {TAG_FILTER}
-        ORDER BY knn.distance
+        ORDER BY knn.distance, c.id
     """), {"vector": vector, "k": vector_candidates(k, filtered), "source_id": source_id,
            "tag": tag}).fetchall()
     return [(row[0], row[1]) for row in rows][:k]

@@ -34,11 +34,14 @@ from server import fusion, search  # noqa: E402
 Pairs = list[tuple[int, float]]
 
 
-def rrf(k: int, strong: bool, confident: float, unaccented_words: bool = False) -> Callable[..., list[fusion.Ranked]]:
+def rrf(k: int, strong: bool, confident: float, unaccented_words: bool = False,
+        trusted_ties: bool = False) -> Callable[..., list[fusion.Ranked]]:
     def fuse(bm25: Pairs, vector: Pairs, best_coverage: float = 0.0, *, unaccented: bool = False) -> list[fusion.Ranked]:
         weights = (confident if best_coverage >= 1.0 or (unaccented and unaccented_words) else 1.0, 1.0)
+        trusted = bm25 if weights[0] > 1.0 else vector
         return _ranked(bm25, vector, {i: weights[0] / (k + r) for r, (i, _) in enumerate(bm25, 1)},
-                       {i: weights[1] / (k + r) for r, (i, _) in enumerate(vector, 1)}, strong)
+                       {i: weights[1] / (k + r) for r, (i, _) in enumerate(vector, 1)}, strong,
+                       {i: r for r, (i, _) in enumerate(trusted, 1)} if trusted_ties else {})
     return fuse
 
 
@@ -67,14 +70,15 @@ def convex(alpha: float) -> Callable[..., list[fusion.Ranked]]:
     return fuse
 
 
-def _ranked(bm25: Pairs, vector: Pairs, a: dict[int, float], b: dict[int, float], strong: bool) -> list[fusion.Ranked]:
+def _ranked(bm25: Pairs, vector: Pairs, a: dict[int, float], b: dict[int, float], strong: bool,
+            second: dict[int, int] | None = None) -> list[fusion.Ranked]:
     scores = {i: a.get(i, 0.0) + b.get(i, 0.0) for i in {*a, *b}}
     if strong and len(bm25) >= 2 and bm25[1][1] > 0 and bm25[0][1] >= fusion.STRONG_RATIO * bm25[1][1]:
         scores[bm25[0][0]] = max(scores.values()) + 1.0
     b_rank = {i: r for r, (i, _) in enumerate(bm25, 1)}
     v_rank = {i: r for r, (i, _) in enumerate(vector, 1)}
     return [fusion.Ranked(i, scores[i], b_rank.get(i), v_rank.get(i))
-            for i in sorted(scores, key=lambda i: (-scores[i], i))]
+            for i in sorted(scores, key=lambda i: (-scores[i], (second or {}).get(i, len(second or {}) + 1), i))]
 
 
 VARIANTS = {
@@ -84,7 +88,8 @@ VARIANTS = {
     "RRF k=10 + strong BM25 leader": rrf(10, True, 1.0),
     "RRF k=10 + strong leader + confident words ×1.5": rrf(10, True, 1.5),
     "RRF k=10 + strong leader + confident or unaccented words ×1.5 (ties: the smaller id)": rrf(10, True, 1.5, True),
-    "the same, a tie to the half trusted more (shipped)": fusion.fuse,
+    "the same, a tie to the half trusted more": rrf(10, True, 1.5, True, trusted_ties=True),
+    "the same, a query typed without accents ordered by its words (shipped)": fusion.fuse,
     "RRF k=10 + strong leader + confident or unaccented words ×2": rrf(10, True, 2.0, True),
     "RRF k=10 + strong leader + confident words ×2": rrf(10, True, 2.0),
     "RRF k=60 + strong leader + confident words ×1.5": rrf(60, True, 1.5),

@@ -4,9 +4,11 @@ Reciprocal Rank Fusion with a small k (10, not the textbook 60): the first place
 weigh clearly more than the tail, which is where the answer is when the halves disagree. The
 lexical list counts ``CONFIDENT_WEIGHT`` times when some note among BM25's best holds every content
 word of the query (an identifier, a command, a name, a question asked in the notes' own words): the
-words then say more than the vector's sense of meaning. It counts as much for a Czech or Slovak
-query typed without accents (``ake nastroje su povolene``): the words half folds accents, while the
-model reads each unaccented word as another, rarer token, and its list drifts. And a lexical winner
+words then say more than the vector's sense of meaning. A Czech or Slovak query typed without
+accents (``ake nastroje su povolene``) is ordered by its words alone, and the vector list only adds,
+after them, chunks the words did not find: the words half folds accents, while the model reads each
+unaccented word as another, rarer token, and its list drifts (the weak rule below does not trust it
+for such a query either). And a lexical winner
 stays first when its BM25 score is ``STRONG_RATIO`` times its runner-up's: the words point at it
 unmistakably, and a vector list that missed it must not push it down. Equal fused scores are common
 (with both lists counting the same, ranks 1 and 2 in one and 2 and 1 in the other): the tie goes to
@@ -55,14 +57,24 @@ def fuse(bm25: list[tuple[int, float]], vector: list[tuple[int, float]], best_co
     bm25_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(bm25, start=1)}
     vector_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(vector, start=1)}
     scores: dict[int, float] = {}
-    lexical_weight = CONFIDENT_WEIGHT if best_coverage >= 1.0 or unaccented else 1.0
+    if unaccented:  # the words' order, then what only the vectors found (scores fall along the order)
+        scores = {chunk_id: 1.0 / (RRF_K + rank) for chunk_id, rank in bm25_rank.items()}
+        for chunk_id, rank in vector_rank.items():
+            scores.setdefault(chunk_id, 1.0 / (RRF_K + len(bm25) + rank))
+        return _ranked(scores, bm25_rank, vector_rank, bm25_rank)
+    lexical_weight = CONFIDENT_WEIGHT if best_coverage >= 1.0 else 1.0
     for ranks, weight in ((bm25_rank, lexical_weight), (vector_rank, 1.0)):
         for chunk_id, rank in ranks.items():
             scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (RRF_K + rank)
     if len(bm25) >= 2 and bm25[1][1] > 0 and bm25[0][1] >= STRONG_RATIO * bm25[1][1]:
         leader = bm25[0][0]
         scores[leader] = max(scores.values()) + 1.0 / (RRF_K + 1)
-    second = bm25_rank if lexical_weight > 1.0 else vector_rank
+    return _ranked(scores, bm25_rank, vector_rank, bm25_rank if lexical_weight > 1.0 else vector_rank)
+
+
+def _ranked(scores: dict[int, float], bm25_rank: dict[int, int], vector_rank: dict[int, int],
+            second: dict[int, int]) -> list[Ranked]:
+    """``scores`` best first; equal scores by their rank in ``second`` (the list trusted more), then id."""
     order = sorted(scores, key=lambda chunk_id: (-scores[chunk_id], second.get(chunk_id, len(second) + 1),
                                                  chunk_id))
     return [Ranked(chunk_id, scores[chunk_id], bm25_rank.get(chunk_id), vector_rank.get(chunk_id))

@@ -80,11 +80,14 @@ def test_a_bm25_winner_far_ahead_of_its_runner_up_stays_first():
     assert fuse([(10, 12.9), (20, 10.0)], vector)[0].chunk_id == 20  # not far enough ahead: plain fusion
 
 
-def test_the_words_half_counts_more_for_a_query_typed_without_accents():
+def test_a_query_typed_without_accents_is_ordered_by_its_words_then_what_only_the_vectors_found():
     bm25 = [(10, 5.0), (30, 4.9), (20, 4.8)]
     vector = [(20, 0.9), (40, 0.8), (50, 0.7), (10, 0.6)]
-    assert fuse(bm25, vector)[0].chunk_id == 20  # the vector list's first, third by words
-    assert fuse(bm25, vector, unaccented=True)[0].chunk_id == 10  # the words' first
+    assert [r.chunk_id for r in fuse(bm25, vector)][:2] == [20, 10]  # the vector list's first, third by words
+    fused = fuse(bm25, vector, unaccented=True)
+    assert [r.chunk_id for r in fused] == [10, 30, 20, 40, 50]
+    assert [(r.bm25_rank, r.vector_rank) for r in fused] == [(1, 4), (2, None), (3, 1), (None, 2), (None, 3)]
+    assert [r.score for r in fused] == sorted((r.score for r in fused), reverse=True)
 
 
 TEXT = "Aké nástroje sú povolené na skúške? Nástroje: Python, docker build, NetBeans."

@@ -405,3 +405,29 @@ def test_the_letter_set_filter_never_drops_a_word_within_two_edits(a, b):
     d = spelling.distance(a, b, 2)
     if d <= 2:
         assert len(set(a) ^ set(b)) <= 2 * d
+
+
+def test_a_heading_naming_the_words_in_another_form_counts_as_a_heading(config_for, notes_dir, quiet_log):
+    """The word keys count a section's breadcrumb twice, as the exact columns weigh it: a section
+    headed by the query's words in another form ranks above one whose text merely mentions them.
+    An index whose stems were laid out before is given them again by the next build."""
+    write_note(notes_dir, "c/poznamky.md", "# Poznámky\n\n## Rôzne\n\nTu je konverzia reťazca spomenutá len tak.\n")
+    write_note(notes_dir, "c/retazce.md", "# Reťazce\n\n## Konverzia reťazca na číslo\n\n"
+                                          "Funkcia sscanf prečíta číslo zo vstupu a vráti počet položiek.\n")
+    config = config_for(EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    hits = search(conn, config, "konverzie reťazcov", mode="bm25").hits
+    assert [h.path for h in hits[:2]] == ["c/retazce.md", "c/poznamky.md"]
+    conn.close()
+    writable = db.connect(indexfile.resolve(config.index))
+    with db.transaction(writable):  # as an index from before: the breadcrumb's keys once
+        writable.execute("UPDATE meta SET value = 'czsk-light-1' WHERE key = 'text_analysis'")
+        writable.execute("UPDATE chunks SET stems = ''")
+    writable.close()
+    write_note(notes_dir, "c/novy.md", "# Nový\n")  # something for the build to do
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    assert db.has_stems(conn) and conn.execute("SELECT count(*) FROM chunks WHERE stems = ''").fetchone()[0] == 0
+    assert [h.path for h in search(conn, config, "konverzie reťazcov", mode="bm25").hits[:1]] == ["c/retazce.md"]
+    conn.close()

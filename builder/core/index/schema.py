@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 # Bump whenever builder/chunker.py would cut a note differently: an index made by the old chunker
 # then asks for a ``build --full`` instead of holding chunks of two kinds.
 CHUNKER_VERSION = "2"  # 2: chunks fit the local model's 512 tokens
+# What the stems column holds: the analysis's keys, laid out by chunk_stems (/2: the breadcrumb twice).
+# An index whose stems were made otherwise has them made again when a build opens it.
+STEMS_VERSION = f"{ANALYSIS_VERSION}/2"
 
 def _add_stems(conn: Connection) -> None:
     """Step 3: the ``stems`` column (Czech/Slovak word keys, see :mod:`builder.core.analysis`) in
@@ -73,18 +76,21 @@ def _fill_stems(conn: Connection) -> None:
                      [{"id": r[0], "stems": chunk_stems(r[1], r[2])} for r in rows])
     conn.execute(dedent(_UPDATE_TRIGGER))
     conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
-    set_meta(conn, {"text_analysis": ANALYSIS_VERSION})
+    set_meta(conn, {"text_analysis": STEMS_VERSION})
 
 
 def chunk_stems(breadcrumb: str, text: str) -> str:
-    """What the ``stems`` column holds for a chunk: the keys of its breadcrumb and text."""
-    return stem_text(f"{breadcrumb}\n{text}")
+    """What the ``stems`` column holds for a chunk: the keys of its breadcrumb, twice, and of its
+    text. A heading counts twice as much as the text in the exact columns (BM25 weights 2 and 1);
+    counted twice here too, a section headed by the query's words in another form (``Konverzia
+    reťazca`` for ``konverzie reťazcov``) ranks like one headed by them as typed."""
+    return stem_text(f"{breadcrumb}\n{breadcrumb}\n{text}")
 
 
 def has_stems(conn: Connection) -> bool:
     """Are this index's stems made by today's analysis (else a query must not use them)?"""
     row = conn.execute("SELECT value FROM meta WHERE key = 'text_analysis'").fetchone()
-    return row is not None and row[0] == ANALYSIS_VERSION
+    return row is not None and row[0] == STEMS_VERSION
 
 
 def _add_chunk_vectors(conn: Connection) -> None:

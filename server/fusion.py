@@ -8,13 +8,13 @@ words then say more than the vector's sense of meaning. A Czech or Slovak query 
 accents (``ake nastroje su povolene``) is ordered by its words alone, and the vector list only adds,
 after them, chunks the words did not find: the words half folds accents, while the model reads each
 unaccented word as another, rarer token, and its list drifts (the weak rule below does not trust it
-for such a query either). And a lexical winner
-stays first when its BM25 score is ``STRONG_RATIO`` times its runner-up's: the words point at it
-unmistakably, and a vector list that missed it must not push it down. Equal fused scores are common
+for such a query either). And a lexical winner stays first when its BM25 score is ``STRONG_RATIO``
+times its runner-up's: the words point at it unmistakably, and a vector list that missed it must not
+push it down. Equal fused scores are common
 (with both lists counting the same, ranks 1 and 2 in one and 2 and 1 in the other): the tie goes to
-the list trusted more, the words when they count more, else the meaning. The variants measured on the dev set (other k,
-a bonus for first places, a convex combination of normalised scores, the dense half leading when
-BM25 matches little) are in docs/QUALITY.md.
+the list trusted more, the words when they count more, else the meaning. The variants measured on
+the dev set (other k, a bonus for first places, a convex combination of normalised scores, the
+dense half leading when BM25 matches little) are in docs/QUALITY.md.
 
 Weak: the answer is "nothing confident" when no note among BM25's best chunks holds most of the
 query's content words (``COVERAGE``) *and* the two halves agree on no note among their first

@@ -29,6 +29,7 @@ CHUNKER_VERSION = "2"  # 2: chunks fit the local model's 512 tokens
 # An index whose stems were made otherwise has them made again when a build opens it.
 STEMS_VERSION = f"{ANALYSIS_VERSION}/2"
 
+
 def _add_stems(conn: Connection) -> None:
     """Step 3: the ``stems`` column (Czech/Slovak word keys, see :mod:`builder.core.analysis`) in
     ``chunks`` and ``chunks_fts``; an FTS5 table cannot gain a column, so it is made again."""
@@ -88,7 +89,8 @@ def chunk_stems(breadcrumb: str, text: str) -> str:
 
 
 def has_stems(conn: Connection) -> bool:
-    """Are this index's stems made by today's analysis (else a query must not use them)?"""
+    """Are this index's stems made by today's analysis and ``chunk_stems`` (else a query must not use
+    them)?"""
     row = conn.execute("SELECT value FROM meta WHERE key = 'text_analysis'").fetchone()
     return row is not None and row[0] == STEMS_VERSION
 

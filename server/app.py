@@ -61,6 +61,10 @@ class SearchParams:
     mode: str
     source: str | None
     tag: str | None
+    correct: bool = True  # replace a word no note holds by a close one (``correct=0``: as typed)
+
+
+_SWITCH = {"1": True, "true": True, "0": False, "false": False}
 
 
 def _params(request: Request, config: Config) -> SearchParams:
@@ -75,7 +79,10 @@ def _params(request: Request, config: Config) -> SearchParams:
     source = request.query_params.get("source") or None
     if source is not None and source not in {s.id for s in config.sources}:
         raise UserError(f"unknown source {source[:40]!r}")
-    return SearchParams(q, limit, mode, source, request.query_params.get("tag") or None)
+    correct = request.query_params.get("correct", "1").lower()
+    if correct not in _SWITCH:
+        raise UserError(f"parameter correct must be 1 or 0, not {correct[:20]!r}")
+    return SearchParams(q, limit, mode, source, request.query_params.get("tag") or None, _SWITCH[correct])
 
 
 def _status_of(exc: UserError) -> int:
@@ -117,7 +124,7 @@ class Portal:
     def run_search(self, params: SearchParams) -> SearchResult:
         """The search (see :class:`server.searcher.Searcher`), less hits whose page is not on the site."""
         return self._on_the_site(self.searcher.search(params.query, limit=params.limit, source=params.source,
-                                                      tag=params.tag, mode=params.mode))
+                                                      tag=params.tag, mode=params.mode, correct=params.correct))
 
     def _on_the_site(self, result: SearchResult) -> SearchResult:
         """Only hits whose page is on the site: a build indexes a new note before it renders its page,
@@ -161,7 +168,7 @@ class Portal:
                  "provenance": provenance(h), "more": list(h.more), "copies": list(h.copies)}
                 for h in result.hits]
         return HTMLResponse(self.pages.render(query=query, notes=list(result.notes), hits=hits,
-                                              weak=result.weak and bool(hits)))
+                                              weak=result.weak and bool(hits), corrected=result.corrected))
 
     async def auth(self, request: Request) -> Response:
         """``GET /auth``: the sign-in form; ``POST /auth``: check the key, set the cookie, go back."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import urlencode
 
 from builder.core import urls
 from builder.core.config import Config
@@ -42,10 +43,12 @@ class SearchPage:
         self.templates = _templates(config)
 
     def render(self, *, query: str, notes: list[str], hits: list[dict[str, Any]] | None,
-               weak: bool = False) -> str:
+               weak: bool = False, corrected: str | None = None) -> str:
         """The results page for ``query`` (``hits`` None: the empty search form; ``weak``: the hits are
-        only the closest by meaning)."""
-        context: dict[str, Any] = {"query": query, "notes": notes, "weak": weak, "weak_text": WEAK}
+        only the closest by meaning; ``corrected``: the words searched instead, with a link to search
+        the typed ones)."""
+        context: dict[str, Any] = {"query": query, "notes": notes, "weak": weak, "weak_text": WEAK,
+                                   "as_typed": f"search?{urlencode({'q': query, 'correct': '0'})}" if corrected else None}
         if hits is not None:
             context["hits"] = hits
         title = f"Search: {query}" if query else "Search"

@@ -94,13 +94,15 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
            tag: str | None = None, mode: str = "hybrid", embedder: Embedder | None = None,
            embedder_error: str | None = None, query_vector: bytes | None = None,
            vector_later: VectorLater | None = None, nearest: Nearest | None = None,
-           max_per_note: int = MAX_PER_NOTE) -> SearchResult:
+           max_per_note: int = MAX_PER_NOTE, correct: bool = True) -> SearchResult:
     """Answer one query. Raises :class:`ReindexNeeded` when the index speaks another embedding space.
 
     The query's vector is ``query_vector`` when given, else what ``vector_later()`` answers once
     the words are searched (the server starts embedding first, so the two overlap), else
     ``embedder``'s; with none, the results are BM25-only and a note says why (``embedder_error``).
     ``nearest`` (the server's in-memory vectors) may answer the KNN scan instead of sqlite-vec.
+    ``correct=False`` searches the words as typed (no word is replaced by a close one: the way out
+    when a correct word the notes lack was taken for a typo).
     """
     check_mode(mode)
     check_limit(limit)
@@ -109,7 +111,7 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     if not terms:
         return SearchResult(query, mode, (), ("the query has no words to search for",))
     notes: list[str] = []
-    corrections = spelling.correct(conn, terms)
+    corrections = spelling.correct(conn, terms) if correct else {}
     corrected = None
     if corrections:
         terms = spelling.replaced(terms, corrections)

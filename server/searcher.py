@@ -25,7 +25,7 @@ class Searcher:
     memory: VectorMemory
 
     def search(self, query: str, *, limit: int = 10, source: str | None = None, tag: str | None = None,
-               mode: str = "hybrid") -> SearchResult:
+               mode: str = "hybrid", correct: bool = True) -> SearchResult:
         """:func:`server.search.search` with the query's vector computed while its words are read."""
         pending = self.embedder.submit(query) if mode != "bm25" else None
         with self.reader.connection() as lease:
@@ -39,4 +39,4 @@ class Searcher:
 
             return search(lease.conn, self.config, query, limit=limit, source=source, tag=tag, mode=mode,
                           max_per_note=self.config.max_per_note, vector_later=vector_later if pending else None,
-                          nearest=nearest)
+                          nearest=nearest, correct=correct)

@@ -173,6 +173,24 @@ def test_results_are_grouped_by_note_with_the_title_once(server, browser):
     page.locator("header .search-results .search-weak, header .search-results .search-empty").first.wait_for()
 
 
+def test_a_corrected_query_offers_the_words_as_typed(server, browser):
+    page = browser.new_page()
+    page.goto(f"{server}/")
+    box = page.locator("header form.search input[name=q]")
+    box.click()
+    box.type("nastroje na dilnu", delay=20)  # "dílna" is in no note: taken for a typo of "díl"
+    link = page.locator("header .search-results a.search-as-typed")
+    link.wait_for(state="visible", timeout=10_000)
+    notes = page.locator("header .search-results .search-note").all_inner_texts()
+    assert "no note holds 'dilnu': showing results for 'nastroje na dilu'" in notes
+    assert link.inner_text() == "Search for “nastroje na dilnu” as typed"
+    link.click()
+    page.wait_for_url(re.compile(r"/search\?q=nastroje%20na%20dilnu&correct=0$"))
+    assert page.locator("main input[name=q]").input_value() == "nastroje na dilnu"
+    assert "showing results for" not in page.locator("main").inner_text()
+    page.close()
+
+
 def test_ctrl_k_focuses_the_search_box_on_every_page(server, browser):
     page = browser.new_page()
     for path in ("index.html", "notes/index.html", "notes/recepty/teh-tarik.html", "graph-notes.html",

@@ -41,6 +41,17 @@ def test_search_text_output(built, capsys):
     assert out[3] == "    [Převodník] [MAX485] na pinech P0 a P1."
 
 
+def test_a_corrected_search_says_so_and_as_typed_does_not_correct(built, capsys):
+    assert main(["search", "kondenzvané mléko", "--config", str(built.path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:3] == ["note: no note holds 'kondenzvané': showing results for 'kondenzovane mléko'",
+                       "note: embeddings disabled (provider: none): FTS-only results",
+                       "note: --as-typed searches the words as you typed them"]
+    assert main(["search", "kondenzvané mléko", "--as-typed", "--config", str(built.path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["corrected"] is None and data["notes"] == ["embeddings disabled (provider: none): FTS-only results"]
+
+
 def test_search_with_no_words_and_no_hits(built, capsys):
     assert main(["search", "?!", "--config", str(built.path)]) == 0
     assert capsys.readouterr().out == "note: the query has no words to search for\n(no matches)\n"

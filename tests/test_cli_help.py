@@ -46,7 +46,7 @@ else ./portal.yaml. Run notes-portal COMMAND --help for a command's options.
 
 SEARCH_USAGE = """\
 usage: notes-portal search [-h] [--config FILE] [--limit N] [--source ID]
-                           [--tag TAG] [--mode MODE] [--json]
+                           [--tag TAG] [--mode MODE] [--as-typed] [--json]
                            QUERY
 """
 
@@ -66,6 +66,8 @@ options:
   --tag TAG      only notes with this tag (default: any tag)
   --mode MODE    hybrid (words and meaning), bm25 (words only) or vector
                  (meaning only) (default: hybrid)
+  --as-typed     search the words as typed, none replaced by a close word the
+                 notes hold (default: a word no note holds is replaced)
   --json         print JSON (schema notes-portal/1, see docs/CLI-JSON.md),
                  errors included (default: text)
 """

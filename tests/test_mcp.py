@@ -89,6 +89,8 @@ QUESTIONS: list[tuple[str, dict[str, Any], list[str]]] = [  # tool, its argument
     ("read_note", {"source": "notes", "path": "projekty/sauter-bus.md", "section": "zapojeni"},
      ["read", "notes", "projekty/sauter-bus.md", "--section", "zapojeni"]),
     ("status", {}, ["status"]),
+    ("search", {"query": "kondenzvané mléko", "mode": "bm25", "as_typed": True},
+     ["search", "kondenzvané mléko", "--mode", "bm25", "--as-typed"]),
 ]
 
 
@@ -113,7 +115,10 @@ def test_stdio_lists_the_tools_and_each_answers_as_the_cli_does(portal, capsys, 
                     "description": "Only notes with this tag (any case, diacritics as in the notes)."},
             "mode": {"type": "string", "enum": ["hybrid", "bm25", "vector"], "default": "hybrid",
                      "description": "hybrid: words and meaning (the default, best in general); bm25: words only; "
-                                    "vector: meaning only."}}}
+                                    "vector: meaning only."},
+            "as_typed": {"type": "boolean", "default": False,
+                         "description": "Search the words as typed: a word no note holds is not replaced by the "
+                                        "close word the notes hold (see 'corrected' in the answer)."}}}
     assert {t.name: t.input_schema["required"] for t in listed.tools} == {
         "search": ["query"], "toc": [], "grep": ["pattern"], "read_note": ["source", "path"], "status": []}
     assert "weak: true means nothing confident matched" in search.description
@@ -148,7 +153,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("search", {"query": "čaj", "source": "secret"}, "unknown source 'secret' (configured: notes)"),
     ("search", {"query": "x" * 501}, "query is longer than 500 characters"),
     ("search", {"query": "čaj", "paths": "x"},
-     "search has no argument 'paths' (its arguments: query, limit, source, tag, mode)"),
+     "search has no argument 'paths' (its arguments: query, limit, source, tag, mode, as_typed)"),
     ("status", {"verbose": True}, "status has no argument 'verbose' (it takes none)"),
     ("grep", {"pattern": "(unclosed"},
      "invalid regular expression '(unclosed': missing ), unterminated subpattern at position 0"),

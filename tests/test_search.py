@@ -281,6 +281,10 @@ def test_a_typo_is_searched_as_the_close_word_and_the_answer_says_so(indexed):
     assert {h.path for h in result.hits} == {"recepty/teh-tarik.md"}
     assert search(conn, config, "kondenzované mléko", mode="bm25").corrected is None
     assert search(conn, config, "převodnyk", mode="bm25").corrected == "prevodnik"  # i → y: two letters apart
+    as_typed = search(conn, config, "kondenzvané mléko", mode="bm25", correct=False)  # the way back
+    assert (as_typed.corrected, as_typed.notes) == (None, ())
+    assert {h.path for h in as_typed.hits} == {"recepty/teh-tarik.md"}  # by "mléko" alone
+    assert as_typed.hits[0].snippet.count("<mark>") < result.hits[0].snippet.count("<mark>")
 
 
 @pytest.mark.parametrize("query", ["qxzvv", "xylofonový koncert v opeře"])

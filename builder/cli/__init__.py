@@ -96,6 +96,9 @@ def parser() -> Parser:
     p.add_argument("--mode", metavar="MODE", choices=("hybrid", "bm25", "vector"), default="hybrid",
                    help="hybrid (words and meaning), bm25 (words only) or vector (meaning only) "
                         "(default: hybrid)")
+    p.add_argument("--as-typed", action="store_true",
+                   help="search the words as typed, none replaced by a close word the notes hold "
+                        "(default: a word no note holds is replaced)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_search)
 

@@ -60,12 +60,14 @@ def cmd_search(args: argparse.Namespace) -> int:
     from server.search import WEAK, provenance
 
     result = reads.search_result(reads.for_command(config_of(args)), args.query, limit=args.limit,
-                                 source=args.source, tag=args.tag, mode=args.mode)
+                                 source=args.source, tag=args.tag, mode=args.mode, correct=not args.as_typed)
     if args.json:
         print_json(reads.search_data(result))
         return 0
     for note in result.notes:
         print(f"note: {note}")
+    if result.corrected:
+        print("note: --as-typed searches the words as you typed them")
     if not result.hits:
         print("(no matches)")
     elif result.weak:

@@ -146,6 +146,8 @@ def tools(config: Config) -> dict[str, Tool]:
             Param("tag", "string", "Only notes with this tag (any case, diacritics as in the notes)."),
             Param("mode", "string", "hybrid: words and meaning (the default, best in general); bm25: words "
                   "only; vector: meaning only.", default="hybrid", choices=("hybrid", "bm25", "vector")),
+            Param("as_typed", "boolean", "Search the words as typed: a word no note holds is not replaced by "
+                  "the close word the notes hold (see 'corrected' in the answer).", default=False),
         ), lambda rp, **a: reads.search(rp, **a)),
         Tool("toc", "List the notes", TOC, (
             source("Only this source (default: every source)."),

@@ -115,7 +115,7 @@ def _source(config: Config, source: str | None) -> str | None:
 
 
 def search_result(rp: ReadPath, query: str, *, limit: int = 10, source: str | None = None,
-                  tag: str | None = None, mode: str = "hybrid") -> SearchResult:
+                  tag: str | None = None, mode: str = "hybrid", correct: bool = True) -> SearchResult:
     """The search as :mod:`server.search` answers it: a server's through its searcher, a command's
     with the query embedded first (unless BM25 only)."""
     from server.search import check_limit, check_mode, search
@@ -126,11 +126,12 @@ def search_result(rp: ReadPath, query: str, *, limit: int = 10, source: str | No
     if not rp.config.index.exists():  # before the query is embedded (a model may take seconds to load)
         raise IndexMissing(rp.config.index)
     if rp.searcher is not None:
-        return rp.searcher.search(query, limit=limit, source=source, tag=tag, mode=mode)
+        return rp.searcher.search(query, limit=limit, source=source, tag=tag, mode=mode, correct=correct)
     vector, error = rp.embed(query) if mode != "bm25" else (None, None)
     with rp.connection() as conn:
         return search(conn, rp.config, query, limit=limit, source=source, tag=tag, mode=mode,
-                      max_per_note=rp.config.max_per_note, query_vector=vector, embedder_error=error)
+                      max_per_note=rp.config.max_per_note, query_vector=vector, embedder_error=error,
+                      correct=correct)
 
 
 def search_data(result: SearchResult) -> dict[str, Any]:
@@ -143,10 +144,11 @@ def search_data(result: SearchResult) -> dict[str, Any]:
 
 
 def search(rp: ReadPath, query: str, *, limit: int = 10, source: str | None = None, tag: str | None = None,
-           mode: str = "hybrid") -> dict[str, Any]:
+           mode: str = "hybrid", as_typed: bool = False) -> dict[str, Any]:
     """``search``: hits by words and meaning from the index, grouped by note, with ``weak`` when
-    nothing confident matched."""
-    return search_data(search_result(rp, query, limit=limit, source=source, tag=tag, mode=mode))
+    nothing confident matched (``as_typed``: no word replaced by a close one)."""
+    return search_data(search_result(rp, query, limit=limit, source=source, tag=tag, mode=mode,
+                                     correct=not as_typed))
 
 
 def toc(rp: ReadPath, *, source: str | None = None, tag: str | None = None, folder: str | None = None,

@@ -147,6 +147,13 @@
     function show(data, query) {
       panel.textContent = "";
       (data.notes || []).forEach(function (note) { panel.appendChild(el("p", "search-note", note)); });
+      if (data.corrected) {  // a correct word the notes lack may have been taken for a typo: the way back
+        var typed = el("a", "search-as-typed", "Search for “" + query + "” as typed");
+        typed.href = root + "search?q=" + encodeURIComponent(query) + "&correct=0";
+        var line = el("p", "search-note");
+        line.appendChild(typed);
+        panel.appendChild(line);
+      }
       if (!data.hits.length) panel.appendChild(el("p", "search-empty", "Nothing matches “" + query + "”."));
       else if (data.weak) panel.appendChild(el("p", "search-weak", "Nothing in your notes matches these words; closest by meaning:"));
       // the landing page marks the words the snippets mark (as searched, without function words)

@@ -46,8 +46,9 @@ def rrf(k: int, strong: bool, confident: float, unaccented_words: bool = False,
 
 
 def dense_leads(below: float, weight: float) -> Callable[..., list[fusion.Ranked]]:
-    """The shipped fusion, except that the vector list counts ``weight`` times when no note holds
-    ``below`` of the query's content words (an English question over Slovak notes matches few)."""
+    """The "×1.5" row (the fusion shipped in session 5), except that the vector list counts ``weight``
+    times when no note holds ``below`` of the query's content words (an English question over Slovak
+    notes matches few)."""
     def fuse(bm25: Pairs, vector: Pairs, best_coverage: float = 0.0, *,
              unaccented: bool = False) -> list[fusion.Ranked]:
         lexical = 1.5 if best_coverage >= 1.0 or unaccented else 1.0

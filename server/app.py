@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
@@ -79,10 +79,10 @@ def _params(request: Request, config: Config) -> SearchParams:
     source = request.query_params.get("source") or None
     if source is not None and source not in {s.id for s in config.sources}:
         raise UserError(f"unknown source {source[:40]!r}")
-    correct = request.query_params.get("correct", "1").lower()
-    if correct not in _SWITCH:
-        raise UserError(f"parameter correct must be 1 or 0, not {correct[:20]!r}")
-    return SearchParams(q, limit, mode, source, request.query_params.get("tag") or None, _SWITCH[correct])
+    correct = request.query_params.get("correct") or "1"
+    if correct.lower() not in _SWITCH:
+        raise UserError(f"parameter correct must be 1 or 0 (true or false), not {correct[:20]!r}")
+    return SearchParams(q, limit, mode, source, request.query_params.get("tag") or None, _SWITCH[correct.lower()])
 
 
 def _status_of(exc: UserError) -> int:
@@ -167,8 +167,10 @@ class Portal:
         hits = [{"url": h.url, "title": h.title, "breadcrumb": h.breadcrumb, "snippet": h.snippet,
                  "provenance": provenance(h), "more": list(h.more), "copies": list(h.copies)}
                 for h in result.hits]
+        # the words as typed, with the page's other parameters (mode, source, tag, limit) kept
+        as_typed = f"search?{urlencode({**request.query_params, 'correct': '0'})}" if result.corrected else None
         return HTMLResponse(self.pages.render(query=query, notes=list(result.notes), hits=hits,
-                                              weak=result.weak and bool(hits), corrected=result.corrected))
+                                              weak=result.weak and bool(hits), as_typed=as_typed))
 
     async def auth(self, request: Request) -> Response:
         """``GET /auth``: the sign-in form; ``POST /auth``: check the key, set the cookie, go back."""

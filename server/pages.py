@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from typing import Any
-from urllib.parse import urlencode
 
 from builder.core import urls
 from builder.core.config import Config
@@ -43,12 +42,12 @@ class SearchPage:
         self.templates = _templates(config)
 
     def render(self, *, query: str, notes: list[str], hits: list[dict[str, Any]] | None,
-               weak: bool = False, corrected: str | None = None) -> str:
+               weak: bool = False, as_typed: str | None = None) -> str:
         """The results page for ``query`` (``hits`` None: the empty search form; ``weak``: the hits are
-        only the closest by meaning; ``corrected``: the words searched instead, with a link to search
-        the typed ones)."""
+        only the closest by meaning; ``as_typed``: a word was corrected, and this site-relative URL
+        searches the words as typed)."""
         context: dict[str, Any] = {"query": query, "notes": notes, "weak": weak, "weak_text": WEAK,
-                                   "as_typed": f"search?{urlencode({'q': query, 'correct': '0'})}" if corrected else None}
+                                   "as_typed": as_typed}
         if hits is not None:
             context["hits"] = hits
         title = f"Search: {query}" if query else "Search"

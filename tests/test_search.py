@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 from builder import indexfile
 from builder.core import index as db
-from builder.core.analysis import stem_word
+from builder.core.analysis import ANALYSIS_VERSION, stem_word
 from builder.core.errors import UserError
+from builder.core.index.schema import STEMS_VERSION
 from builder.sync import build
 from server import spelling
 from server.fusion import fuse
@@ -425,13 +426,20 @@ def test_a_heading_naming_the_words_in_another_form_counts_as_a_heading(config_f
     assert [h.path for h in hits[:2]] == ["c/retazce.md", "c/poznamky.md"]
     conn.close()
     writable = db.connect(indexfile.resolve(config.index))
-    with db.transaction(writable):  # as an index from before: the breadcrumb's keys once
-        writable.execute("UPDATE meta SET value = 'czsk-light-1' WHERE key = 'text_analysis'")
+    with db.transaction(writable):  # as an index whose stems were laid out before (same keys)
+        writable.execute("UPDATE meta SET value = :old WHERE key = 'text_analysis'", {"old": ANALYSIS_VERSION})
+    writable.close()
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)  # a server before the next build
+    assert db.has_stems(conn) and search(conn, config, "konverzie reťazcov", mode="bm25").hits
+    conn.close()
+    writable = db.connect(indexfile.resolve(config.index))
+    with db.transaction(writable):  # the next build lays every chunk's stems out again
         writable.execute("UPDATE chunks SET stems = ''")
     writable.close()
     write_note(notes_dir, "c/novy.md", "# Nový\n")  # something for the build to do
     build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
-    assert db.has_stems(conn) and conn.execute("SELECT count(*) FROM chunks WHERE stems = ''").fetchone()[0] == 0
+    assert db.get_meta(conn)["text_analysis"] == STEMS_VERSION
+    assert conn.execute("SELECT count(*) FROM chunks WHERE stems = ''").fetchone()[0] == 0
     assert [h.path for h in search(conn, config, "konverzie reťazcov", mode="bm25").hits[:1]] == ["c/retazce.md"]
     conn.close()

@@ -74,7 +74,7 @@ def test_search_result_shape_and_url_lands_on_the_section(client):
     ({"q": "čaj", "limit": "5.0"}, "limit must be a whole number from 1 to 100, got '5.0'"),
     ({"q": "čaj", "mode": "fuzzy"}, "mode must be one of hybrid, bm25, vector, got 'fuzzy'"),
     ({"q": "čaj", "source": "secret"}, "unknown source 'secret'"),
-    ({"q": "čaj", "correct": "maybe"}, "parameter correct must be 1 or 0, not 'maybe'"),
+    ({"q": "čaj", "correct": "maybe"}, "parameter correct must be 1 or 0 (true or false), not 'maybe'"),
 ])
 def test_bad_parameters_are_400_with_a_message(client, params, message):
     response = client.get("/api/search", params=params)
@@ -232,13 +232,16 @@ def test_a_corrected_query_can_be_searched_as_typed(client):
     corrected = client.get("/api/search", params={"q": query, "mode": "bm25"}).json()
     typed = client.get("/api/search", params={"q": query, "mode": "bm25", "correct": "0"}).json()
     assert (corrected["corrected"], typed["corrected"], typed["notes"]) == ("kondenzovane mléko", None, [])
-    page = client.get("/search", params={"q": query})
+    page = client.get("/search", params={"q": query, "mode": "bm25", "source": "notes"})
     link = re.search(r'<a class="search-as-typed" href="([^"]+)">Search for “kondenzvané mléko” as typed</a>',
                      page.text)
     assert link is not None and "showing results for" in page.text
-    again = client.get("/" + html.unescape(link[1]))
+    target = html.unescape(link[1])
+    assert "mode=bm25" in target and "source=notes" in target  # the page's other choices kept
+    again = client.get("/" + target)
     assert again.status_code == 200 and 'value="kondenzvané mléko"' in again.text
     assert "showing results for" not in again.text and "search-as-typed" not in again.text
+    assert client.get("/api/search", params={"q": query, "correct": ""}).json()["corrected"] is not None
 
 
 def test_search_page_escapes_the_query(client):

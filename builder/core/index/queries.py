@@ -25,8 +25,8 @@ def vector_candidates(k: int, filtered: bool) -> int:
 
 
 # Column weights of bm25(chunks_fts): the breadcrumb (title and headings) counts twice the text; the
-# stems (word keys of both) once, so a note with the exact form scores in more columns than one with
-# another form of the word.
+# stems (word keys of both, the breadcrumb's twice: schema.chunk_stems) once, so a note with the exact
+# form scores in more columns than one with another form of the word.
 _BM25 = "bm25(chunks_fts, 2.0, 1.0, 1.0)"
 _BM25_BEFORE_STEMS = "bm25(chunks_fts, 2.0, 1.0)"  # an index from before schema step 3, read-only
 

@@ -89,10 +89,15 @@ def chunk_stems(breadcrumb: str, text: str) -> str:
 
 
 def has_stems(conn: Connection) -> bool:
-    """Are this index's stems made by today's analysis and ``chunk_stems`` (else a query must not use
-    them)?"""
+    """Are this index's stems made by today's analysis (else a query must not use them)? Stems laid out
+    before ``chunk_stems`` counted the breadcrumb twice hold the same keys: a query may use them until
+    a build lays them out again (see :func:`migrate`)."""
+    return _stems_made_by(conn) in (STEMS_VERSION, ANALYSIS_VERSION)
+
+
+def _stems_made_by(conn: Connection) -> str | None:
     row = conn.execute("SELECT value FROM meta WHERE key = 'text_analysis'").fetchone()
-    return row is not None and row[0] == STEMS_VERSION
+    return row[0] if row is not None else None
 
 
 def _add_chunk_vectors(conn: Connection) -> None:
@@ -222,7 +227,7 @@ def migrate(conn: Connection) -> None:
                         conn.execute(statement)
                 set_meta(conn, {"schema_version": str(number)})
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    if row is not None and int(row[0]) >= 3 and not has_stems(conn):  # the analysis changed since
+    if row is not None and int(row[0]) >= 3 and _stems_made_by(conn) != STEMS_VERSION:  # made otherwise
         with transaction(conn):
             _fill_stems(conn)
 

@@ -58,6 +58,25 @@ def dense_leads(below: float, weight: float) -> Callable[..., list[fusion.Ranked
     return fuse
 
 
+def vectors_alone(below: float) -> Callable[..., list[fusion.Ranked]]:
+    """The shipped fusion, except that when no note holds ``below`` of the query's content words the
+    vector list alone orders and BM25's chunks follow it (the mirror of the unaccented rule)."""
+    shipped = fusion.fuse  # taken now: the run replaces the module's attribute by each variant
+
+    def fuse(bm25: Pairs, vector: Pairs, best_coverage: float = 0.0, *,
+             unaccented: bool = False) -> list[fusion.Ranked]:
+        if unaccented or not bm25 or not vector or best_coverage >= below:
+            return shipped(bm25, vector, best_coverage, unaccented=unaccented)
+        b_rank = {i: r for r, (i, _) in enumerate(bm25, 1)}
+        v_rank = {i: r for r, (i, _) in enumerate(vector, 1)}
+        scores = {i: 1.0 / (fusion.RRF_K + r) for i, r in v_rank.items()}
+        for i, r in b_rank.items():
+            scores.setdefault(i, 1.0 / (fusion.RRF_K + len(vector) + r))
+        return [fusion.Ranked(i, scores[i], b_rank.get(i), v_rank.get(i))
+                for i in sorted(scores, key=lambda i: (-scores[i], v_rank.get(i, len(vector) + 1), i))]
+    return fuse
+
+
 def convex(alpha: float) -> Callable[..., list[fusion.Ranked]]:
     def norm(pairs: Pairs) -> dict[int, float]:
         if not pairs:
@@ -91,6 +110,7 @@ VARIANTS = {
     "RRF k=10 + strong leader + confident or unaccented words ×1.5 (ties: the smaller id)": rrf(10, True, 1.5, True),
     "the same, a tie to the half trusted more": rrf(10, True, 1.5, True, trusted_ties=True),
     "the same, a query typed without accents ordered by its words (shipped)": fusion.fuse,
+    "shipped, the vectors alone order when no note holds 1/3 of the words": vectors_alone(1 / 3),
     "RRF k=10 + strong leader + confident or unaccented words ×2": rrf(10, True, 2.0, True),
     "RRF k=10 + strong leader + confident words ×2": rrf(10, True, 2.0),
     "RRF k=60 + strong leader + confident words ×1.5": rrf(60, True, 1.5),

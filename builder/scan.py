@@ -161,4 +161,5 @@ def _git_changes(conn: Connection, config: Config, source: SourceConfig, row: db
     return SourceChanges(source, tuple(changed), tuple(sorted(gone)), uncovered,
                          coverage_changed=row is None or uncovered != previous, rev=rev,
                          refresh=not same_scope or row is None or row.indexed_rev != rev, authors=authors,
-                         undecodable=tuple(name for name in diff.undecodable if scope.wants(name)))
+                         undecodable=tuple(name for name in diff.undecodable if scope.wants(name)),
+                         states=states if row is not None else None)  # read once: the index writes use it

@@ -56,12 +56,12 @@ def fuse(bm25: list[tuple[int, float]], vector: list[tuple[int, float]], best_co
     ``unaccented``: the query was typed without the accents of the notes' language."""
     bm25_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(bm25, start=1)}
     vector_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(vector, start=1)}
-    scores: dict[int, float] = {}
     if unaccented:  # the words' order, then what only the vectors found (scores fall along the order)
-        scores = {chunk_id: 1.0 / (RRF_K + rank) for chunk_id, rank in bm25_rank.items()}
+        ordered = {chunk_id: 1.0 / (RRF_K + rank) for chunk_id, rank in bm25_rank.items()}
         for chunk_id, rank in vector_rank.items():
-            scores.setdefault(chunk_id, 1.0 / (RRF_K + len(bm25) + rank))
-        return _ranked(scores, bm25_rank, vector_rank, bm25_rank)
+            ordered.setdefault(chunk_id, 1.0 / (RRF_K + len(bm25) + rank))
+        return _ranked(ordered, bm25_rank, vector_rank, bm25_rank)
+    scores: dict[int, float] = {}
     lexical_weight = CONFIDENT_WEIGHT if best_coverage >= 1.0 else 1.0
     for ranks, weight in ((bm25_rank, lexical_weight), (vector_rank, 1.0)):
         for chunk_id, rank in ranks.items():

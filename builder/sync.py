@@ -90,8 +90,10 @@ def build(config: Config, *, full: bool = False, source_id: str | None = None,
                 db.check_identity(conn, config)
         finally:
             conn.close()
-        # nothing to embed (provider none): a new index costs what a first build costs, so make it
-        log.info(f"the index was made otherwise than the config asks ({'; '.join(diffs)}); building a new one")
+        # Nothing to embed (provider none), or only the chunks are cut otherwise (an upgrade: the
+        # embedding cache holds the vectors of every chunk whose text stays): make a new index while
+        # the old one keeps serving.
+        log.info(f"the index was made otherwise ({'; '.join(diffs)}); building a new one")
         return _full_build(config, embedder_factory, log, render, report)
 
 

@@ -224,3 +224,31 @@ def test_a_switch_to_provider_none_rebuilds_by_itself(tmp_path, config_for, quie
     assert [h.path for h in search(conn, new, "powerbanka").hits] == ["cestovani/snezka.md"]
     conn.close()
     assert build(new, log=quiet_log(new)) == 0  # and then as usual
+
+
+def test_chunks_cut_by_an_older_chunker_still_answer_and_the_next_build_recuts_them(
+        tmp_path, config_for, quiet_log, fake_ollama):
+    """After an upgrade that changes how notes are cut into chunks the vectors still speak the
+    config's embedding space: search goes on, and cron's next build makes a new index by itself,
+    taking the vectors of unchanged chunk texts from the embedding cache."""
+    config = config_for(ollama_yaml(fake_ollama.url))
+    assert build(config, log=quiet_log(config)) == 0
+    old_file = indexfile.resolve(config.index)
+    conn = db.connect(old_file)
+    with db.transaction(conn):
+        db.set_meta(conn, {"chunker_version": "0"})
+    conn.close()
+    conn = db.connect(old_file, readonly=True)
+    assert [h.path for h in search(conn, config, "powerbanka").hits][:1] == ["cestovani/snezka.md"]
+    conn.close()
+    asked = len(fake_ollama.requests)
+    log = SyncLog(config.log_path, echo_info=False)
+    assert build(config, log=log) == 0
+    assert indexfile.resolve(config.index) != old_file
+    assert any(f"chunker_version is '0' in the index but '{db.CHUNKER_VERSION}' in this version of notes-portal"
+               in line and "building a new one" in line for line in log.lines)
+    assert len(fake_ollama.requests) == asked  # every chunk's vector came from the cache
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    assert db.get_meta(conn)["chunker_version"] == db.CHUNKER_VERSION
+    assert db.count_pending(conn) == 0 and db.counts(conn)["vec_chunks"] == db.counts(conn)["chunks"]
+    conn.close()

@@ -280,16 +280,22 @@ def expected_identity(config: Config) -> dict[str, str]:
     return {**config.embedding.identity(), "chunker_version": CHUNKER_VERSION, "chunk_fit": fit}
 
 
-def identity_diffs(conn: Connection, config: Config) -> list[str]:
-    """How the index was made otherwise than ``config`` asks for (``[]``: the same way)."""
+def identity_diffs(conn: Connection, config: Config, *, space_only: bool = False) -> list[str]:
+    """How the index was made otherwise than ``config`` and this code ask for (``[]``: the same way);
+    ``space_only``: only what defines the embedding space (not how the notes were cut into chunks)."""
     meta = get_meta(conn)
-    return [f"{key} is {meta.get(key)!r} in the index but {value!r} in the config"
-            for key, value in expected_identity(config).items() if meta.get(key) != value]
+    space = config.embedding.identity()
+    wanted = space if space_only else expected_identity(config)
+    return [f"{key} is {meta.get(key)!r} in the index but {value!r} "
+            f"{'in the config' if key in space else 'in this version of notes-portal'}"
+            for key, value in wanted.items() if meta.get(key) != value]
 
 
 def check_identity(conn: Connection, config: Config) -> None:
-    """Raise :class:`ReindexNeeded` when the index was made another way than ``config`` asks for."""
-    diffs = identity_diffs(conn, config)
+    """Raise :class:`ReindexNeeded` when the index's vectors live in another embedding space than
+    ``config`` asks for. Chunks cut by another chunker (after an upgrade) still answer queries; the
+    next build replaces them by itself."""
+    diffs = identity_diffs(conn, config, space_only=True)
     if diffs:
         raise ReindexNeeded(f"reindex needed: {'; '.join(diffs)}; run `notes-portal build --full`")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.core.index import FileRecord, chunk_stems
+from builder.core.textdecode import decode_note
 
 if TYPE_CHECKING:
     from builder.forkpool import Pool
@@ -52,13 +53,9 @@ def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | No
     if b"\x00" in data[:65536]:
         reason = "binary data, not a text note; not indexed"
         return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (), (f"{path}: {reason}",))
-    warnings: list[str] = []
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        text = data.decode("utf-8", errors="replace")
-        warnings.append(f"{path}: invalid UTF-8 at byte {exc.start}, bad bytes replaced with U+FFFD")
-    text = text.removeprefix("\ufeff")
+    decoded = decode_note(data)
+    text = decoded.text
+    warnings = [f"{path}: {decoded.warning}"] if decoded.warning else []
 
     from builder.chunker import chunk_note
     from builder.parse import parse_note

@@ -277,7 +277,8 @@ def test_coverage_line_names_markdown_outside_paths(tmp_path, notes_dir, quiet_l
 
 @pytest.mark.parametrize("name, content, warning", [
     ("empty.md", b"", None),
-    ("latin2.md", "# Čaj\n\nŽluťoučký kůň\n".encode("iso-8859-2"), "invalid UTF-8 at byte"),
+    ("latin2.md", "# Čaj\n\nŽluťoučký kůň\n".encode("iso-8859-2"), "not UTF-8: read as ISO 8859-2"),
+    ("damaged.md", "# Čaj\n\nŽluťoučký kůň\n".encode() + b"\xff\n", "invalid UTF-8 at byte 28"),
     ("binary.md", bytes(range(256)) * 8, "binary data, not a text note"),
     ("huge.md", b"# Huge\n\n" + b"word " * 1_100_000, "over limits.max_note_bytes"),
     ("broken-front.md", b"---\ntitle: [unclosed\n---\n# Body title\n\nbody text\n", "broken front matter"),

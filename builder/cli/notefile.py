@@ -20,6 +20,7 @@ from pathlib import Path
 
 from builder.core.config import Config, SourceConfig
 from builder.core.errors import UserError
+from builder.core.textdecode import decode_note
 from builder.sources import Scope, is_hidden
 
 MAX_PATH_CHARS = 1000
@@ -100,7 +101,7 @@ def read_note(config: Config, source: SourceConfig, path: str) -> NoteFile:
         raise UserError(f"{name} is over limits.max_note_bytes ({config.max_note_bytes:,} bytes)")
     if b"\x00" in data[:65536]:
         raise UserError(f"{name} holds binary data, not a text note")
-    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    text = decode_note(data).text
     from builder.parse import (
         parse_note,  # the build's own reading of front matter and headings
     )
@@ -127,7 +128,7 @@ def published_on_disk(config: Config, source: SourceConfig, path: str) -> bool:
         return True  # gone or unreadable since grep read it: nothing more of it is shown
     from builder.parse import parse_note
 
-    return parse_note(path, data.decode("utf-8", errors="replace")).published
+    return parse_note(path, decode_note(data).text).published
 
 
 def find_section(note: NoteFile, section: str) -> tuple[Heading, int, int]:

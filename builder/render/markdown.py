@@ -30,6 +30,7 @@ from mdit_py_plugins.tasklists import tasklists_plugin
 
 from builder.core import urls
 from builder.core.slug import Slugger
+from builder.core.textdecode import decode_note
 from builder.parse import inline_text
 from builder.render.highlight import highlight_code
 from builder.render.links import Link
@@ -158,7 +159,7 @@ _NOT_IN_HTML = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ufdd0-\ufdef\ufffe\u
 def note_text(data: bytes) -> str:
     """The text as the indexer saw it (same decoding, BOM and newline handling, so the same lines),
     with characters that HTML forbids replaced by U+FFFD."""
-    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    text = decode_note(data).text
     return _NOT_IN_HTML.sub("\ufffd", text.replace("\r\n", "\n").replace("\r", "\n"))
 
 

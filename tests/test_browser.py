@@ -184,10 +184,31 @@ def test_a_corrected_query_offers_the_words_as_typed(server, browser):
     notes = page.locator("header .search-results .search-note").all_inner_texts()
     assert "no note holds 'dilnu': showing results for 'nastroje na dilu'" in notes
     assert link.inner_text() == "Search for “nastroje na dilnu” as typed"
-    link.click()
+    # the arrow keys reach it (the first link of the panel) and the "all results" link (the last)
+    box.press("ArrowUp")
+    everything = page.locator("header .search-results a.search-all")
+    assert everything.get_attribute("aria-selected") == "true"
+    box.press("ArrowDown")
+    assert link.get_attribute("aria-selected") == "true" and everything.get_attribute("aria-selected") == "false"
+    with page.expect_navigation():
+        box.press("Enter")
     page.wait_for_url(re.compile(r"/search\?q=nastroje%20na%20dilnu&correct=0$"))
     assert page.locator("main input[name=q]").input_value() == "nastroje na dilnu"
     assert "showing results for" not in page.locator("main").inner_text()
+    page.close()
+
+
+def test_enter_alone_takes_the_first_hit_even_under_the_as_typed_link(server, browser):
+    page = browser.new_page()
+    page.goto(f"{server}/")
+    box = page.locator("header form.search input[name=q]")
+    box.click()
+    box.type("nastroje na dilnu", delay=20)
+    page.locator("header .search-results a.search-as-typed").wait_for(state="visible", timeout=10_000)
+    first = page.locator("header .search-results a.search-result").first.get_attribute("href")
+    with page.expect_navigation():
+        box.press("Enter")
+    assert "/notes/" in page.url and page.url.endswith(first.split("/", 1)[1])
     page.close()
 
 

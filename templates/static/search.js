@@ -66,7 +66,8 @@
     form.appendChild(panel);
     var timer = null, controller = null, selected = -1, lastQuery = "";
 
-    function items() { return panel.querySelectorAll("a.search-result"); }
+    // Every link of the panel in its order (the arrow keys walk them); Enter alone takes the first hit.
+    function items() { return panel.querySelectorAll("a[role=option]"); }
 
     function select(index) {
       var list = items();
@@ -150,6 +151,7 @@
       if (data.corrected) {  // a correct word the notes lack may have been taken for a typo: the way back
         var typed = el("a", "search-as-typed", "Search for “" + query + "” as typed");
         typed.href = root + "search?q=" + encodeURIComponent(query) + "&correct=0";
+        typed.setAttribute("role", "option");
         var line = el("p", "search-note");
         line.appendChild(typed);
         panel.appendChild(line);
@@ -161,6 +163,7 @@
       byNote(data.hits).forEach(function (hits) { panel.appendChild(noteGroup(hits, marked)); });
       var all = el("a", "search-all", "All results for “" + query + "”");
       all.href = root + "search?q=" + encodeURIComponent(query);
+      all.setAttribute("role", "option");
       panel.appendChild(all);
       panel.hidden = false;
       selected = -1;
@@ -211,11 +214,10 @@
     });
     input.addEventListener("keydown", function (event) {
       if (event.key === "ArrowDown") { event.preventDefault(); if (panel.hidden) run(); else select(selected + 1); }
-      else if (event.key === "ArrowUp") { event.preventDefault(); select(selected - 1); }
+      else if (event.key === "ArrowUp") { event.preventDefault(); select(selected < 0 ? -1 : selected - 1); }
       else if (event.key === "Escape") { close(); }
       else if (event.key === "Enter") {
-        var list = items();
-        var target = selected >= 0 ? list[selected] : (!panel.hidden && list.length ? list[0] : null);
+        var target = selected >= 0 ? items()[selected] : (!panel.hidden ? panel.querySelector("a.search-result") : null);
         if (target) { event.preventDefault(); window.location.href = target.href; }
       }
     });

@@ -10,6 +10,10 @@ The policy (reference plan, "Chunking"):
   items of checklists) with ~64 tokens of overlap; a code fence or a table is
   never split unless it alone exceeds the hard limit that keeps every chunk
   embeddable without silent truncation;
+- a piece of a split section never ends with a heading (it goes with the text under it), and a
+  piece that starts under an H4–H6 inside the section names it: its breadcrumb goes down to that
+  heading and its anchor is that heading's, so a hit lands on the words it found (a piece that
+  starts at such a heading carries no overlap: the text before it is another subsection);
 - ~4 characters per token (bump ``CHUNKER_VERSION`` in builder/core/index/schema.py when the
   chunks would come out differently); with a ``fits`` check (the local model's own token count), a section
   whose chunks do not fit is cut again with a smaller budget until every chunk does, so the tail of
@@ -59,6 +63,7 @@ class _Unit:
     end: int
     kind: str  # paragraph | list | fence | table | heading | other
     splits: tuple[int, ...] = ()  # inner boundaries where a too-big unit may be cut
+    sub: Heading | None = None  # an H4–H6 inside its section (kind "heading")
 
 
 @dataclass
@@ -95,9 +100,10 @@ def _units(note: Note) -> list[tuple[_Unit, Heading | None]]:
         elif kind == "paragraph":
             splits = tuple(range(start + 1, end))
         heading = headings.get(start) if kind == "heading" else None
-        if heading is not None and heading.level > 3:
-            heading, kind = None, "paragraph"
-        out.append((_Unit(start, end, kind, splits), heading))
+        if heading is not None and heading.level > 3:  # stays inside its section
+            out.append((_Unit(start, end, kind, sub=heading), None))
+            continue
+        out.append((_Unit(start, end, "paragraph" if kind == "heading" else kind, splits), heading))
     return out
 
 
@@ -174,9 +180,12 @@ def _split(lines: tuple[str, ...], units: list[_Unit], budget: int) -> list[tupl
     overlap = ""
     for unit in flat:
         if current and _size(lines, current + [unit]) + tokens_of(overlap) > budget:
+            carried: list[_Unit] = []
+            while len(current) > 1 and current[-1].kind == "heading":  # a heading goes with its text
+                carried.insert(0, current.pop())
             pieces.append((current[0].start, current[-1].end, _with_overlap(overlap, _join(lines, current))))
-            overlap = _overlap(lines, current[-1])
-            current = []
+            overlap = "" if carried else _overlap(lines, current[-1])
+            current = carried
         current.append(unit)
     if current:
         pieces.append((current[0].start, current[-1].end, _with_overlap(overlap, _join(lines, current))))
@@ -232,15 +241,30 @@ def chunk_note(note: Note, fits: Callable[[str], bool] | None = None) -> list[Ch
     chunks: list[Chunk] = []
     for section, units in _merge_siblings(note, _sections(note)):
         anchor = section.heading.anchor if section.heading else ""
-        breadcrumb = " > ".join(section.crumbs)
+        subs = [u.sub for u in units if u.sub is not None]
         budget = MAX_TOKENS
+
+        def place(n: int, start: int) -> tuple[str, str]:
+            """The breadcrumb and anchor of the ``n``-th piece, starting at line ``start``."""
+            stack: list[Heading] = []
+            for sub in subs if n else ():
+                if sub.line > start:
+                    break
+                while stack and stack[-1].level >= sub.level:
+                    stack.pop()
+                stack.append(sub)
+            named = [h for h in stack if h.text]
+            return " > ".join((*section.crumbs, *(h.text for h in named))), named[-1].anchor if named else anchor
+
         pieces = _bounded(_split(note.source_lines, units, budget), budget)
-        while fits is not None and budget > MIN_BUDGET and not all(fits(f"{breadcrumb}\n\n{p[2]}") for p in pieces):
+        while fits is not None and budget > MIN_BUDGET and not all(
+                fits(f"{place(n, p[0])[0]}\n\n{p[2]}") for n, p in enumerate(pieces)):
             budget = budget * 3 // 4
             pieces = _bounded(_split(note.source_lines, units, budget), budget)
         for n, (start, end, text) in enumerate(pieces):
+            breadcrumb, where = place(n, start)
             if n == 0 and section.heading is not None:
                 start = section.heading.line  # the section's first chunk begins at its heading
-            chunks.append(Chunk(idx=len(chunks), breadcrumb=breadcrumb, anchor=anchor,
+            chunks.append(Chunk(idx=len(chunks), breadcrumb=breadcrumb, anchor=where,
                                 line_start=start + 1, line_end=end, text=text))
     return chunks

@@ -107,6 +107,32 @@ def test_big_section_splits_at_paragraphs_with_overlap():
     assert all(p.strip() in body for p in paragraphs)  # nothing is lost
 
 
+def _words(tag: str, count: int) -> str:
+    return f"{tag}: " + " ".join(f"slovo{i}" for i in range(count))
+
+
+def test_pieces_of_a_split_section_name_the_h4_to_h6_they_start_under():
+    """A hit on the third piece lands on "Detail A", not 12 lines above it at "Sekce"; no piece ends
+    with a heading whose text went to the next piece, and a piece that starts at a heading repeats
+    nothing of the subsection before it."""
+    n = note("# Dlouhá\n\n## Sekce\n\n" + _words("úvod", 250) + "\n\n#### Podsekce A\n\n" + _words("a1", 250)
+             + "\n\n" + _words("a2", 250) + "\n\n##### Detail A\n\n" + _words("ad", 300)
+             + "\n\n#### Podsekce B\n\n" + _words("b1", 250) + "\n")
+    chunks = chunk_note(n)
+    assert [(c.breadcrumb, c.anchor, c.line_start, c.line_end) for c in chunks] == [
+        ("Dlouhá > Sekce", "sekce", 3, 5),
+        ("Dlouhá > Sekce > Podsekce A", "podsekce-a", 7, 9),
+        ("Dlouhá > Sekce > Podsekce A", "podsekce-a", 11, 11),  # a2, under Podsekce A still
+        ("Dlouhá > Sekce > Podsekce A > Detail A", "detail-a", 13, 15),
+        ("Dlouhá > Sekce > Podsekce B", "podsekce-b", 17, 19),
+    ]
+    assert [c.text.split("\n")[0][:20] for c in chunks] == [
+        "úvod: slovo0 slovo1 ", "#### Podsekce A", "slovo222 slovo223 sl", "##### Detail A", "#### Podsekce B"]
+    assert chunks[0].text.endswith("slovo249")  # not with "#### Podsekce A"
+    assert chunks[2].text.endswith(_words("a2", 250))  # the overlap comes first, then a2 whole
+    assert {h.anchor for h in n.headings} >= {c.anchor for c in chunks}  # every anchor is on the page
+
+
 def test_code_fence_and_table_are_never_split():
     fence = "```python\n" + "".join(f"x{i} = {i}  # komentář\n" for i in range(150)) + "```"
     table = "| a | b |\n|---|---|\n" + "".join(f"| {i} | hodnota {i} |\n" for i in range(120))

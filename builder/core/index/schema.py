@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 # Bump whenever builder/chunker.py would cut a note differently: an index made by the old chunker
 # then asks for a ``build --full`` instead of holding chunks of two kinds.
-CHUNKER_VERSION = "2"  # 2: chunks fit the local model's 512 tokens
+CHUNKER_VERSION = "3"  # 2: chunks fit the local model's 512 tokens; 3: pieces name the H4–H6 they start under
 # What the stems column holds: the analysis's keys, laid out by chunk_stems (/2: the breadcrumb twice).
 # An index whose stems were made otherwise has them made again when a build opens it.
 STEMS_VERSION = f"{ANALYSIS_VERSION}/2"

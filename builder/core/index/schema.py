@@ -22,8 +22,9 @@ from builder.core.index.connection import load_vec, sqlite_module, transaction
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-# Bump whenever builder/chunker.py would cut a note differently: an index made by the old chunker
-# then asks for a ``build --full`` instead of holding chunks of two kinds.
+# Bump whenever builder/chunker.py would cut a note differently: the next build then makes a new
+# index (vectors of unchanged texts from the cache) instead of holding chunks of two kinds; the old
+# one answers queries meanwhile.
 CHUNKER_VERSION = "3"  # 2: chunks fit the local model's 512 tokens; 3: pieces name the H4–H6 they start under
 # What the stems column holds: the analysis's keys, laid out by chunk_stems (/2: the breadcrumb twice).
 # An index whose stems were made otherwise has them made again when a build opens it.

@@ -5,7 +5,8 @@ User text never becomes FTS5 syntax: it is cut into words and every word is a qu
 Each word matches its exact form — as a prefix when it has 3+ letters, diacritics optional —
 in the breadcrumb and the text, **or** its Czech/Slovak word key (:mod:`builder.core.analysis`)
 in the ``stems`` column, so ``převodníkem`` finds ``Převodník`` while an exact form still scores
-in more columns and ranks first. Function words (``a``, ``na``, ``the``…) are recognised on the
+in more columns and ranks first. A word no note holds as typed may be searched by its beginning
+instead (``base``: see :func:`server.spelling.inflections`). Function words (``a``, ``na``, ``the``…) are recognised on the
 form as typed — ``byt`` (a flat) is not ``být`` — never in an all-capitals word (``NA`` may be a
 name), and never when the query has nothing else.
 """
@@ -17,7 +18,6 @@ import unicodedata
 from dataclasses import dataclass
 
 from builder.core.analysis import stem_word
-from builder.core.slug import fold
 
 MAX_TERMS = 24
 MAX_QUERY_CHARS = 2000
@@ -44,11 +44,17 @@ class Term:
     key: str  # its word key for the stems column
     function: bool  # a function word: it must match, but it finds nothing by itself and is not marked
     name: bool = False  # typed as a name: a capital inside it (GPIO, DataFrame) or opening a later word (Heroku)
+    base: str = ""  # in no note as typed, but its beginning is: that is searched (server.spelling.inflections)
+
+    @property
+    def searched(self) -> str:
+        """What the exact columns and the snippets look for: its base when it has one, else the word."""
+        return self.base or self.text
 
     @property
     def exact(self) -> str:
         """Its phrase for the exact columns: a prefix from 3 letters on (endings vary)."""
-        return f'"{self.text}"*' if len(self.text) >= 3 else f'"{self.text}"'
+        return f'"{self.searched}"*' if len(self.searched) >= 3 else f'"{self.searched}"'
 
 
 def parse(text: str) -> list[Term]:
@@ -89,5 +95,5 @@ def match_any(terms: list[Term], stems: bool) -> str:
 
 
 def marks(terms: list[Term]) -> list[str]:
-    """What snippets mark: the folded content words (a function word is never highlighted)."""
-    return [fold(t.text) for t in content(terms)]
+    """What snippets and the landing page mark: the content words as searched (never a function word)."""
+    return [t.searched for t in content(terms)]

@@ -28,7 +28,7 @@ from builder.core.embedding import Embedder, EmbeddingError
 from builder.core.errors import UserError
 from builder.core.urls import hit_url
 from server import fusion, spelling
-from server.query import MAX_QUERY_CHARS, Term, content, match_all, match_any, parse
+from server.query import MAX_QUERY_CHARS, Term, content, marks, match_all, match_any, parse
 from server.snippets import coverage, snippet, typed_without_accents
 
 if TYPE_CHECKING:
@@ -111,6 +111,7 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     if not terms:
         return SearchResult(query, mode, (), ("the query has no words to search for",))
     notes: list[str] = []
+    terms = spelling.inflections(conn, terms)
     corrections = spelling.correct(conn, terms) if correct else {}
     corrected = None
     if corrections:
@@ -143,7 +144,7 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode, unaccented)
     if not hits and not db.counts(conn)["chunks"]:
         notes.append("the index is empty: run `notes-portal build`")
-    return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected, tuple(t.text for t in content(terms)))
+    return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected, tuple(marks(terms)))
 
 
 def embed_query(embedder: Embedder, query: str) -> tuple[bytes | None, str | None]:

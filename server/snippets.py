@@ -37,7 +37,7 @@ def plain_text(markdown: str) -> str:
 
 
 def _matcher(terms: list[Term]) -> Callable[[str], bool]:
-    wanted = [(fold(t.text), t.key) for t in content(terms)]
+    wanted = [(fold(t.searched), t.key) for t in content(terms)]
 
     def is_match(word: str) -> bool:
         folded = fold(word)
@@ -100,7 +100,7 @@ def coverage(text: str, terms: list[Term]) -> float:
     keys = {stem_word(w) for w in _WORD.findall(text) if len(w) > 3}
     found = 0
     for term in wanted:
-        f = fold(term.text)
+        f = fold(term.searched)
         if term.key in keys or any(w.startswith(f) if len(f) >= 3 else w == f for w in words):
             found += 1
     return found / len(wanted)

@@ -5,6 +5,10 @@
 then the one in more chunks. Only words of 4+ letters that are not identifiers (no digits) are
 corrected, and a candidate must share the typed word's first letter: the first letter is rarely the
 mistyped one, and it keeps the look-up to a short slice of the vocabulary.
+
+Before that, a word is tried as another form of a word the notes hold (:func:`inflections`): when
+its beginning without its ending begins words of the notes, it is searched by that beginning and
+is no typo.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from builder.core import index as db
-from builder.core.analysis import stem_word
+from builder.core.analysis import inflection_base, stem_word
 from builder.core.slug import fold
 from server.query import Term, content
 
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
     from sqlite3 import Connection
 
 MIN_LETTERS = 4
+MIN_BASE = 5  # letters an inflection's base must have to be searched by (shorter ones begin too many words)
 MAX_CANDIDATES = 5000  # words sharing the first letter that are compared (a long tail is rare anyway)
 MAX_WORD = 1000  # longer than any word FTS5 holds
 CACHED_LISTS = 16  # candidate lists a long-running server keeps (one per first letter and length; ≤ ~0.8 MB each)
@@ -78,14 +83,35 @@ def _correctable(term: Term) -> bool:
     return len(folded) >= MIN_LETTERS and folded.isalpha() and folded.isascii()
 
 
+def inflections(conn: Connection, terms: list[Term]) -> list[Term]:
+    """``terms``, each content word that no note holds in any form but whose beginning without its
+    ending (:func:`~builder.core.analysis.inflection_base`, 5+ letters) begins words the notes hold
+    given that beginning as its ``base``: another form of a word the notes have (``napájený`` where
+    they say ``napájení``, ``odsadený`` where they say ``odsadenie``: forms the word keys do not join)
+    is searched by it, not taken for a typo."""
+    if not db.has_vocabulary(conn):
+        return terms
+    out = []
+    for term in terms:
+        folded = fold(term.text)
+        base = inflection_base(term.text)
+        if (not term.function and not term.base and _correctable(term) and MIN_BASE <= len(base) < len(folded)
+                and not db.has_word_or_key(conn, folded, term.key)
+                and db.words_starting(conn, base, (len(base), MAX_WORD), 1)):
+            term = Term(term.text, term.key, term.function, term.name, base)
+        out.append(term)
+    return out
+
+
 def correct(conn: Connection, terms: list[Term]) -> dict[str, str]:
-    """Typed word → the word to search instead, for each content word no note holds."""
+    """Typed word → the word to search instead, for each content word no note holds (words searched
+    by their base, see :func:`inflections`, are not typos)."""
     if not db.has_vocabulary(conn):
         return {}
     out: dict[str, str] = {}
     for term in content(terms):
         folded = fold(term.text)
-        if not _correctable(term) or db.has_word_or_key(conn, folded, term.key):
+        if term.base or not _correctable(term) or db.has_word_or_key(conn, folded, term.key):
             continue
         # a correct word the notes lack (``zvednout``) is often two edits from an unrelated one (``zvyknout``)
         limit = 2 if len(folded) >= 10 else 1

@@ -390,6 +390,29 @@ def test_a_correct_word_the_notes_lack_is_not_turned_into_an_unrelated_one(confi
     assert search(conn, config, "zvyknot", mode="bm25").corrected == "zvyknout"  # 1 edit: a typo
 
 
+def test_another_form_of_a_word_the_notes_hold_is_searched_by_its_beginning_not_corrected(
+        config_for, notes_dir, quiet_log):
+    """The word keys join many forms, not a participle and its verbal noun (``odsadený``/``odsadenie``,
+    ``napájený``/``napájení``). Such a word is no typo: without this it was "corrected" to the other
+    language's close word (``odsazeny``), and the answer said so."""
+    write_note(notes_dir, "make.md", "# Makefile\n\nOdsadenie príkazov v pravidle musí byť tabulátorom.\n")
+    write_note(notes_dir, "python.md", "# Bloky\n\nOdsazený kód patří do bloku.\n")
+    write_note(notes_dir, "servo.md", "# Servo\n\nPozor na napájení z USB.\n")
+    config = config_for(EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    for query, path, marked in [("odsadený príkaz", "make.md", "Odsadenie"),
+                                ("napájený servomotor", "servo.md", "napájení")]:
+        result = search(conn, config, query, mode="bm25")
+        assert (result.corrected, result.notes) == (None, ()), query
+        assert result.hits[0].path == path and f"<mark>{marked}</mark>" in result.hits[0].snippet
+    assert [(t.text, t.base) for t in spelling.inflections(conn, parse("odsadený napájený odsazeny"))] == [
+        ("odsadený", "odsaden"), ("napájený", "napajen"), ("odsazeny", "")]  # the last: held as typed
+    # a typo is still one: its beginning without the ending begins no word of the notes
+    assert search(conn, config, "napájenx", mode="bm25").corrected == "napajeni"
+    conn.close()
+
+
 def test_a_section_cut_in_several_chunks_is_listed_once(config_for, notes_dir, quiet_log):
     long = "\n\n".join(f"Konvice číslo {i}. " + "slovo " * 150 for i in range(8))
     write_note(notes_dir, "dlouha.md", f"# Dlouhá\n\n## Úvod\n\nKonvice.\n\n## Jádro\n\n{long}\n\n## Závěr\n\nKonvice.\n")

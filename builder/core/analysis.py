@@ -74,7 +74,7 @@ from functools import lru_cache
 
 from builder.core.slug import fold
 
-__all__ = ["ANALYSIS_VERSION", "fold", "stem_word", "stem_text", "tokens"]
+__all__ = ["ANALYSIS_VERSION", "fold", "inflection_base", "stem_word", "stem_text", "tokens"]
 
 # Bump when a change here gives any word another key: the index's stems are computed again.
 ANALYSIS_VERSION = "czsk-light-1"
@@ -177,6 +177,13 @@ def _stem_folded(word: str) -> str:
             break
         word, last = stem, ending
     return _normalise_end(word)
+
+
+def inflection_base(word: str) -> str:
+    """``word`` folded, without its longest case or verb ending (one round of :func:`stem_word`'s
+    stripping, no normalising): what its inflected forms begin with (``napájený`` → ``napajen``,
+    shared with ``napájení``, ``napájené``). The whole folded word when no ending comes off."""
+    return _strip_once(fold(word))[0]
 
 
 _IDENTIFIER = re.compile(r"[\d_]")

@@ -235,34 +235,35 @@ def _join(lines: tuple[str, ...], units: list[_Unit]) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+def _place(section: _Section, units: list[_Unit], n: int, start: int) -> tuple[str, str]:
+    """The breadcrumb and anchor of the ``n``-th piece of ``section`` (its ``units``), which starts at
+    line ``start``: the section's own, down to the H4–H6 the piece starts under (never for the first)."""
+    stack: list[Heading] = []
+    subs = [u.sub for u in units if u.sub is not None] if n else []  # a first piece starts at the section
+    for sub in subs:
+        if sub.line > start:
+            break
+        while stack and stack[-1].level >= sub.level:
+            stack.pop()
+        stack.append(sub)
+    named = [h for h in stack if h.text]
+    anchor = named[-1].anchor if named else section.heading.anchor if section.heading else ""
+    return " > ".join((*section.crumbs, *(h.text for h in named))), anchor
+
+
 def chunk_note(note: Note, fits: Callable[[str], bool] | None = None) -> list[Chunk]:
     """The chunks of one parsed note, in document order, numbered from 0. ``fits`` tells whether a
     chunk's embedded text (``breadcrumb\n\ntext``) fits the embedding model whole."""
     chunks: list[Chunk] = []
     for section, units in _merge_siblings(note, _sections(note)):
-        anchor = section.heading.anchor if section.heading else ""
-        subs = [u.sub for u in units if u.sub is not None]
         budget = MAX_TOKENS
-
-        def place(n: int, start: int) -> tuple[str, str]:
-            """The breadcrumb and anchor of the ``n``-th piece, starting at line ``start``."""
-            stack: list[Heading] = []
-            for sub in subs if n else ():
-                if sub.line > start:
-                    break
-                while stack and stack[-1].level >= sub.level:
-                    stack.pop()
-                stack.append(sub)
-            named = [h for h in stack if h.text]
-            return " > ".join((*section.crumbs, *(h.text for h in named))), named[-1].anchor if named else anchor
-
         pieces = _bounded(_split(note.source_lines, units, budget), budget)
         while fits is not None and budget > MIN_BUDGET and not all(
-                fits(f"{place(n, p[0])[0]}\n\n{p[2]}") for n, p in enumerate(pieces)):
+                fits(f"{_place(section, units, n, p[0])[0]}\n\n{p[2]}") for n, p in enumerate(pieces)):
             budget = budget * 3 // 4
             pieces = _bounded(_split(note.source_lines, units, budget), budget)
         for n, (start, end, text) in enumerate(pieces):
-            breadcrumb, where = place(n, start)
+            breadcrumb, where = _place(section, units, n, start)
             if n == 0 and section.heading is not None:
                 start = section.heading.line  # the section's first chunk begins at its heading
             chunks.append(Chunk(idx=len(chunks), breadcrumb=breadcrumb, anchor=where,

@@ -28,7 +28,15 @@ from builder.core.embedding import Embedder, EmbeddingError
 from builder.core.errors import UserError
 from builder.core.urls import hit_url
 from server import fusion, spelling
-from server.query import MAX_QUERY_CHARS, Term, content, marks, match_all, match_any, parse
+from server.query import (
+    MAX_QUERY_CHARS,
+    Term,
+    content,
+    marks,
+    match_all,
+    match_any,
+    parse,
+)
 from server.snippets import coverage, snippet, typed_without_accents
 
 if TYPE_CHECKING:

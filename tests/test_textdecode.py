@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from builder.core.config import load_config
-from builder.core.index import connect, open_index
+from builder.core.index import open_index
 from builder.core.textdecode import decode_note
 from builder.sync import build
 from builder.synclog import SyncLog
@@ -32,8 +32,8 @@ def test_a_utf8_note_with_a_damaged_byte_keeps_its_letters():
     """Most of its characters are UTF-8: the damaged byte is U+FFFD, the rest is not read as windows-1250."""
     decoded = decode_note(CZECH.encode() + b"konec \xe8\n")
     assert decoded.text == CZECH + "konec \ufffd\n"
-    assert (decoded.encoding, decoded.warning) == ("utf-8", f"invalid UTF-8 at byte {len(CZECH.encode()) + 6}, "
-                                                            "bad bytes replaced with U+FFFD")
+    warning = f"invalid UTF-8 at byte {len(CZECH.encode()) + 6}, bad bytes replaced with U+FFFD"
+    assert (decoded.encoding, decoded.warning) == ("utf-8", warning)
 
 
 def test_without_a_czech_or_slovak_letter_the_code_page_is_not_guessed():

@@ -64,6 +64,7 @@ class _Unit:
     kind: str  # paragraph | list | fence | table | heading | other
     splits: tuple[int, ...] = ()  # inner boundaries where a too-big unit may be cut
     sub: Heading | None = None  # an H4–H6 inside its section (kind "heading")
+    opens: tuple[tuple[str, ...], str] | None = None  # a merged sibling's heading: its breadcrumb and anchor
 
 
 @dataclass
@@ -146,7 +147,8 @@ def _merge_siblings(note: Note, sections: list[_Section]) -> list[tuple[_Section
                     and first.parent == section.parent and _size(lines, units) < MIN_TOKENS
                     and size < MIN_TOKENS):
                 heading_line = section.heading.line
-                units.append(_Unit(heading_line, heading_line + 1, "heading"))
+                units.append(_Unit(heading_line, heading_line + 1, "heading",
+                                   opens=(section.crumbs, section.heading.anchor)))
                 units.extend(section.units)
                 continue
         groups.append((section, list(section.units)))
@@ -180,9 +182,15 @@ def _split(lines: tuple[str, ...], units: list[_Unit], budget: int) -> list[tupl
     overlap = ""
     for unit in flat:
         if current and _size(lines, current + [unit]) + tokens_of(overlap) > budget:
+            if (all(u.kind == "heading" for u in current)
+                    and _size(lines, current + [unit]) + tokens_of(overlap) <= _hard(budget)):
+                current.append(unit)  # a heading alone is no piece: it goes with the text under it
+                continue
             carried: list[_Unit] = []
             while len(current) > 1 and current[-1].kind == "heading":  # a heading goes with its text
                 carried.insert(0, current.pop())
+            if carried and _size(lines, carried + [unit]) > _hard(budget):
+                current, carried = current + carried, []  # that text is too big to take them along
             pieces.append((current[0].start, current[-1].end, _with_overlap(overlap, _join(lines, current))))
             overlap = "" if carried else _overlap(lines, current[-1])
             current = carried
@@ -236,19 +244,22 @@ def _join(lines: tuple[str, ...], units: list[_Unit]) -> str:
 
 
 def _place(section: _Section, units: list[_Unit], n: int, start: int) -> tuple[str, str]:
-    """The breadcrumb and anchor of the ``n``-th piece of ``section`` (its ``units``), which starts at
-    line ``start``: the section's own, down to the H4–H6 the piece starts under (never for the first)."""
+    """The breadcrumb and anchor of the ``n``-th piece of ``section`` (its ``units``, merged siblings
+    included), which starts at line ``start``: those of the section or merged sibling it starts in,
+    down to the H4–H6 it starts under. A first piece starts at the section itself."""
+    crumbs, anchor = section.crumbs, section.heading.anchor if section.heading else ""
     stack: list[Heading] = []
-    subs = [u.sub for u in units if u.sub is not None] if n else []  # a first piece starts at the section
-    for sub in subs:
-        if sub.line > start:
+    for unit in units if n else ():
+        if unit.start > start:
             break
-        while stack and stack[-1].level >= sub.level:
-            stack.pop()
-        stack.append(sub)
+        if unit.opens is not None:
+            (crumbs, anchor), stack = unit.opens, []
+        elif unit.sub is not None:
+            while stack and stack[-1].level >= unit.sub.level:
+                stack.pop()
+            stack.append(unit.sub)
     named = [h for h in stack if h.text]
-    anchor = named[-1].anchor if named else section.heading.anchor if section.heading else ""
-    return " > ".join((*section.crumbs, *(h.text for h in named))), anchor
+    return " > ".join((*crumbs, *(h.text for h in named))), named[-1].anchor if named else anchor
 
 
 def chunk_note(note: Note, fits: Callable[[str], bool] | None = None) -> list[Chunk]:

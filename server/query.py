@@ -5,8 +5,8 @@ User text never becomes FTS5 syntax: it is cut into words and every word is a qu
 Each word matches its exact form — as a prefix when it has 3+ letters, diacritics optional —
 in the breadcrumb and the text, **or** its Czech/Slovak word key (:mod:`builder.core.analysis`)
 in the ``stems`` column, so ``převodníkem`` finds ``Převodník`` while an exact form still scores
-in more columns and ranks first. A word no note holds as typed may be searched by its beginning
-instead (``base``: see :func:`server.spelling.inflections`). Function words (``a``, ``na``, ``the``…) are recognised on the
+in more columns and ranks first. A word no note holds as typed may be searched as the forms of it they
+hold instead (``forms``: see :func:`server.spelling.inflections`). Function words (``a``, ``na``, ``the``…) are recognised on the
 form as typed — ``byt`` (a flat) is not ``být`` — never in an all-capitals word (``NA`` may be a
 name), and never when the query has nothing else.
 """
@@ -44,17 +44,20 @@ class Term:
     key: str  # its word key for the stems column
     function: bool  # a function word: it must match, but it finds nothing by itself and is not marked
     name: bool = False  # typed as a name: a capital inside it (GPIO, DataFrame) or opening a later word (Heroku)
-    base: str = ""  # in no note as typed, but its beginning is: that is searched (server.spelling.inflections)
+    forms: tuple[str, ...] = ()  # in no note as typed: the forms of it they hold (server.spelling.inflections)
 
     @property
-    def searched(self) -> str:
-        """What the exact columns and the snippets look for: its base when it has one, else the word."""
-        return self.base or self.text
+    def searched(self) -> tuple[str, ...]:
+        """What the exact columns and the snippets look for: the forms the notes hold, else the word."""
+        return self.forms or (self.text,)
 
     @property
     def exact(self) -> str:
-        """Its phrase for the exact columns: a prefix from 3 letters on (endings vary)."""
-        return f'"{self.searched}"*' if len(self.searched) >= 3 else f'"{self.searched}"'
+        """Its phrase for the exact columns: a prefix from 3 letters on (endings vary), or each of its
+        ``forms`` whole."""
+        if self.forms:
+            return "(" + " OR ".join(f'"{form}"' for form in self.forms) + ")"
+        return f'"{self.text}"*' if len(self.text) >= 3 else f'"{self.text}"'
 
 
 def parse(text: str) -> list[Term]:
@@ -96,4 +99,4 @@ def match_any(terms: list[Term], stems: bool) -> str:
 
 def marks(terms: list[Term]) -> list[str]:
     """What snippets and the landing page mark: the content words as searched (never a function word)."""
-    return [t.searched for t in content(terms)]
+    return [word for t in content(terms) for word in t.searched]

@@ -119,7 +119,10 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     if not terms:
         return SearchResult(query, mode, (), ("the query has no words to search for",))
     notes: list[str] = []
-    terms = spelling.inflections(conn, terms)
+    if correct:  # as typed: no word is searched as another
+        terms = spelling.inflections(conn, terms)
+        notes += [f"no note holds {t.text!r}: searched the forms they hold: {', '.join(t.forms)}"
+                  for t in content(terms) if t.forms]
     corrections = spelling.correct(conn, terms) if correct else {}
     corrected = None
     if corrections:

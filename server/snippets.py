@@ -1,7 +1,8 @@
 """Snippets: the densest window of a chunk's text around the query's words, escaped, words marked.
 
 A word is marked when it begins with a content word of the query (diacritics optional, as BM25
-matched it) or has the same Czech/Slovak word key (``Převodník`` for ``převodníkem``). Function
+matched it), is one of the forms searched for a word no note holds as typed, or has the same
+Czech/Slovak word key (``Převodník`` for ``převodníkem``). Function
 words are never marked.
 """
 
@@ -37,13 +38,16 @@ def plain_text(markdown: str) -> str:
 
 
 def _matcher(terms: list[Term]) -> Callable[[str], bool]:
-    wanted = [(fold(t.searched), t.key) for t in content(terms)]
+    wanted = content(terms)
+    prefixes = [fold(t.text) for t in wanted if not t.forms]
+    forms = {form for t in wanted for form in t.forms}
+    keys = {t.key for t in wanted}
 
     def is_match(word: str) -> bool:
         folded = fold(word)
-        if any(folded.startswith(f) if len(f) >= 3 else folded == f for f, _ in wanted):
+        if folded in forms or any(folded.startswith(f) if len(f) >= 3 else folded == f for f in prefixes):
             return True
-        return len(folded) > 3 and stem_word(word) in {key for _, key in wanted}
+        return len(folded) > 3 and stem_word(word) in keys
 
     return is_match
 
@@ -85,7 +89,10 @@ def typed_without_accents(text: str, terms: list[Term]) -> bool:
     words = {w.lower() for w in _WORD.findall(text)}
     for term in wanted:
         typed = term.text.lower()
-        begun = [w for w in words if fold(w).startswith(typed)] if len(typed) >= 3 else []
+        if term.forms:  # in no note as typed: its forms the notes hold
+            begun = [w for w in words if fold(w) in term.forms]
+        else:
+            begun = [w for w in words if fold(w).startswith(typed)] if len(typed) >= 3 else []
         if begun and all(fold(w) != w for w in begun):
             return True
     return False
@@ -100,7 +107,8 @@ def coverage(text: str, terms: list[Term]) -> float:
     keys = {stem_word(w) for w in _WORD.findall(text) if len(w) > 3}
     found = 0
     for term in wanted:
-        f = fold(term.searched)
-        if term.key in keys or any(w.startswith(f) if len(f) >= 3 else w == f for w in words):
+        f = fold(term.text)
+        if term.key in keys or (any(form in words for form in term.forms) if term.forms else
+                                any(w.startswith(f) if len(f) >= 3 else w == f for w in words)):
             found += 1
     return found / len(wanted)

@@ -7,14 +7,15 @@ corrected, and a candidate must share the typed word's first letter: the first l
 mistyped one, and it keeps the look-up to a short slice of the vocabulary.
 
 Before that, a word is tried as another form of a word the notes hold (:func:`inflections`): when
-its beginning without its ending begins words of the notes, it is searched by that beginning and
-is no typo.
+the notes hold words that are its beginning without its ending plus a short ending, it is searched
+as those words and is no typo.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from builder.core import index as db
@@ -26,7 +27,9 @@ if TYPE_CHECKING:
     from sqlite3 import Connection
 
 MIN_LETTERS = 4
-MIN_BASE = 5  # letters an inflection's base must have to be searched by (shorter ones begin too many words)
+MIN_BASE = 5  # letters an inflection's base must have (shorter ones begin too many words)
+MAX_ENDING = 3  # letters a form may have after the base (napájen-í, odsaden-ie; not zprav-idla)
+MAX_FORMS = 12
 MAX_CANDIDATES = 5000  # words sharing the first letter that are compared (a long tail is rare anyway)
 MAX_WORD = 1000  # longer than any word FTS5 holds
 CACHED_LISTS = 16  # candidate lists a long-running server keeps (one per first letter and length; ≤ ~0.8 MB each)
@@ -84,34 +87,36 @@ def _correctable(term: Term) -> bool:
 
 
 def inflections(conn: Connection, terms: list[Term]) -> list[Term]:
-    """``terms``, each content word that no note holds in any form but whose beginning without its
-    ending (:func:`~builder.core.analysis.inflection_base`, 5+ letters) begins words the notes hold
-    given that beginning as its ``base``: another form of a word the notes have (``napájený`` where
-    they say ``napájení``, ``odsadený`` where they say ``odsadenie``: forms the word keys do not join)
-    is searched by it, not taken for a typo."""
+    """``terms``, each content word that no note holds in any form given the ``forms`` of it they do
+    hold: words that are its beginning without its ending (:func:`~builder.core.analysis.inflection_base`,
+    5+ letters) plus at most ``MAX_ENDING`` letters. Another form of a word the notes have (``napájený``
+    where they say ``napájení``, ``odsadený`` where they say ``odsadenie``: forms the word keys do not
+    join) is searched as those forms, not taken for a typo."""
     if not db.has_vocabulary(conn):
         return terms
     out = []
     for term in terms:
         folded = fold(term.text)
         base = inflection_base(term.text)
-        if (not term.function and not term.base and _correctable(term) and MIN_BASE <= len(base) < len(folded)
-                and not db.has_word_or_key(conn, folded, term.key)
-                and db.words_starting(conn, base, (len(base), MAX_WORD), 1)):
-            term = Term(term.text, term.key, term.function, term.name, base)
+        if (not term.function and not term.forms and _correctable(term) and MIN_BASE <= len(base) < len(folded)
+                and not db.has_word_or_key(conn, folded, term.key)):
+            forms = tuple(word for word, _ in db.words_starting(conn, base, (len(base), len(base) + MAX_ENDING),
+                                                                MAX_FORMS))
+            if forms:
+                term = replace(term, forms=forms)
         out.append(term)
     return out
 
 
 def correct(conn: Connection, terms: list[Term]) -> dict[str, str]:
     """Typed word → the word to search instead, for each content word no note holds (words searched
-    by their base, see :func:`inflections`, are not typos)."""
+    as their forms, see :func:`inflections`, are not typos)."""
     if not db.has_vocabulary(conn):
         return {}
     out: dict[str, str] = {}
     for term in content(terms):
         folded = fold(term.text)
-        if term.base or not _correctable(term) or db.has_word_or_key(conn, folded, term.key):
+        if term.forms or not _correctable(term) or db.has_word_or_key(conn, folded, term.key):
             continue
         # a correct word the notes lack (``zvednout``) is often two edits from an unrelated one (``zvyknout``)
         limit = 2 if len(folded) >= 10 else 1

@@ -133,6 +133,27 @@ def test_pieces_of_a_split_section_name_the_h4_to_h6_they_start_under():
     assert {h.anchor for h in n.headings} >= {c.anchor for c in chunks}  # every anchor is on the page
 
 
+def test_a_heading_is_never_a_piece_of_its_own():
+    """A section opening with an H4 over a code block bigger than the budget: the heading goes with the block."""
+    fence = "```\n" + "".join(f"radek {i} " + "x" * 30 + "\n" for i in range(90)) + "```"
+    n = note(f"# T\n\n## S\n\n#### Ukázka\n\n{fence}\n\n" + _words("za", 100) + "\n")
+    chunks = chunk_note(n)
+    assert [(c.breadcrumb, c.anchor, c.line_start, c.line_end) for c in chunks] == [
+        ("T > S", "s", 3, 98), ("T > S > Ukázka", "ukazka", 100, 100)]
+    assert chunks[0].text == f"#### Ukázka\n\n{fence}" and chunks[1].text == _words("za", 100)
+
+
+def test_a_merged_sibling_cut_again_keeps_its_own_place():
+    """Small sibling sections are merged; when the model's limit cuts the group again, the piece that
+    starts at the second sibling names that sibling (not the first one's H4)."""
+    n = note("# T\n\n## A\n\n" + _words("a", 25) + "\n\n#### A4\n\n" + _words("a4", 25)
+             + "\n\n## B\n\n" + _words("b", 40) + "\n")
+    chunks = chunk_note(n, lambda text: len(text) < 500)
+    assert (chunks[0].breadcrumb, chunks[0].anchor) == ("T > A", "a")
+    starts = {c.text.split("\n")[0]: (c.breadcrumb, c.anchor) for c in chunks}
+    assert starts["## B"] == ("T > B", "b")
+
+
 def test_code_fence_and_table_are_never_split():
     fence = "```python\n" + "".join(f"x{i} = {i}  # komentář\n" for i in range(150)) + "```"
     table = "| a | b |\n|---|---|\n" + "".join(f"| {i} | hodnota {i} |\n" for i in range(120))

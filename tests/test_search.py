@@ -398,16 +398,24 @@ def test_another_form_of_a_word_the_notes_hold_is_searched_by_its_beginning_not_
     write_note(notes_dir, "make.md", "# Makefile\n\nOdsadenie príkazov v pravidle musí byť tabulátorom.\n")
     write_note(notes_dir, "python.md", "# Bloky\n\nOdsazený kód patří do bloku.\n")
     write_note(notes_dir, "servo.md", "# Servo\n\nPozor na napájení z USB.\n")
+    write_note(notes_dir, "posta.md", "# Pošta\n\nZpravidla čtu zpravodaj.\n")
     config = config_for(EMBED)
     build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
-    for query, path, marked in [("odsadený príkaz", "make.md", "Odsadenie"),
-                                ("napájený servomotor", "servo.md", "napájení")]:
+    for query, path, form, marked in [("odsadený príkaz", "make.md", "odsadenie", "Odsadenie"),
+                                      ("napájený servomotor", "servo.md", "napajeni", "napájení")]:
         result = search(conn, config, query, mode="bm25")
-        assert (result.corrected, result.notes) == (None, ()), query
+        assert result.corrected is None
+        assert result.notes == (f"no note holds {query.split()[0]!r}: searched the forms they hold: {form}",)
         assert result.hits[0].path == path and f"<mark>{marked}</mark>" in result.hits[0].snippet
-    assert [(t.text, t.base) for t in spelling.inflections(conn, parse("odsadený napájený odsazeny"))] == [
-        ("odsadený", "odsaden"), ("napájený", "napajen"), ("odsazeny", "")]  # the last: held as typed
+        assert form in result.marked
+        as_typed = search(conn, config, query.split()[0], mode="bm25", correct=False)  # as typed: in no note
+        assert as_typed.notes == () and path not in {h.path for h in as_typed.hits}
+    assert [(t.text, t.forms) for t in spelling.inflections(conn, parse("odsadený napájený odsazeny"))] == [
+        ("odsadený", ("odsadenie",)), ("napájený", ("napajeni",)), ("odsazeny", ())]  # the last: held as typed
+    # a word sharing only a longer beginning is not another form: zprávy is neither zpravidla nor zpravodaj
+    assert spelling.inflections(conn, parse("zprávy"))[0].forms == ()
+    assert search(conn, config, "zprávy", mode="bm25").hits == ()
     # a typo is still one: its beginning without the ending begins no word of the notes
     assert search(conn, config, "napájenx", mode="bm25").corrected == "napajeni"
     conn.close()

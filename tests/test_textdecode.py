@@ -23,6 +23,15 @@ def test_a_note_in_a_legacy_code_page_is_read_as_written(text, codec, name):
     assert (decoded.text, decoded.encoding, decoded.warning) == (text, codec, f"not UTF-8: read as {name}")
 
 
+@pytest.mark.parametrize("text, codec", [
+    ("žena a kůň, růže, řeka", "iso8859_2"),  # ž is the only letter the two read differently: ľ would be wrong
+    ("ľudia a ôsmy deň", "cp1250"),  # a tie, no Czech-only letter: the more common code page
+])
+def test_a_reading_that_mixes_czech_and_slovak_letters_loses(text, codec):
+    decoded = decode_note(text.encode(codec))
+    assert (decoded.text, decoded.encoding) == (text, codec)
+
+
 @pytest.mark.parametrize("data", [CZECH.encode(), b"\xef\xbb\xbf" + CZECH.encode(), b"plain ascii\n", b""])
 def test_utf8_is_read_as_utf8_without_a_word(data):
     assert decode_note(data) == decode_note(data).__class__(data.decode("utf-8-sig"), "utf-8", None)

@@ -186,7 +186,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     log = SyncLog(evaluated.log_path, echo_info=False)
     try:
         code = build(evaluated, log=log, render=False, wait=True)
-    except ReindexNeeded:  # the eval's own index, made by an older chunker or model: make it again
+    except ReindexNeeded:  # the eval's own index, made with another model: make it again
         code = build(evaluated, log=log, render=False, wait=True, full=True)
     if code not in (0, EXIT_PARTIAL):
         return code

@@ -16,7 +16,7 @@ class ConfigError(UserError):
 
 
 class ReindexNeeded(UserError):
-    """The index was built with another embedding space or chunker than the config asks for."""
+    """The index's vectors live in another embedding space than the config asks for."""
 
     exit_code = 1
 

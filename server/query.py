@@ -5,10 +5,10 @@ User text never becomes FTS5 syntax: it is cut into words and every word is a qu
 Each word matches its exact form — as a prefix when it has 3+ letters, diacritics optional —
 in the breadcrumb and the text, **or** its Czech/Slovak word key (:mod:`builder.core.analysis`)
 in the ``stems`` column, so ``převodníkem`` finds ``Převodník`` while an exact form still scores
-in more columns and ranks first. A word no note holds as typed may be searched as the forms of it they
-hold instead (``forms``: see :func:`server.spelling.inflections`). Function words (``a``, ``na``, ``the``…) are recognised on the
-form as typed — ``byt`` (a flat) is not ``být`` — never in an all-capitals word (``NA`` may be a
-name), and never when the query has nothing else.
+in more columns and ranks first. A word no note holds as typed may be searched as the forms of
+it they hold instead (``forms``: see :func:`server.spelling.inflections`). Function words (``a``,
+``na``, ``the``…) are recognised on the form as typed — ``byt`` (a flat) is not ``být`` — never in
+an all-capitals word (``NA`` may be a name), and never when the query has nothing else.
 """
 
 from __future__ import annotations

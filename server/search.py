@@ -121,7 +121,7 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     notes: list[str] = []
     if correct:  # as typed: no word is searched as another
         terms = spelling.inflections(conn, terms)
-        notes += [f"no note holds {t.text!r}: searched the forms they hold: {', '.join(t.forms)}"
+        notes += [f"no note holds {t.text!r}: searched for the forms the notes hold ({', '.join(t.forms)})"
                   for t in content(terms) if t.forms]
     corrections = spelling.correct(conn, terms) if correct else {}
     corrected = None

@@ -406,7 +406,8 @@ def test_another_form_of_a_word_the_notes_hold_is_searched_by_its_beginning_not_
                                       ("napájený servomotor", "servo.md", "napajeni", "napájení")]:
         result = search(conn, config, query, mode="bm25")
         assert result.corrected is None
-        assert result.notes == (f"no note holds {query.split()[0]!r}: searched the forms they hold: {form}",)
+        word = query.split()[0]
+        assert result.notes == (f"no note holds {word!r}: searched for the forms the notes hold ({form})",)
         assert result.hits[0].path == path and f"<mark>{marked}</mark>" in result.hits[0].snippet
         assert form in result.marked
         as_typed = search(conn, config, query.split()[0], mode="bm25", correct=False)  # as typed: in no note

@@ -243,13 +243,14 @@ def _join(lines: tuple[str, ...], units: list[_Unit]) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def _place(section: _Section, units: list[_Unit], n: int, start: int) -> tuple[str, str]:
-    """The breadcrumb and anchor of the ``n``-th piece of ``section`` (its ``units``, merged siblings
-    included), which starts at line ``start``: those of the section or merged sibling it starts in,
-    down to the H4–H6 it starts under. A first piece starts at the section itself."""
+def _place(section: _Section, marks: list[_Unit], n: int, start: int) -> tuple[str, str]:
+    """The breadcrumb and anchor of the ``n``-th piece of ``section``, which starts at line ``start``:
+    those of the section or merged sibling it starts in, down to the H4–H6 it starts under (``marks``:
+    the section's units that open a merged sibling or hold an H4–H6, in order). A first piece starts
+    at the section itself."""
     crumbs, anchor = section.crumbs, section.heading.anchor if section.heading else ""
     stack: list[Heading] = []
-    for unit in units if n else ():
+    for unit in marks if n else ():
         if unit.start > start:
             break
         if unit.opens is not None:
@@ -267,14 +268,15 @@ def chunk_note(note: Note, fits: Callable[[str], bool] | None = None) -> list[Ch
     chunk's embedded text (``breadcrumb\n\ntext``) fits the embedding model whole."""
     chunks: list[Chunk] = []
     for section, units in _merge_siblings(note, _sections(note)):
+        marks = [u for u in units if u.opens is not None or u.sub is not None]
         budget = MAX_TOKENS
         pieces = _bounded(_split(note.source_lines, units, budget), budget)
         while fits is not None and budget > MIN_BUDGET and not all(
-                fits(f"{_place(section, units, n, p[0])[0]}\n\n{p[2]}") for n, p in enumerate(pieces)):
+                fits(f"{_place(section, marks, n, p[0])[0]}\n\n{p[2]}") for n, p in enumerate(pieces)):
             budget = budget * 3 // 4
             pieces = _bounded(_split(note.source_lines, units, budget), budget)
         for n, (start, end, text) in enumerate(pieces):
-            breadcrumb, where = _place(section, units, n, start)
+            breadcrumb, where = _place(section, marks, n, start)
             if n == 0 and section.heading is not None:
                 start = section.heading.line  # the section's first chunk begins at its heading
             chunks.append(Chunk(idx=len(chunks), breadcrumb=breadcrumb, anchor=where,

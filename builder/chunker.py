@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from builder.core.slug import fold
 
@@ -55,8 +55,7 @@ class Chunk:
         return f"{self.breadcrumb}\n\n{self.text}"
 
 
-@dataclass(frozen=True)
-class _Unit:
+class _Unit(NamedTuple):  # a tuple: a note has a unit per block, and a frozen dataclass is slow to make
     """A run of source lines that is kept together unless it is too big: [start, end), 0-based."""
 
     start: int

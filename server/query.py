@@ -6,7 +6,7 @@ Each word matches its exact form — as a prefix when it has 3+ letters, diacrit
 in the breadcrumb and the text, **or** its Czech/Slovak word key (:mod:`builder.core.analysis`)
 in the ``stems`` column, so ``převodníkem`` finds ``Převodník`` while an exact form still scores
 in more columns and ranks first. A word no note holds as typed may be searched as the forms of
-it they hold instead (``forms``: see :func:`server.spelling.inflections`). Function words (``a``,
+it they hold instead (``forms``: see :func:`server.spelling.respell`). Function words (``a``,
 ``na``, ``the``…) are recognised on the form as typed — ``byt`` (a flat) is not ``být`` — never in
 an all-capitals word (``NA`` may be a name), and never when the query has nothing else.
 """
@@ -44,7 +44,7 @@ class Term:
     key: str  # its word key for the stems column
     function: bool  # a function word: it must match, but it finds nothing by itself and is not marked
     name: bool = False  # typed as a name: a capital inside it (GPIO, DataFrame) or opening a later word (Heroku)
-    forms: tuple[str, ...] = ()  # in no note as typed: the forms of it they hold (server.spelling.inflections)
+    forms: tuple[str, ...] = ()  # in no note as typed: the forms of it they hold (server.spelling.respell)
 
     @property
     def searched(self) -> tuple[str, ...]:

@@ -119,11 +119,11 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     if not terms:
         return SearchResult(query, mode, (), ("the query has no words to search for",))
     notes: list[str] = []
+    corrections: dict[str, str] = {}
     if correct:  # as typed: no word is searched as another
-        terms = spelling.inflections(conn, terms)
+        terms, corrections = spelling.respell(conn, terms)
         notes += [f"no note holds {t.text!r}: searched for the forms the notes hold ({', '.join(t.forms)})"
                   for t in content(terms) if t.forms]
-    corrections = spelling.correct(conn, terms) if correct else {}
     corrected = None
     if corrections:
         terms = spelling.replaced(terms, corrections)

@@ -6,7 +6,7 @@ then the one in more chunks. Only words of 4+ letters that are not identifiers (
 corrected, and a candidate must share the typed word's first letter: the first letter is rarely the
 mistyped one, and it keeps the look-up to a short slice of the vocabulary.
 
-Before that, a word is tried as another form of a word the notes hold (:func:`inflections`): when
+Before that, a word is tried as another form of a word the notes hold (:func:`respell`): when
 the notes hold words that are its beginning without its ending plus a short ending, it is searched
 as those words and is no typo.
 """
@@ -86,52 +86,49 @@ def _correctable(term: Term) -> bool:
     return len(folded) >= MIN_LETTERS and folded.isalpha() and folded.isascii()
 
 
-def inflections(conn: Connection, terms: list[Term]) -> list[Term]:
-    """``terms``, each content word that no note holds in any form given the ``forms`` of it they do
-    hold: words that are its beginning without its ending (:func:`~builder.core.analysis.inflection_base`,
-    5+ letters) plus at most ``MAX_ENDING`` letters. Another form of a word the notes have (``napájený``
-    where they say ``napájení``, ``odsadený`` where they say ``odsadenie``: forms the word keys do not
-    join) is searched as those forms, not taken for a typo."""
+def respell(conn: Connection, terms: list[Term]) -> tuple[list[Term], dict[str, str]]:
+    """What to search for the content words that no note holds in any form (each looked up once).
+    Another form of a word the notes have (``napájený`` where they say ``napájení``, ``odsadený``
+    where they say ``odsadenie``: forms the word keys do not join) is searched as the ``forms`` of it
+    they hold: words that are its beginning without its ending
+    (:func:`~builder.core.analysis.inflection_base`, 5+ letters) plus at most ``MAX_ENDING`` letters.
+    Any other such word is a typo: the second value maps it to the close word to search instead."""
     if not db.has_vocabulary(conn):
-        return terms
-    out = []
+        return terms, {}
+    out: list[Term] = []
+    corrections: dict[str, str] = {}
     for term in terms:
         folded = fold(term.text)
-        base = inflection_base(term.text)
-        if (not term.function and not term.forms and _correctable(term) and MIN_BASE <= len(base) < len(folded)
-                and not db.has_word_or_key(conn, folded, term.key)):
-            forms = tuple(word for word, _ in db.words_starting(conn, base, (len(base), len(base) + MAX_ENDING),
-                                                                MAX_FORMS))
+        if not term.function and _correctable(term) and not db.has_word_or_key(conn, folded, term.key):
+            forms = _forms(conn, folded, inflection_base(term.text))
             if forms:
                 term = replace(term, forms=forms)
+            elif (close := _closest(conn, folded)) is not None:
+                corrections[term.text] = close
         out.append(term)
-    return out
+    return out, corrections
 
 
-def correct(conn: Connection, terms: list[Term]) -> dict[str, str]:
-    """Typed word → the word to search instead, for each content word no note holds (words searched
-    as their forms, see :func:`inflections`, are not typos)."""
-    if not db.has_vocabulary(conn):
-        return {}
-    out: dict[str, str] = {}
-    for term in content(terms):
-        folded = fold(term.text)
-        if term.forms or not _correctable(term) or db.has_word_or_key(conn, folded, term.key):
-            continue
-        # a correct word the notes lack (``zvednout``) is often two edits from an unrelated one (``zvyknout``)
-        limit = 2 if len(folded) >= 10 else 1
-        best: tuple[int, int, str] | None = None
-        lengths = (len(folded) - limit, len(folded) + limit)
-        letters = set(folded)
-        for word, chunks in _CANDIDATES.get(conn, folded[0], lengths):
-            if len(letters.symmetric_difference(word)) > 2 * limit:
-                continue  # each edit changes the set of letters by at most two: certainly too far
-            d = distance(folded, word, limit)
-            if d <= limit and (best is None or (d, -chunks, word) < best):
-                best = (d, -chunks, word)
-        if best is not None:
-            out[term.text] = best[2]
-    return out
+def _forms(conn: Connection, folded: str, base: str) -> tuple[str, ...]:
+    if not MIN_BASE <= len(base) < len(folded):
+        return ()
+    return tuple(word for word, _ in db.words_starting(conn, base, (len(base), len(base) + MAX_ENDING), MAX_FORMS))
+
+
+def _closest(conn: Connection, folded: str) -> str | None:
+    """The indexed word nearest to ``folded`` (the more frequent on a tie), within the distance limit."""
+    # a correct word the notes lack (``zvednout``) is often two edits from an unrelated one (``zvyknout``)
+    limit = 2 if len(folded) >= 10 else 1
+    best: tuple[int, int, str] | None = None
+    lengths = (len(folded) - limit, len(folded) + limit)
+    letters = set(folded)
+    for word, chunks in _CANDIDATES.get(conn, folded[0], lengths):
+        if len(letters.symmetric_difference(word)) > 2 * limit:
+            continue  # each edit changes the set of letters by at most two: certainly too far
+        d = distance(folded, word, limit)
+        if d <= limit and (best is None or (d, -chunks, word) < best):
+            best = (d, -chunks, word)
+    return best[2] if best is not None else None
 
 
 def unknown_names(conn: Connection, terms: list[Term]) -> list[str]:

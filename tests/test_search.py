@@ -412,10 +412,10 @@ def test_another_form_of_a_word_the_notes_hold_is_searched_by_its_beginning_not_
         assert form in result.marked
         as_typed = search(conn, config, query.split()[0], mode="bm25", correct=False)  # as typed: in no note
         assert as_typed.notes == () and path not in {h.path for h in as_typed.hits}
-    assert [(t.text, t.forms) for t in spelling.inflections(conn, parse("odsadený napájený odsazeny"))] == [
+    assert [(t.text, t.forms) for t in spelling.respell(conn, parse("odsadený napájený odsazeny"))[0]] == [
         ("odsadený", ("odsadenie",)), ("napájený", ("napajeni",)), ("odsazeny", ())]  # the last: held as typed
     # a word sharing only a longer beginning is not another form: zprávy is neither zpravidla nor zpravodaj
-    assert spelling.inflections(conn, parse("zprávy"))[0].forms == ()
+    assert spelling.respell(conn, parse("zprávy"))[0][0].forms == ()
     assert search(conn, config, "zprávy", mode="bm25").hits == ()
     # a typo is still one: its beginning without the ending begins no word of the notes
     assert search(conn, config, "napájenx", mode="bm25").corrected == "napajeni"
@@ -437,7 +437,7 @@ def test_a_section_cut_in_several_chunks_is_listed_once(config_for, notes_dir, q
 @settings(max_examples=300, deadline=None)
 @given(st.text("abcdeěščř", min_size=1, max_size=12), st.text("abcdeěščř", min_size=1, max_size=12))
 def test_the_letter_set_filter_never_drops_a_word_within_two_edits(a, b):
-    """spelling.correct skips a candidate whose letters differ from the word's in more than 2·limit
+    """spelling._closest skips a candidate whose letters differ from the word's in more than 2·limit
     ways: a lower bound of the edit distance, so it never skips a close word."""
     d = spelling.distance(a, b, 2)
     if d <= 2:

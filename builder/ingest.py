@@ -37,7 +37,7 @@ def sha256_text(text: str) -> str:
 def _record(path: str, data: bytes, size: int, mtime_ns: int | None, changed_at: str | None,
             status: str = "ok", note: str | None = None, **fields: Any) -> FileRecord:
     return FileRecord(path=path, title=fields.get("title", Path(path).stem), tags=fields.get("tags", ()),
-                      headings=fields.get("headings", ()), links=fields.get("links", ()),
+                      headings=fields.get("headings", ()),
                       front_matter=fields.get("front_matter", {}), status=status, status_note=note,
                       sha256=sha256_bytes(data), size=size, mtime_ns=mtime_ns, changed_at=changed_at)
 
@@ -68,7 +68,7 @@ def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | No
         return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (),
                         (*warnings, f"{path}: {reason}"))
     warnings.extend(note.warnings)
-    fields: dict[str, Any] = dict(title=note.title, tags=note.tags, links=note.links, front_matter=note.front_matter,
+    fields: dict[str, Any] = dict(title=note.title, tags=note.tags, front_matter=note.front_matter,
                   headings=tuple({"level": h.level, "text": h.text, "anchor": h.anchor, "line": h.line + 1}
                                  for h in note.headings))
     if not note.published:

@@ -107,7 +107,7 @@ def test_notes_parsed_on_every_core_are_indexed_as_one_process_indexes_them(tmp_
         assert bool(started) == forced
         conn = db.connect(indexfile.resolve(config.index), vec=False)
         files = [tuple(r) for r in conn.execute(
-            "SELECT path, title, tags, headings, links, front_matter, status, sha256 FROM files ORDER BY path")]
+            "SELECT path, title, tags, headings, front_matter, status, sha256 FROM files ORDER BY path")]
         chunks = [tuple(r) for r in conn.execute(
             "SELECT id, path, chunk_idx, breadcrumb, anchor, line_start, line_end, text, embed_sha, stems "
             "FROM chunks ORDER BY id")]
@@ -139,7 +139,7 @@ def test_the_servers_compact_vectors_rescored_give_exactly_the_nearest_chunks(tm
     with db.transaction(conn):
         db.upsert_source(conn, "notes", "folder", None, None)
     for n in range(notes):
-        record = db.FileRecord(path=f"n{n}.md", title=f"N{n}", tags=(), headings=(), links=(), front_matter={},
+        record = db.FileRecord(path=f"n{n}.md", title=f"N{n}", tags=(), headings=(), front_matter={},
                                status="ok", status_note=None, sha256="0", size=1, mtime_ns=1, changed_at=None)
         chunks = [{"chunk_idx": i, "breadcrumb": f"N{n}", "anchor": "", "line_start": 1, "line_end": 1,
                    "text": f"part {i}", "embed_sha": f"{n}-{i}"} for i in range(per_note)]
@@ -211,7 +211,7 @@ def test_notes_written_in_a_batch_are_found_like_notes_written_one_by_one(tmp_pa
             db.upsert_source(conn, "notes", "folder", None, None)
 
         def replace(n: int, version: int) -> None:
-            record = db.FileRecord(path=f"n{n}.md", title=f"N{n}", tags=(), headings=(), links=(), front_matter={},
+            record = db.FileRecord(path=f"n{n}.md", title=f"N{n}", tags=(), headings=(), front_matter={},
                                    status="ok", status_note=None, sha256=str(version), size=1, mtime_ns=1,
                                    changed_at=None)
             chunks = [{"chunk_idx": i, "breadcrumb": f"N{n}", "anchor": f"a{i}", "line_start": i + 1,

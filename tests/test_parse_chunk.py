@@ -8,7 +8,7 @@ import pytest
 
 from builder.chunker import CHARS_PER_TOKEN, HARD_MAX_TOKENS, MAX_TOKENS, chunk_note
 from builder.core.slug import Slugger, slugify
-from builder.parse import parse_note
+from builder.parse import Heading, headings_of, make_markdown, parse_note
 from tests.conftest import SHARED, require_shared
 
 
@@ -55,10 +55,39 @@ def test_broken_front_matter_warns_and_keeps_the_body():
     assert n.title == "Tělo" and n.warnings == ("dir/my-note.md: broken front matter at line 2, indexed from the body",)
 
 
-def test_published_false_and_links():
+def test_published_false():
     n = note("---\npublished: false\n---\n[a](../x.md) [[Wiki|label]] ![i](img.png)\n```\n[[not a link]]\n```\n")
     assert n.published is False
-    assert n.links == ("../x.md", "img.png", "[[Wiki|label]]")
+
+
+def _whole_parse_headings(text: str) -> list[Heading]:
+    """The headings as a whole parse (blocks and every inline) reads them: the reference."""
+    return headings_of(make_markdown().parse(text.replace("\r\n", "\n").replace("\r", "\n")))
+
+
+def test_headings_read_without_the_inline_pass_are_those_of_a_whole_parse():
+    text = textwrap.dedent(r"""
+        # Escaped \*stars\* &amp; entities &#x41; [ref link][r] `code *x*`
+        Setext *heading* with [a link](x.md)
+        ===
+        ## <span>HTML</span> and ![alt **text**](i.png) and [[Wiki|label]]
+        > # quoted: not a heading of the note
+        - # listed: nor this
+        ### Trailing hashes ###
+        [r]: https://example.org "Title"
+        """).lstrip("\n")
+    assert _whole_parse_headings(text) == list(note(text).headings)
+    assert [h.text for h in note(text).headings] == [
+        "Escaped *stars* & entities A ref link code *x*", "Setext heading with a link",
+        "HTML and alt **text** and [[Wiki|label]]", "Trailing hashes"]
+
+
+def test_the_index_reads_every_corpus_note_s_headings_as_a_whole_parse_does():
+    notes = sorted(require_shared(SHARED / "corpora").rglob("*.md"))
+    assert len(notes) > 500
+    for path in notes:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        assert list(parse_note(path.name, text).headings) == _whole_parse_headings(text), path
 
 
 def test_sections_breadcrumbs_anchors_and_line_ranges():

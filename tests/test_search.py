@@ -475,3 +475,43 @@ def test_a_heading_naming_the_words_in_another_form_counts_as_a_heading(config_f
     assert conn.execute("SELECT count(*) FROM chunks WHERE stems = ''").fetchone()[0] == 0
     assert [h.path for h in search(conn, config, "konverzie reťazcov", mode="bm25").hits[:1]] == ["c/retazce.md"]
     conn.close()
+
+
+def test_an_index_from_before_schema_step_7_answers_the_same_with_one_prefix_index(
+        config_for, notes_dir, quiet_log, monkeypatch):
+    from builder.core.index import schema
+
+    config = config_for()
+    with monkeypatch.context() as patch:  # the file as the code before step 7 left it
+        patch.setattr(schema, "SCHEMA_STEPS", schema.SCHEMA_STEPS[:6])
+        build(config, log=quiet_log(config))
+    queries = ["čaj", "mlék", "převodníkem", "sběr", "RS485 pro", "konv", "zapojení", "sluchátka sony"]
+
+    def answers(conn):
+        return {q: [(h.path, h.anchor, round(h.score, 9)) for h in search(conn, config, q, mode="bm25").hits]
+                for q in queries}
+
+    def fts_sql(conn):
+        return conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()[0]
+
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    before, vocabulary = answers(conn), conn.execute("SELECT * FROM chunks_vocab ORDER BY 1, 2").fetchall()
+    assert "prefix='2 3 4'" in fts_sql(conn) and all(before.values())
+    conn.close()
+    build(config, log=quiet_log(config))  # nothing changed; the build still gains step 7
+    conn = db.connect(indexfile.resolve(config.index))
+    assert db.get_meta(conn)["schema_version"] == str(len(schema.SCHEMA_STEPS))
+    assert "prefix='3'" in fts_sql(conn)
+    assert "links" not in {r[1] for r in conn.execute("PRAGMA table_info(files)")}
+    assert db.fts_integrity_error(conn) is None
+    assert answers(conn) == before
+    assert conn.execute("SELECT * FROM chunks_vocab ORDER BY 1, 2").fetchall() == vocabulary
+    conn.close()
+    write_note(notes_dir, "nove.md", "# Nové\n\nKonvice na čaj.\n")
+    (notes_dir / "cestovani/snezka.md").unlink()
+    build(config, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index))
+    assert [h.path for h in search(conn, config, "konv", mode="bm25").hits] == ["nove.md", "recepty/teh-tarik.md"]
+    assert search(conn, config, "sluchátka sony", mode="bm25").hits == ()
+    assert db.fts_integrity_error(conn) is None
+    conn.close()

@@ -103,7 +103,6 @@ class FileRecord:
     title: str
     tags: tuple[str, ...]
     headings: tuple[dict[str, Any], ...]
-    links: tuple[str, ...]
     front_matter: dict[str, Any]
     status: str
     status_note: str | None
@@ -154,18 +153,18 @@ def replace_file(conn: Connection, source_id: str, record: FileRecord, chunks: S
         _delete_vectors(conn, "source_id = :source_id AND path = :path", key)
         conn.execute("DELETE FROM chunks WHERE source_id = :source_id AND path = :path", key)
         conn.execute(dedent("""
-            INSERT INTO files (source_id, path, title, tags, headings, links, front_matter, status,
+            INSERT INTO files (source_id, path, title, tags, headings, front_matter, status,
                                status_note, sha256, size, mtime_ns, changed_at, changed_by, indexed_at)
-            VALUES (:source_id, :path, :title, :tags, :headings, :links, :front_matter, :status,
+            VALUES (:source_id, :path, :title, :tags, :headings, :front_matter, :status,
                     :status_note, :sha256, :size, :mtime_ns, :changed_at, :changed_by, :indexed_at)
             ON CONFLICT (source_id, path) DO UPDATE SET
               title = excluded.title, tags = excluded.tags, headings = excluded.headings,
-              links = excluded.links, front_matter = excluded.front_matter, status = excluded.status,
+              front_matter = excluded.front_matter, status = excluded.status,
               status_note = excluded.status_note, sha256 = excluded.sha256, size = excluded.size,
               mtime_ns = excluded.mtime_ns, changed_at = excluded.changed_at,
               changed_by = excluded.changed_by, indexed_at = excluded.indexed_at
         """), {**key, "title": record.title, "tags": _json(record.tags), "headings": _json(record.headings),
-               "links": _json(record.links), "front_matter": _json(record.front_matter),
+               "front_matter": _json(record.front_matter),
                "status": record.status, "status_note": record.status_note, "sha256": record.sha256,
                "size": record.size, "mtime_ns": record.mtime_ns, "changed_at": record.changed_at,
                "changed_by": record.changed_by, "indexed_at": now})

@@ -5,6 +5,12 @@ keep private directories out of grep as they keep them out of the index, and a
 caller may leave out more files (``skip``: notes marked ``published: false``).
 :func:`find` returns the matches as data (for the CLI, ``--json`` and the MCP server),
 :func:`grep` prints them.
+
+A file that is not UTF-8 is searched and shown as the build reads it
+(:func:`builder.core.textdecode.decode_note`: an older note in windows-1250 or ISO 8859-2).
+An ASCII pattern matches such a file's bytes as they are; a pattern with other letters
+(``kůň``) is searched again in each of the two code pages (ripgrep's ``--encoding``), and a
+file's matches come from the reading the build gives it.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +32,14 @@ from typing import Any
 
 from builder.core.config import Config, SourceConfig
 from builder.core.errors import UserError
+from builder.core.textdecode import LEGACY_ENCODINGS, decode_note
 from builder.sources import Scope, walk
 
 MAX_LINE_CHARS = 500  # a longer matching line is cut here and ends with TRIMMED
 TRIMMED = " […]"
 TIME_LIMIT_S = 20.0  # a grep still running then is stopped (a pattern that backtracks, a huge tree)
+_RIPGREP_ENCODING = {"cp1250": "windows-1250", "iso8859_2": "iso-8859-2"}  # LEGACY_ENCODINGS' codecs, as rg names them
+assert set(_RIPGREP_ENCODING) == set(LEGACY_ENCODINGS)
 
 Skip = Callable[[str, str], bool]  # (source id, path) → leave the file out
 
@@ -77,10 +86,13 @@ def find(config: Config, sources: list[SourceConfig], pattern: str, *, ignore_ca
         if not root.is_dir():
             warnings.append(f"{source.id}: {root} does not exist yet (run `notes-portal build`)")
             continue
-        command = _ripgrep_command(rg, source, pattern, ignore_case) if rg else \
-            _python_command(root, source, pattern, ignore_case)
+        if rg:
+            legacy = {} if pattern.isascii() else _legacy_matches(rg, root, source, pattern, ignore_case, deadline)
+            command = _ripgrep_command(rg, source, pattern, ignore_case)
+        else:
+            legacy, command = {}, _python_command(root, source, pattern, ignore_case)
         with closing(_matches(command, root, source.id, deadline, ripgrep=rg is not None)) as lines:
-            for match in lines:
+            for match in _merged(lines, legacy):
                 if skip is not None and skip(match.source, match.path):
                     continue
                 if max_results is not None and len(matches) >= max_results:
@@ -104,7 +116,52 @@ def _trim(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + TRIMMED
 
 
-def _ripgrep_command(rg: str, source: SourceConfig, pattern: str, ignore_case: bool) -> list[str]:
+def _legacy_matches(rg: str, root: Path, source: SourceConfig, pattern: str, ignore_case: bool,
+                    deadline: float) -> dict[str, list[Match]]:
+    """Path → the matches of each file the build reads in a code page (see the module), searched in it."""
+    found: dict[str, list[Match]] = {}
+    for codec, label in _RIPGREP_ENCODING.items():
+        command = _ripgrep_command(rg, source, pattern, ignore_case, encoding=label)
+        read_as: dict[str, bool] = {}
+        with closing(_matches(command, root, source.id, deadline, ripgrep=True)) as lines:
+            for match in lines:
+                if match.path not in read_as:
+                    read_as[match.path] = _encoding(root / match.path) == codec
+                if read_as[match.path]:
+                    found.setdefault(match.path, []).append(match)
+    return found
+
+
+def _encoding(path: Path) -> str:
+    """How the build reads the file: "utf-8" or a code page (a key of ``LEGACY_ENCODINGS``)."""
+    try:
+        return decode_note(path.read_bytes()).encoding
+    except OSError:
+        return "utf-8"
+
+
+def _merged(matches: Iterator[Match], legacy: dict[str, list[Match]]) -> Iterator[Match]:
+    """``matches`` (path order) with each file in ``legacy`` answered by its own list instead, in
+    ripgrep's path order (a folder's entries by name)."""
+    if not legacy:
+        yield from matches
+        return
+    pending = sorted(legacy.items(), key=lambda item: _path_order(item[0]), reverse=True)
+    for match in matches:
+        while pending and _path_order(pending[-1][0]) < _path_order(match.path):
+            yield from pending.pop()[1]
+        if match.path not in legacy:
+            yield match
+    while pending:
+        yield from pending.pop()[1]
+
+
+def _path_order(path: str) -> list[bytes]:
+    return [os.fsencode(part) for part in path.split("/")]
+
+
+def _ripgrep_command(rg: str, source: SourceConfig, pattern: str, ignore_case: bool,
+                     encoding: str | None = None) -> list[str]:
     globs: list[str] = []
     if "**" not in source.paths:
         for p in source.paths:
@@ -113,7 +170,7 @@ def _ripgrep_command(rg: str, source: SourceConfig, pattern: str, ignore_case: b
         globs += ["-g", f"!{p}", "-g", f"!{p}/**"]
     return [rg, "--line-number", "--no-heading", "--with-filename", "--null", "--color=never", "--no-ignore",
             "--sort", "path", "-g", "!node_modules", "-g", "!__pycache__", *(["-i"] if ignore_case else []),
-            *globs, "-e", pattern]
+            *(["--encoding", encoding] if encoding else []), *globs, "-e", pattern]
 
 
 def _python_command(root: Path, source: SourceConfig, pattern: str, ignore_case: bool) -> list[str]:
@@ -141,12 +198,19 @@ def _matches(command: list[str], root: Path, source_id: str, deadline: float, *,
         timer = threading.Timer(max(deadline - time.monotonic(), 0.0), expire)
         timer.start()
         read_all = False
+        read_as: dict[str, str] = {}  # path → how the build reads the file, for a line that is not UTF-8
         try:
             for raw in proc.stdout:  # bytes, split at \n only (a \r inside a line stays in it)
                 path, _, rest = raw.removesuffix(b"\n").partition(b"\0")
                 number, _, text = rest.partition(b":")
-                yield Match(source_id, path.decode("utf-8", "replace").removeprefix("./"), int(number),
-                            _trim(text.decode("utf-8", "replace")))
+                rel = path.decode("utf-8", "replace").removeprefix("./")
+                try:
+                    line = text.decode("utf-8")
+                except UnicodeDecodeError:  # an ASCII pattern in a file in a code page
+                    if rel not in read_as:
+                        read_as[rel] = _encoding(root / rel)
+                    line = text.decode(read_as[rel], "replace")
+                yield Match(source_id, rel, int(number), _trim(line))
             read_all = True
         finally:
             timer.cancel()
@@ -169,14 +233,14 @@ def _scan(spec: dict[str, Any]) -> None:
     root = Path(spec["root"])
     scope = Scope(paths=tuple(spec["paths"]), include=("**",), exclude=tuple(spec["exclude"]))
     out = sys.stdout.buffer
-    for rel in sorted(walk(root, scope).files):
+    for rel in sorted(walk(root, scope).files, key=_path_order):  # ripgrep's order
         try:
             data = (root / rel).read_bytes()
         except OSError:
             continue
         if b"\x00" in data[:8192]:
             continue
-        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+        for number, line in enumerate(decode_note(data).text.splitlines(), start=1):
             if regex.search(line):
                 out.write(b"%s\0%d:%s\n" % (os.fsencode(rel), number, line.encode("utf-8", "replace")))
     out.flush()

@@ -116,6 +116,29 @@ def test_grep_reads_every_file_of_the_tree(built, notes_dir, capsys, monkeypatch
     assert main(["grep", "nothing-matches-this", "--config", str(built.path)]) == 1
 
 
+@pytest.mark.parametrize("use_rg", [True, False])
+def test_grep_reads_notes_in_a_code_page_as_the_build_does(built, notes_dir, capsys, monkeypatch, use_rg):
+    if use_rg:
+        require_ripgrep()
+    else:
+        monkeypatch.setattr("builder.grep.shutil.which", lambda name: None)
+    (notes_dir / "stare").mkdir()
+    (notes_dir / "stare/kun.md").write_bytes("# Kůň\n\nŽluťoučký kůň úpěl ďábelské ódy.\ncat\n".encode("cp1250"))
+    (notes_dir / "stare/lad.md").write_bytes("# Ľad\n\nŽltý ľad a šťava.\n".encode("iso8859_2"))
+    write_note(notes_dir, "stare-nove/kun.md", "Žluťoučký kůň v UTF-8.\ncat\n")
+    assert main(["grep", "kůň|šťava|cat", "--config", str(built.path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [  # a folder's entries by name, as ripgrep lists them
+        "notes:stare/kun.md:3:Žluťoučký kůň úpěl ďábelské ódy.",
+        "notes:stare/kun.md:4:cat",
+        "notes:stare/lad.md:3:Žltý ľad a šťava.",
+        "notes:stare-nove/kun.md:1:Žluťoučký kůň v UTF-8.",
+        "notes:stare-nove/kun.md:2:cat"]
+    assert main(["grep", "-i", "ŽLTÝ", "--config", str(built.path)]) == 0
+    assert capsys.readouterr().out == "notes:stare/lad.md:3:Žltý ľad a šťava.\n"
+    assert main(["grep", "dy\\.$", "--config", str(built.path)]) == 0  # ASCII: the bytes as they are
+    assert capsys.readouterr().out == "notes:stare/kun.md:3:Žluťoučký kůň úpěl ďábelské ódy.\n"
+
+
 def test_grep_invalid_pattern(built, capsys):
     assert main(["grep", "(unclosed", "--config", str(built.path)]) == 2
     assert capsys.readouterr().err.startswith("notes-portal: invalid regular expression '(unclosed'")

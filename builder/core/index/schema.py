@@ -127,12 +127,13 @@ def _add_chunk_vectors(conn: Connection) -> None:
 # index for 3 letters answers the short ones at once, a longer one reads the few terms it starts. An
 # index for 2 and 4 letters too made writing the words of a first build 1.6× slower and the index a
 # quarter bigger for no faster query (BENCHMARKS, session 8).
-_FTS_PREFIX_INDEX = """
+_PREFIX_OPTION = "prefix='3'"
+_FTS_PREFIX_INDEX = f"""
     CREATE VIRTUAL TABLE chunks_fts USING fts5(
       breadcrumb, text, stems,
       content='chunks', content_rowid='id',
       tokenize='unicode61 remove_diacritics 2',
-      prefix='3'
+      {_PREFIX_OPTION}
     )
 """
 
@@ -141,11 +142,14 @@ def _one_prefix_index(conn: Connection) -> None:
     """Step 7: ``chunks_fts`` made again with the one prefix index queries use (its triggers name the
     table, so they stay), and the words indexed again (~5 s per 100,000 chunks). ``files.links``,
     written since step 1 and never read (the renderer finds a note's links itself), is dropped where
-    SQLite can (3.35 on)."""
-    conn.execute("DROP TABLE chunks_fts")
-    conn.execute(dedent(_FTS_PREFIX_INDEX))
-    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
-    if sqlite_module().sqlite_version_info >= (3, 35, 0):
+    SQLite can (3.35 on). Each part only where it is still to do."""
+    made = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()[0]
+    if _PREFIX_OPTION not in made:
+        conn.execute("DROP TABLE chunks_fts")
+        conn.execute(dedent(_FTS_PREFIX_INDEX))
+        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(files)")}
+    if "links" in columns and sqlite_module().sqlite_version_info >= (3, 35, 0):
         conn.execute("ALTER TABLE files DROP COLUMN links")
 
 

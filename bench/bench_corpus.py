@@ -176,6 +176,9 @@ def edit_body(path: Path, run: int) -> None:
 def edit_heading(path: Path, run: int) -> None:
     """Rename the note's last H2 heading (its anchor and the source's table of contents change)."""
     lines = path.read_text("utf-8").splitlines()
-    at = max(n for n in _outside_fences(lines) if lines[n].startswith("## "))
+    found = [n for n in _outside_fences(lines) if lines[n].startswith("## ")]
+    if not found:
+        raise SystemExit(f"{path} has no '## ' heading to rename: choose another note for a heading edit")
+    at = found[-1]
     lines[at] = re.sub(r" v\d+$", "", lines[at]) + f" v{run}"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""A/B of one-note builds between two checkouts, in one sitting: alternate runs, same notes.
+"""A/B of one-note (or first) builds between two checkouts, in one sitting: alternate runs, same notes.
 
 Each side gets its own copy of the portal's index and site (made once from the config's, or built
 on the first run), so its render state is its own; the notes are shared. Every round edits one
@@ -7,10 +7,13 @@ side, each in a fresh process with that checkout first on ``sys.path``, in alter
 then B A) so that a machine whose load drifts favours neither. Each run reports its wall time,
 the time ``render_site`` took inside it and its peak RSS; the medians and their ratio are printed.
 On a busy machine the render's own time separates the sides when the whole process's does not.
+With ``--first`` a round deletes each side's index and site instead and times a first build: the
+time before the render is the index's (scan, parse, chunk, write).
 
     git worktree add /tmp/before HEAD~1
     python bench/build_ab.py --config /tmp/bc10k/portal.yaml --note notes/work/x.md --edit heading \\
         --rounds 9 /tmp/before .
+    python bench/build_ab.py --config /tmp/bc10k/portal.yaml --first --rounds 5 /tmp/before .
 """
 
 from __future__ import annotations
@@ -39,9 +42,11 @@ started = time.perf_counter()
 from builder.render import site
 assert site.__file__.startswith(root), site.__file__
 rendering = []
+rendering_started = []
 real = site.render_site
 def timed(*args, **kwargs):
     begun = time.perf_counter()
+    rendering_started.append(begun)
     try:
         return real(*args, **kwargs)
     finally:
@@ -55,6 +60,7 @@ except SystemExit as exc:
         raise
 import resource
 print(json.dumps({"main": time.perf_counter() - started, "render": sum(rendering),
+                  "index": rendering_started[0] - started if rendering_started else 0.0,
                   "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -92,31 +98,47 @@ def run(checkout: Path, config: Path) -> dict[str, float]:
         tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:]
         raise SystemExit(f"the build with {checkout} failed (exit {done.returncode}): {' '.join(tail)}")
     found = json.loads(done.stdout.decode().strip().splitlines()[-1])
-    return {"wall": wall, "render": found["render"], "rss": found["rss"]}
+    return {"wall": wall, "index": found["index"], "render": found["render"], "rss": found["rss"]}
+
+
+def clear(config: Path) -> None:
+    """Delete a side's index folder and site (``side_config`` put both inside its folder)."""
+    raw = yaml.safe_load(config.read_text(encoding="utf-8"))
+    shutil.rmtree(Path(raw["index"]).parent, ignore_errors=True)
+    shutil.rmtree(raw["site"]["output"], ignore_errors=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, required=True, help="a portal whose notes are edited")
-    parser.add_argument("--note", type=Path, required=True, help="the note to edit (a file of a folder source)")
+    parser.add_argument("--note", type=Path, help="the note to edit (a file of a folder source)")
     parser.add_argument("--edit", choices=("body", "heading"), default="body")
+    parser.add_argument("--first", action="store_true", help="time first builds (no note is edited)")
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("a", type=Path, help="checkout A (the one before)")
     parser.add_argument("b", type=Path, help="checkout B")
     args = parser.parse_args()
+    if args.note is None and not args.first:
+        parser.error("--note is required unless --first")
     edit = edit_body if args.edit == "body" else edit_heading
     sides = {"A": args.a.resolve(), "B": args.b.resolve()}
     with tempfile.TemporaryDirectory(prefix="build-ab-") as tmp:
         configs = {name: side_config(args.config.resolve(), Path(tmp) / name) for name in sides}
-        for name in sides:  # a render-code change re-renders everything once: not a round
-            run(sides[name], configs[name])
+        if not args.first:
+            for name in sides:  # a render-code change re-renders everything once: not a round
+                run(sides[name], configs[name])
         results: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
         for round_no in range(args.rounds):
-            edit(args.note, 1000 + round_no)
+            if not args.first:
+                edit(args.note, 1000 + round_no)
             for name in ("A", "B") if round_no % 2 == 0 else ("B", "A"):
+                if args.first:
+                    clear(configs[name])
                 results[name].append(run(sides[name], configs[name]))
-    print(f"{args.edit} edit of {args.note}, {args.rounds} rounds (medians; the runs in order)")
-    for measure, unit, scale in (("wall", "ms", 1000), ("render", "ms", 1000), ("rss", "MB", 1)):
+    what = "first builds" if args.first else f"{args.edit} edit of {args.note}"
+    print(f"{what}, {args.rounds} rounds (medians; the runs in order)")
+    for measure, unit, scale in (("wall", "ms", 1000), ("index", "ms", 1000), ("render", "ms", 1000),
+                                 ("rss", "MB", 1)):
         medians = {name: statistics.median(r[measure] for r in results[name]) * scale for name in sides}
         for name in sides:
             runs = " ".join(f"{r[measure] * scale:.0f}" for r in results[name])

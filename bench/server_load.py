@@ -79,7 +79,8 @@ def synthetic_index(work: Path, chunks: int) -> Path:
             rows.append({"chunk_idx": i, "breadcrumb": f"Poznámka {n} > Sekce {i}", "anchor": f"sekce-{i}",
                          "line_start": i * 10 + 1, "line_end": i * 10 + 9, "text": text,
                          "embed_sha": sha256_text(text)})
-        record = FileRecord(path, f"Poznámka {n}", ("t",), (), (), {}, "ok", None, f"{n:064x}", 1, 1, None)
+        record = FileRecord(path=path, title=f"Poznámka {n}", tags=("t",), headings=(), front_matter={}, status="ok",
+                            status_note=None, sha256=f"{n:064x}", size=1, mtime_ns=1, changed_at=None)
         db.replace_file(conn, "notes", record, rows, "2026-01-01T00:00:00+00:00")
     ids = [r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY id")]
     for start in range(0, len(ids), 5000):

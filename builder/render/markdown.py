@@ -35,7 +35,7 @@ from builder.parse import inline_text
 from builder.render.highlight import highlight_code
 from builder.render.links import Link
 
-_WIKILINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")  # the pattern builder.parse collects links with
+_WIKILINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")  # [[target]], [[target#section]], [[target|label]]
 
 WikiResolve = Callable[[str, Any], "tuple[str | None, str]"]
 

@@ -126,7 +126,7 @@ def _add_chunk_vectors(conn: Connection) -> None:
 # A query word of 3 or more letters is searched as a prefix ("pro"* finds "program"): FTS5's prefix
 # index for 3 letters answers the short ones at once, a longer one reads the few terms it starts. An
 # index for 2 and 4 letters too made writing the words of a first build 1.6× slower and the index a
-# quarter bigger for no faster query (BENCHMARKS, session 8).
+# third bigger; it made only 4-letter prefixes faster, by ~2 ms at 100,000 chunks (BENCHMARKS, session 8).
 _PREFIX_OPTION = "prefix='3'"
 _FTS_PREFIX_INDEX = f"""
     CREATE VIRTUAL TABLE chunks_fts USING fts5(

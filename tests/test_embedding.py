@@ -252,3 +252,31 @@ def test_chunks_cut_by_an_older_chunker_still_answer_and_the_next_build_recuts_t
     assert db.get_meta(conn)["chunker_version"] == db.CHUNKER_VERSION
     assert db.count_pending(conn) == 0 and db.counts(conn)["vec_chunks"] == db.counts(conn)["chunks"]
     conn.close()
+
+
+def test_an_index_laid_out_by_a_newer_version_is_made_again_not_written_into(tmp_path, config_for, quiet_log,
+                                                                             fake_ollama):
+    """After a downgrade the index has schema steps this code does not know (a column it does not
+    write, a table it does not fill): the next build makes a new index as this version lays it out,
+    vectors from the cache, while the old one keeps serving until then."""
+    from builder.core.index import schema
+
+    config = config_for(ollama_yaml(fake_ollama.url))
+    assert build(config, log=quiet_log(config)) == 0
+    old_file = indexfile.resolve(config.index)
+    newer = len(schema.SCHEMA_STEPS) + 1
+    conn = db.connect(old_file)
+    with db.transaction(conn):
+        db.set_meta(conn, {"schema_version": str(newer)})
+    conn.close()
+    asked = len(fake_ollama.requests)
+    log = SyncLog(config.log_path, echo_info=False)
+    assert build(config, log=log) == 0
+    assert indexfile.resolve(config.index) != old_file
+    assert any(f"schema_version is {newer} in the index but this version of notes-portal knows "
+               f"{len(schema.SCHEMA_STEPS)} steps" in line and "building a new one" in line for line in log.lines)
+    assert len(fake_ollama.requests) == asked
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    assert db.get_meta(conn)["schema_version"] == str(len(schema.SCHEMA_STEPS))
+    assert [h.path for h in search(conn, config, "powerbanka").hits][:1] == ["cestovani/snezka.md"]
+    conn.close()

@@ -319,9 +319,14 @@ def identity_diffs(conn: Connection, config: Config, *, space_only: bool = False
     meta = get_meta(conn)
     space = config.embedding.identity()
     wanted = space if space_only else expected_identity(config)
-    return [f"{key} is {meta.get(key)!r} in the index but {value!r} "
-            f"{'in the config' if key in space else 'in this version of notes-portal'}"
-            for key, value in wanted.items() if meta.get(key) != value]
+    diffs = [f"{key} is {meta.get(key)!r} in the index but {value!r} "
+             f"{'in the config' if key in space else 'in this version of notes-portal'}"
+             for key, value in wanted.items() if meta.get(key) != value]
+    made = int(meta.get("schema_version") or 0)
+    if not space_only and made > len(SCHEMA_STEPS):  # a newer notes-portal laid it out (a downgrade)
+        diffs.append(f"schema_version is {made} in the index but this version of notes-portal knows "
+                     f"{len(SCHEMA_STEPS)} steps")
+    return diffs
 
 
 def check_identity(conn: Connection, config: Config) -> None:

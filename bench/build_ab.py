@@ -5,7 +5,8 @@ on the first run), so its render state is its own; the notes are shared. Every r
 note (``bench_corpus.edit_body`` or ``edit_heading``), then runs ``notes-portal build`` once per
 side, each in a fresh process with that checkout first on ``sys.path``, in alternating order (A B,
 then B A) so that a machine whose load drifts favours neither. Each run reports its wall time,
-the time ``render_site`` took inside it and its peak RSS; the medians and their ratio are printed.
+the time until its render began (start-up, scan, index), the time ``render_site`` took and its
+peak RSS; the medians and their ratio are printed. Both checkouts' bytecode is written first.
 On a busy machine the render's own time separates the sides when the whole process's does not.
 With ``--first`` a round deletes each side's index and site instead and times a first build: the
 time before the render is the index's (scan, parse, chunk, write).

@@ -61,7 +61,7 @@ except SystemExit as exc:
         raise
 import resource
 print(json.dumps({"main": time.perf_counter() - started, "render": sum(rendering),
-                  "index": rendering_started[0] - started if rendering_started else 0.0,
+                  "index": rendering_started[0] - started if rendering_started else None,
                   "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -102,7 +102,7 @@ def compile_checkout(checkout: Path) -> None:
                    env=child_env(), stdout=subprocess.DEVNULL, check=True)
 
 
-def run(checkout: Path, config: Path) -> dict[str, float]:
+def run(checkout: Path, config: Path) -> dict[str, float | None]:
     """One build in a fresh process: its wall time, render time and peak RSS (MB, the build's own
     process: a one-note build forks no workers)."""
     begun = time.perf_counter()
@@ -156,6 +156,8 @@ def main() -> None:
     print(f"{what}, {args.rounds} rounds (medians; the runs in order)")
     for measure, unit, scale in (("wall", "ms", 1000), ("index", "ms", 1000), ("render", "ms", 1000),
                                  ("rss", "MB", 1)):
+        if any(r[measure] is None for name in sides for r in results[name]):
+            continue  # a build that rendered nothing has no "until the render"
         medians = {name: statistics.median(r[measure] for r in results[name]) * scale for name in sides}
         for name in sides:
             runs = " ".join(f"{r[measure] * scale:.0f}" for r in results[name])

@@ -1,8 +1,8 @@
 """What FTS5 prefix indexes cost to write and buy at query time, on one index's own chunks.
 
 For each ``--prefix`` option (``"2 3 4"``, ``"3"``, ``""``: none) the chunks of the given index are
-copied into a fresh file with a ``chunks_fts`` made that way (the schema's columns, tokenizer and
-external content); the words are written as a build writes them (one statement per 2,000 chunks)
+copied into a fresh file with a ``chunks_fts`` made that way (the schema's own definition, its
+prefix option replaced); the words are written as a build writes them (one statement per 2,000 chunks)
 and timed. Then every variant answers the same BM25 queries (``server.query``'s expression, the
 server's ranking), rounds alternating over the variants: the dev-set queries, 3-letter and 4-letter
 prefixes of frequent words (each is searched as a prefix) and common words. Every variant must return
@@ -29,6 +29,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from bench_search import _words, query_sets  # noqa: E402
 
+from builder.core.index import schema  # noqa: E402
 from builder.core.index.connection import sqlite_module  # noqa: E402
 from builder.core.index.queries import _BM25  # noqa: E402
 from server import query  # noqa: E402
@@ -46,9 +47,9 @@ def make_variant(rows: list[tuple[Any, ...]], prefix: str, folder: Path) -> tupl
     conn.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, breadcrumb TEXT, text TEXT, stems TEXT)")
     conn.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?)", rows)
     conn.commit()
-    option = f", prefix='{prefix}'" if prefix else ""
-    conn.execute("CREATE VIRTUAL TABLE chunks_fts USING fts5(breadcrumb, text, stems, content='chunks', "
-                 f"content_rowid='id', tokenize='unicode61 remove_diacritics 2'{option})")
+    made = schema._FTS_TABLE  # the index's own definition, with this prefix option instead of its own
+    conn.execute(made.replace(schema._PREFIX_OPTION, f"prefix='{prefix}'") if prefix else
+                 made.replace(f",\n      {schema._PREFIX_OPTION}", ""))
     ids = [row[0] for row in rows]
     started = time.perf_counter()
     for i in range(0, len(ids), BATCH):

@@ -6,11 +6,10 @@ caller may leave out more files (``skip``: notes marked ``published: false``).
 :func:`find` returns the matches as data (for the CLI, ``--json`` and the MCP server),
 :func:`grep` prints them.
 
-A file that is not UTF-8 is searched and shown as the build reads it
-(:func:`builder.core.textdecode.decode_note`: an older note in windows-1250 or ISO 8859-2).
-An ASCII pattern matches such a file's bytes as they are; a pattern with other letters
-(``kůň``) is searched again in each of the two code pages (ripgrep's ``--encoding``), and a
-file's matches come from the reading the build gives it.
+A note the build read in a code page (:func:`builder.core.textdecode.decode_note`: an older note
+in windows-1250 or ISO 8859-2; the index records which, see ``code_pages``) is searched in that
+code page (ripgrep's ``--encoding``) and its lines are shown in UTF-8; every other file is searched
+as UTF-8. A note saved in a code page since the last build is searched as UTF-8 until the next one.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from typing import Any
 
 from builder.core.config import Config, SourceConfig
 from builder.core.errors import UserError
-from builder.core.textdecode import LEGACY_ENCODINGS, decode_note
+from builder.core.textdecode import LEGACY_ENCODINGS
 from builder.sources import Scope, walk
 
 MAX_LINE_CHARS = 500  # a longer matching line is cut here and ends with TRIMMED
@@ -73,9 +72,11 @@ def compile_pattern(pattern: str, ignore_case: bool) -> re.Pattern[str]:
 
 
 def find(config: Config, sources: list[SourceConfig], pattern: str, *, ignore_case: bool = False,
-         max_results: int | None = None, skip: Skip | None = None) -> Found:
+         max_results: int | None = None, skip: Skip | None = None,
+         code_pages: Mapping[tuple[str, str], str] | None = None) -> Found:
     """Every line of the sources' files that ``pattern`` matches, at most ``max_results`` of them;
-    a search still running after ``TIME_LIMIT_S`` ends with a one-line :class:`UserError`."""
+    a search still running after ``TIME_LIMIT_S`` ends with a one-line :class:`UserError`.
+    ``code_pages``: (source, path) → the code page the build read that note in (the index's)."""
     compile_pattern(pattern, ignore_case)  # a bad pattern is the caller's one-line error, not the engine's
     rg = shutil.which("rg")
     deadline = time.monotonic() + TIME_LIMIT_S
@@ -86,11 +87,13 @@ def find(config: Config, sources: list[SourceConfig], pattern: str, *, ignore_ca
         if not root.is_dir():
             warnings.append(f"{source.id}: {root} does not exist yet (run `notes-portal build`)")
             continue
+        read_in = _still_in_code_pages(root, {path: codec for (sid, path), codec in (code_pages or {}).items()
+                                              if sid == source.id})
         if rg:
-            legacy = {} if pattern.isascii() else _legacy_matches(rg, root, source, pattern, ignore_case, deadline)
+            legacy = _legacy_matches(rg, root, source, pattern, ignore_case, deadline, read_in)
             command = _ripgrep_command(rg, source, pattern, ignore_case)
         else:
-            legacy, command = {}, _python_command(root, source, pattern, ignore_case)
+            legacy, command = {}, _python_command(root, source, pattern, ignore_case, read_in)
         with closing(_matches(command, root, source.id, deadline, ripgrep=rg is not None)) as lines:
             for match in _merged(lines, legacy):
                 if skip is not None and skip(match.source, match.path):
@@ -116,28 +119,32 @@ def _trim(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + TRIMMED
 
 
-def _legacy_matches(rg: str, root: Path, source: SourceConfig, pattern: str, ignore_case: bool,
-                    deadline: float) -> dict[str, list[Match]]:
-    """Path → the matches of each file the build reads in a code page (see the module), searched in it."""
-    found: dict[str, list[Match]] = {}
+def _still_in_code_pages(root: Path, read_in: dict[str, str]) -> dict[str, str]:
+    """``read_in`` (path → code page) less the notes that are valid UTF-8 now (converted since the
+    build) or gone."""
+    kept = {}
+    for path, codec in read_in.items():
+        try:
+            (root / path).read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            kept[path] = codec
+        except OSError:
+            continue
+    return kept
+
+
+def _legacy_matches(rg: str, root: Path, source: SourceConfig, pattern: str, ignore_case: bool, deadline: float,
+                    read_in: dict[str, str]) -> dict[str, list[Match]]:
+    """Path → the matches of each note in ``read_in`` (path → code page), searched in its code page."""
+    found: dict[str, list[Match]] = {path: [] for path in read_in}
     for codec, label in _RIPGREP_ENCODING.items():
-        command = _ripgrep_command(rg, source, pattern, ignore_case, encoding=label)
-        read_as: dict[str, bool] = {}
-        with closing(_matches(command, root, source.id, deadline, ripgrep=True)) as lines:
-            for match in lines:
-                if match.path not in read_as:
-                    read_as[match.path] = _encoding(root / match.path) == codec
-                if read_as[match.path]:
-                    found.setdefault(match.path, []).append(match)
+        paths = sorted(path for path, used in read_in.items() if used == codec)
+        if paths:
+            command = _ripgrep_command(rg, source, pattern, ignore_case, encoding=label, paths=paths)
+            with closing(_matches(command, root, source.id, deadline, ripgrep=True)) as lines:
+                for match in lines:
+                    found[match.path].append(match)
     return found
-
-
-def _encoding(path: Path) -> str:
-    """How the build reads the file: "utf-8" or a code page (a key of ``LEGACY_ENCODINGS``)."""
-    try:
-        return decode_note(path.read_bytes()).encoding
-    except OSError:
-        return "utf-8"
 
 
 def _merged(matches: Iterator[Match], legacy: dict[str, list[Match]]) -> Iterator[Match]:
@@ -161,7 +168,7 @@ def _path_order(path: str) -> list[bytes]:
 
 
 def _ripgrep_command(rg: str, source: SourceConfig, pattern: str, ignore_case: bool,
-                     encoding: str | None = None) -> list[str]:
+                     encoding: str | None = None, paths: list[str] | None = None) -> list[str]:
     globs: list[str] = []
     if "**" not in source.paths:
         for p in source.paths:
@@ -170,14 +177,15 @@ def _ripgrep_command(rg: str, source: SourceConfig, pattern: str, ignore_case: b
         globs += ["-g", f"!{p}", "-g", f"!{p}/**"]
     return [rg, "--line-number", "--no-heading", "--with-filename", "--null", "--color=never", "--no-ignore",
             "--sort", "path", "-g", "!node_modules", "-g", "!__pycache__", *(["-i"] if ignore_case else []),
-            *(["--encoding", encoding] if encoding else []), *globs, "-e", pattern]
+            *(["--encoding", encoding] if encoding else []), *globs, "-e", pattern, *(["--", *paths] if paths else [])]
 
 
-def _python_command(root: Path, source: SourceConfig, pattern: str, ignore_case: bool) -> list[str]:
+def _python_command(root: Path, source: SourceConfig, pattern: str, ignore_case: bool,
+                    read_in: dict[str, str]) -> list[str]:
     """This module as a child process that prints what ripgrep would: Python's regular expressions
     cannot be interrupted, so a pattern that backtracks for ever must run where it can be killed."""
     spec = {"root": str(root), "paths": list(source.paths), "exclude": list(source.exclude),
-            "pattern": pattern, "ignore_case": ignore_case}
+            "pattern": pattern, "ignore_case": ignore_case, "code_pages": read_in}
     package_parent = str(Path(__file__).resolve().parent.parent)  # found however the project is installed
     return [sys.executable, "-P", "-c", _CHILD, package_parent, json.dumps(spec)]
 
@@ -187,7 +195,8 @@ def _matches(command: list[str], root: Path, source_id: str, deadline: float, *,
     """The engine's matches in path order; stops reading (and ends the engine) when the caller stops
     asking, and kills it at ``deadline``."""
     with tempfile.TemporaryFile() as errors:  # a file, not a pipe: the engine never blocks on what it says there
-        proc = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=errors)
+        # stdin closed: ripgrep given no path searches its stdin when that is a pipe (a script's)
+        proc = subprocess.Popen(command, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)
         assert proc.stdout is not None
         expired = threading.Event()
 
@@ -198,19 +207,12 @@ def _matches(command: list[str], root: Path, source_id: str, deadline: float, *,
         timer = threading.Timer(max(deadline - time.monotonic(), 0.0), expire)
         timer.start()
         read_all = False
-        read_as: dict[str, str] = {}  # path → how the build reads the file, for a line that is not UTF-8
         try:
             for raw in proc.stdout:  # bytes, split at \n only (a \r inside a line stays in it)
                 path, _, rest = raw.removesuffix(b"\n").partition(b"\0")
                 number, _, text = rest.partition(b":")
-                rel = path.decode("utf-8", "replace").removeprefix("./")
-                try:
-                    line = text.decode("utf-8")
-                except UnicodeDecodeError:  # an ASCII pattern in a file in a code page
-                    if rel not in read_as:
-                        read_as[rel] = _encoding(root / rel)
-                    line = text.decode(read_as[rel], "replace")
-                yield Match(source_id, rel, int(number), _trim(line))
+                yield Match(source_id, path.decode("utf-8", "replace").removeprefix("./"), int(number),
+                            _trim(text.decode("utf-8", "replace")))
             read_all = True
         finally:
             timer.cancel()
@@ -240,7 +242,11 @@ def _scan(spec: dict[str, Any]) -> None:
             continue
         if b"\x00" in data[:8192]:
             continue
-        for number, line in enumerate(decode_note(data).text.splitlines(), start=1):
+        codec = spec["code_pages"].get(rel, "utf-8-sig")  # ripgrep drops a UTF-8 byte order mark too
+        lines = data.decode(codec, errors="replace").split("\n")  # lines as ripgrep counts them
+        if lines[-1] == "":
+            lines.pop()
+        for number, line in enumerate(lines, start=1):
             if regex.search(line):
                 out.write(b"%s\0%d:%s\n" % (os.fsencode(rel), number, line.encode("utf-8", "replace")))
     out.flush()

@@ -39,7 +39,8 @@ def _record(path: str, data: bytes, size: int, mtime_ns: int | None, changed_at:
     return FileRecord(path=path, title=fields.get("title", Path(path).stem), tags=fields.get("tags", ()),
                       headings=fields.get("headings", ()),
                       front_matter=fields.get("front_matter", {}), status=status, status_note=note,
-                      sha256=sha256_bytes(data), size=size, mtime_ns=mtime_ns, changed_at=changed_at)
+                      sha256=sha256_bytes(data), size=size, mtime_ns=mtime_ns, changed_at=changed_at,
+                      encoding=fields.get("encoding"))
 
 
 def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | None,
@@ -69,6 +70,7 @@ def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | No
                         (*warnings, f"{path}: {reason}"))
     warnings.extend(note.warnings)
     fields: dict[str, Any] = dict(title=note.title, tags=note.tags, front_matter=note.front_matter,
+                  encoding=decoded.encoding if decoded.encoding != "utf-8" else None,
                   headings=tuple({"level": h.level, "text": h.text, "anchor": h.anchor, "line": h.line + 1}
                                  for h in note.headings))
     if not note.published:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -117,7 +119,8 @@ def test_grep_reads_every_file_of_the_tree(built, notes_dir, capsys, monkeypatch
 
 
 @pytest.mark.parametrize("use_rg", [True, False])
-def test_grep_reads_notes_in_a_code_page_as_the_build_does(built, notes_dir, capsys, monkeypatch, use_rg):
+def test_grep_reads_notes_in_a_code_page_as_the_build_does(built, notes_dir, capsys, monkeypatch, quiet_log,
+                                                           use_rg):
     if use_rg:
         require_ripgrep()
     else:
@@ -125,18 +128,33 @@ def test_grep_reads_notes_in_a_code_page_as_the_build_does(built, notes_dir, cap
     (notes_dir / "stare").mkdir()
     (notes_dir / "stare/kun.md").write_bytes("# Kůň\n\nŽluťoučký kůň úpěl ďábelské ódy.\ncat\n".encode("cp1250"))
     (notes_dir / "stare/lad.md").write_bytes("# Ľad\n\nŽltý ľad a šťava.\n".encode("iso8859_2"))
+    (notes_dir / "stare/prevedena.md").write_bytes("kůň v kódu 1250, než ji převedu.\n".encode("cp1250"))
     write_note(notes_dir, "stare-nove/kun.md", "Žluťoučký kůň v UTF-8.\ncat\n")
+    (notes_dir / "stare/log.txt").write_bytes("kůň, ale ne poznámka\n".encode("cp1250"))
+    assert build(built, log=quiet_log(built)) == 0  # the index records how each note was read
+    (notes_dir / "stare/prevedena.md").write_text("kůň v UTF-8, převedená po sestavení.\n", encoding="utf-8")
     assert main(["grep", "kůň|šťava|cat", "--config", str(built.path)]) == 0
     assert capsys.readouterr().out.splitlines() == [  # a folder's entries by name, as ripgrep lists them
         "notes:stare/kun.md:3:Žluťoučký kůň úpěl ďábelské ódy.",
         "notes:stare/kun.md:4:cat",
         "notes:stare/lad.md:3:Žltý ľad a šťava.",
+        "notes:stare/prevedena.md:1:kůň v UTF-8, převedená po sestavení.",
         "notes:stare-nove/kun.md:1:Žluťoučký kůň v UTF-8.",
         "notes:stare-nove/kun.md:2:cat"]
     assert main(["grep", "-i", "ŽLTÝ", "--config", str(built.path)]) == 0
     assert capsys.readouterr().out == "notes:stare/lad.md:3:Žltý ľad a šťava.\n"
-    assert main(["grep", "dy\\.$", "--config", str(built.path)]) == 0  # ASCII: the bytes as they are
-    assert capsys.readouterr().out == "notes:stare/kun.md:3:Žluťoučký kůň úpěl ďábelské ódy.\n"
+    for ascii_pattern in ("dy\\.$", "k\\u016f\\u0148 ú", "k..\\b úp"):  # ASCII patterns, accented matches
+        assert main(["grep", ascii_pattern, "--config", str(built.path)]) == 0
+        assert capsys.readouterr().out == "notes:stare/kun.md:3:Žluťoučký kůň úpěl ďábelské ódy.\n", ascii_pattern
+
+
+def test_grep_searches_the_tree_when_its_stdin_is_a_pipe(built):
+    """A script piping into ``notes-portal grep``: ripgrep must not search that pipe instead."""
+    require_ripgrep()
+    done = subprocess.run([sys.executable, "-m", "builder.cli", "grep", "MAX485", "--config", str(built.path)],
+                          input=b"MAX485 from the pipe\n", capture_output=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode() == "notes:projekty/sauter-bus.md:7:Převodník MAX485 na pinech P0 a P1.\n"
 
 
 def test_grep_invalid_pattern(built, capsys):

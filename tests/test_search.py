@@ -477,14 +477,21 @@ def test_a_heading_naming_the_words_in_another_form_counts_as_a_heading(config_f
     conn.close()
 
 
-def test_an_index_from_before_schema_step_7_answers_the_same_with_one_prefix_index(
-        config_for, notes_dir, quiet_log, monkeypatch):
+def test_an_index_from_before_schema_steps_7_and_8_answers_the_same_with_one_prefix_index(
+        config_for, notes_dir, quiet_log):
     from builder.core.index import schema
 
     config = config_for()
-    with monkeypatch.context() as patch:  # the file as the code before step 7 left it
-        patch.setattr(schema, "SCHEMA_STEPS", schema.SCHEMA_STEPS[:6])
-        build(config, log=quiet_log(config))
+    build(config, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index))
+    with db.transaction(conn):  # the file as the code before steps 7 and 8 left it
+        conn.execute("DROP TABLE chunks_fts")
+        conn.execute(schema._FTS_TABLE.replace(schema._PREFIX_OPTION, "prefix='2 3 4'"))
+        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+        conn.execute("ALTER TABLE files ADD COLUMN links TEXT NOT NULL DEFAULT '[]'")
+        conn.execute("ALTER TABLE files DROP COLUMN encoding")
+        db.set_meta(conn, {"schema_version": "6"})
+    conn.close()
     queries = ["čaj", "mlék", "převodníkem", "sběr", "RS485 pro", "konv", "zapojení", "sluchátka sony"]
 
     def answers(conn):
@@ -497,16 +504,17 @@ def test_an_index_from_before_schema_step_7_answers_the_same_with_one_prefix_ind
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
     before, vocabulary = answers(conn), conn.execute("SELECT * FROM chunks_vocab ORDER BY 1, 2").fetchall()
     assert "prefix='2 3 4'" in fts_sql(conn) and all(before.values())
+    assert db.code_pages(conn) == {}  # no column for it yet: every note as UTF-8
     conn.close()
     build(config, log=quiet_log(config))  # nothing changed; the build still gains step 7
     conn = db.connect(indexfile.resolve(config.index))
     assert db.get_meta(conn)["schema_version"] == str(len(schema.SCHEMA_STEPS))
     assert "prefix='3'" in fts_sql(conn)
-    assert "links" not in {r[1] for r in conn.execute("PRAGMA table_info(files)")}
+    assert {"links", "encoding"} & {r[1] for r in conn.execute("PRAGMA table_info(files)")} == {"encoding"}
     assert db.fts_integrity_error(conn) is None
     assert answers(conn) == before
     assert conn.execute("SELECT * FROM chunks_vocab ORDER BY 1, 2").fetchall() == vocabulary
-    with db.transaction(conn):  # a step runs again on a file that has it: nothing changes
+    with db.transaction(conn):  # steps run again on a file that has them: nothing changes
         db.set_meta(conn, {"schema_version": "6"})
     db.migrate(conn)
     assert "prefix='3'" in fts_sql(conn) and answers(conn) == before

@@ -187,8 +187,13 @@ def grep(rp: ReadPath, pattern: str, *, source: str | None = None, ignore_case: 
 
     config = rp.config
     sources = [config.source(source)] if source else list(config.sources)
+    try:
+        with rp.connection() as conn:
+            code_pages = db.code_pages(conn)
+    except (UserError, db.sqlite_module().Error):  # no index yet, or unreadable: every file as UTF-8
+        code_pages = {}
     found = find(config, sources, pattern, ignore_case=ignore_case, max_results=max_results,
-                 skip=_unpublished(rp))
+                 skip=_unpublished(rp), code_pages=code_pages)
     return envelope("grep", {"pattern": pattern, "ignore_case": ignore_case, "source": source,
                              "max_results": max_results, "max_line_chars": MAX_LINE_CHARS,
                              "count": len(found.matches), "truncated": found.truncated,

@@ -30,6 +30,7 @@ from builder.core.index.notes import (
     FileState,
     NoteRow,
     SourceRow,
+    code_pages,
     content_token,
     count_pending,
     counts,
@@ -83,7 +84,8 @@ from builder.core.index.schema import (
 )
 
 __all__ = [
-    "check_identity", "checkpoint", "chunk_details", "chunk_stems", "CHUNKER_VERSION", "connect", "content_token",
+    "check_identity", "checkpoint", "chunk_details", "chunk_stems", "CHUNKER_VERSION", "code_pages", "connect",
+    "content_token",
     "count_pending", "count_vectors", "counts", "database_file", "delete_file", "delete_source",
     "ensure_vec_table", "expected_identity", "identity_diffs", "file_states", "file_status", "FileRecord", "FileState",
     "filter_chunk_ids", "fts_integrity_error", "fts_search", "get_meta", "get_sources", "has_stems",

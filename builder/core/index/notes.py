@@ -111,6 +111,7 @@ class FileRecord:
     mtime_ns: int | None
     changed_at: str | None
     changed_by: str | None = None  # git sources: the author of the last commit that touched the note
+    encoding: str | None = None  # the code page a note not in UTF-8 was read in (None: UTF-8)
 
 
 def file_states(conn: Connection, source_id: str) -> dict[str, FileState]:
@@ -154,20 +155,20 @@ def replace_file(conn: Connection, source_id: str, record: FileRecord, chunks: S
         conn.execute("DELETE FROM chunks WHERE source_id = :source_id AND path = :path", key)
         conn.execute(dedent("""
             INSERT INTO files (source_id, path, title, tags, headings, front_matter, status,
-                               status_note, sha256, size, mtime_ns, changed_at, changed_by, indexed_at)
+                               status_note, sha256, size, mtime_ns, changed_at, changed_by, encoding, indexed_at)
             VALUES (:source_id, :path, :title, :tags, :headings, :front_matter, :status,
-                    :status_note, :sha256, :size, :mtime_ns, :changed_at, :changed_by, :indexed_at)
+                    :status_note, :sha256, :size, :mtime_ns, :changed_at, :changed_by, :encoding, :indexed_at)
             ON CONFLICT (source_id, path) DO UPDATE SET
               title = excluded.title, tags = excluded.tags, headings = excluded.headings,
               front_matter = excluded.front_matter, status = excluded.status,
               status_note = excluded.status_note, sha256 = excluded.sha256, size = excluded.size,
               mtime_ns = excluded.mtime_ns, changed_at = excluded.changed_at,
-              changed_by = excluded.changed_by, indexed_at = excluded.indexed_at
+              changed_by = excluded.changed_by, encoding = excluded.encoding, indexed_at = excluded.indexed_at
         """), {**key, "title": record.title, "tags": _json(record.tags), "headings": _json(record.headings),
                "front_matter": _json(record.front_matter),
                "status": record.status, "status_note": record.status_note, "sha256": record.sha256,
                "size": record.size, "mtime_ns": record.mtime_ns, "changed_at": record.changed_at,
-               "changed_by": record.changed_by, "indexed_at": now})
+               "changed_by": record.changed_by, "encoding": record.encoding, "indexed_at": now})
         conn.executemany(dedent("""
             INSERT INTO chunks (source_id, path, chunk_idx, breadcrumb, anchor, line_start, line_end,
                                 text, embed_sha, stems)
@@ -314,6 +315,14 @@ def file_status(conn: Connection, source_id: str, path: str) -> tuple[str, str] 
     row = conn.execute("SELECT status, sha256 FROM files WHERE source_id = :source_id AND path = :path",
                        {"source_id": source_id, "path": path}).fetchone()
     return (row["status"], row["sha256"]) if row else None
+
+
+def code_pages(conn: Connection) -> dict[tuple[str, str], str]:
+    """(source, path) → the code page the build read the note in, for every note not in UTF-8."""
+    if "encoding" not in {row[1] for row in conn.execute("PRAGMA table_info(files)")}:
+        return {}  # an index from before schema step 8 (a reader does not migrate it)
+    return {(r[0], r[1]): r[2] for r in conn.execute(
+        "SELECT source_id, path, encoding FROM files WHERE encoding IS NOT NULL AND status = 'ok'")}
 
 
 def unpublished_notes(conn: Connection) -> set[tuple[str, str]]:

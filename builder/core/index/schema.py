@@ -41,17 +41,27 @@ def _add_stems(conn: Connection) -> None:
     _fill_stems(conn)
 
 
-_FTS_WITH_STEMS = """
-    DROP TRIGGER IF EXISTS chunks_ai;
-    DROP TRIGGER IF EXISTS chunks_ad;
-    DROP TRIGGER IF EXISTS chunks_au;
-    DROP TABLE IF EXISTS chunks_fts;
+# A query word of 3 or more letters is searched as a prefix ("pro"* finds "program"): FTS5's prefix
+# index for 3 letters answers the short ones at once, a longer one reads the few terms it starts. An
+# index for 2 and 4 letters too made writing the words of a first build 1.6× slower and the index a
+# third bigger; it made only 4-letter prefixes faster, by ~2 ms at 100,000 chunks (BENCHMARKS, session 8).
+_PREFIX_OPTION = "prefix='3'"
+_FTS_TABLE = f"""
     CREATE VIRTUAL TABLE chunks_fts USING fts5(
       breadcrumb, text, stems,
       content='chunks', content_rowid='id',
       tokenize='unicode61 remove_diacritics 2',
-      prefix='2 3 4'
-    );
+      {_PREFIX_OPTION}
+    )
+"""
+
+
+_FTS_WITH_STEMS = f"""
+    DROP TRIGGER IF EXISTS chunks_ai;
+    DROP TRIGGER IF EXISTS chunks_ad;
+    DROP TRIGGER IF EXISTS chunks_au;
+    DROP TABLE IF EXISTS chunks_fts;
+    {_FTS_TABLE.strip()};
     CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
       INSERT INTO chunks_fts(rowid, breadcrumb, text, stems) VALUES (new.id, new.breadcrumb, new.text, new.stems);
     END;
@@ -123,34 +133,28 @@ def _add_chunk_vectors(conn: Connection) -> None:
         """))
 
 
-# A query word of 3 or more letters is searched as a prefix ("pro"* finds "program"): FTS5's prefix
-# index for 3 letters answers the short ones at once, a longer one reads the few terms it starts. An
-# index for 2 and 4 letters too made writing the words of a first build 1.6× slower and the index a
-# third bigger; it made only 4-letter prefixes faster, by ~2 ms at 100,000 chunks (BENCHMARKS, session 8).
-_PREFIX_OPTION = "prefix='3'"
-_FTS_PREFIX_INDEX = f"""
-    CREATE VIRTUAL TABLE chunks_fts USING fts5(
-      breadcrumb, text, stems,
-      content='chunks', content_rowid='id',
-      tokenize='unicode61 remove_diacritics 2',
-      {_PREFIX_OPTION}
-    )
-"""
-
-
 def _one_prefix_index(conn: Connection) -> None:
     """Step 7: ``chunks_fts`` made again with the one prefix index queries use (its triggers name the
     table, so they stay), and the words indexed again (~5 s per 100,000 chunks). ``files.links``,
     written since step 1 and never read (the renderer finds a note's links itself), is dropped where
-    SQLite can (3.35 on). Each part only where it is still to do."""
+    SQLite can (3.35 on; an older SQLite keeps it, unused and empty for new notes, for good). Each
+    part only where it is still to do."""
     made = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()[0]
     if _PREFIX_OPTION not in made:
         conn.execute("DROP TABLE chunks_fts")
-        conn.execute(dedent(_FTS_PREFIX_INDEX))
+        conn.execute(dedent(_FTS_TABLE))
         conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
     columns = {row[1] for row in conn.execute("PRAGMA table_info(files)")}
     if "links" in columns and sqlite_module().sqlite_version_info >= (3, 35, 0):
         conn.execute("ALTER TABLE files DROP COLUMN links")
+
+
+def _add_encoding(conn: Connection) -> None:
+    """Step 8: ``files.encoding``, the code page the build read a note in when it was not UTF-8
+    (a key of :data:`builder.core.textdecode.LEGACY_ENCODINGS`; NULL: UTF-8), so that ``grep`` reads
+    it the same way. Notes indexed before this step say NULL until they change (or ``build --full``)."""
+    if "encoding" not in {row[1] for row in conn.execute("PRAGMA table_info(files)")}:
+        conn.execute("ALTER TABLE files ADD COLUMN encoding TEXT")
 
 
 SCHEMA_STEPS: tuple[str | Callable[[Connection], None], ...] = (
@@ -241,6 +245,8 @@ SCHEMA_STEPS: tuple[str | Callable[[Connection], None], ...] = (
     """,
     # 7: one prefix index (3 letters) instead of three, and no ``files.links``
     _one_prefix_index,
+    # 8: the code page a note not in UTF-8 was read in (NULL: UTF-8), for grep
+    _add_encoding,
 )
 
 

@@ -477,14 +477,12 @@ def test_a_heading_naming_the_words_in_another_form_counts_as_a_heading(config_f
     conn.close()
 
 
-def test_an_index_from_before_schema_steps_7_and_8_answers_the_same_with_one_prefix_index(
-        config_for, notes_dir, quiet_log):
+def _as_before_steps_7_and_8(config) -> None:
+    """Make the built index what the code before schema steps 7 and 8 left."""
     from builder.core.index import schema
 
-    config = config_for()
-    build(config, log=quiet_log(config))
     conn = db.connect(indexfile.resolve(config.index))
-    with db.transaction(conn):  # the file as the code before steps 7 and 8 left it
+    with db.transaction(conn):
         conn.execute("DROP TABLE chunks_fts")
         conn.execute(schema._FTS_TABLE.replace(schema._PREFIX_OPTION, "prefix='2 3 4'"))
         conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
@@ -492,6 +490,28 @@ def test_an_index_from_before_schema_steps_7_and_8_answers_the_same_with_one_pre
         conn.execute("ALTER TABLE files DROP COLUMN encoding")
         db.set_meta(conn, {"schema_version": "6"})
     conn.close()
+
+
+def test_sqlite_before_3_35_keeps_the_links_column_and_builds_on(config_for, notes_dir, quiet_log, monkeypatch):
+    config = config_for()
+    build(config, log=quiet_log(config))
+    _as_before_steps_7_and_8(config)
+    monkeypatch.setattr(db.sqlite_module(), "sqlite_version_info", (3, 34, 1))  # no DROP COLUMN there
+    write_note(notes_dir, "nove.md", "# Nové\n\nSamovar na čaj.\n")
+    assert build(config, log=quiet_log(config)) == 0
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    assert {"links", "encoding"} <= {r[1] for r in conn.execute("PRAGMA table_info(files)")}
+    assert [h.path for h in search(conn, config, "samovar", mode="bm25").hits] == ["nove.md"]
+    conn.close()
+
+
+def test_an_index_from_before_schema_steps_7_and_8_answers_the_same_with_one_prefix_index(
+        config_for, notes_dir, quiet_log):
+    from builder.core.index import schema
+
+    config = config_for()
+    build(config, log=quiet_log(config))
+    _as_before_steps_7_and_8(config)
     queries = ["čaj", "mlék", "převodníkem", "sběr", "RS485 pro", "konv", "zapojení", "sluchátka sony"]
 
     def answers(conn):

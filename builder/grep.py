@@ -143,7 +143,7 @@ def _legacy_matches(rg: str, root: Path, source: SourceConfig, pattern: str, ign
             command = _ripgrep_command(rg, source, pattern, ignore_case, encoding=label, paths=paths)
             with closing(_matches(command, root, source.id, deadline, ripgrep=True)) as lines:
                 for match in lines:
-                    found[match.path].append(match)
+                    found.setdefault(match.path, []).append(match)
     return found
 
 

@@ -37,15 +37,23 @@ def plain_text(markdown: str) -> str:
     return markdown
 
 
+def _exact(term: Term) -> Callable[[str], bool]:
+    """Does a folded word match ``term`` as BM25's exact columns matched it: one of its ``forms``,
+    else the word as a prefix (3+ letters) or whole."""
+    if term.forms:
+        return frozenset(term.forms).__contains__
+    typed = fold(term.text)
+    return (lambda word: word.startswith(typed)) if len(typed) >= 3 else typed.__eq__
+
+
 def _matcher(terms: list[Term]) -> Callable[[str], bool]:
     wanted = content(terms)
-    prefixes = [fold(t.text) for t in wanted if not t.forms]
-    forms = {form for t in wanted for form in t.forms}
+    exact = [_exact(t) for t in wanted]
     keys = {t.key for t in wanted}
 
     def is_match(word: str) -> bool:
         folded = fold(word)
-        if folded in forms or any(folded.startswith(f) if len(f) >= 3 else folded == f for f in prefixes):
+        if any(matches(folded) for matches in exact):
             return True
         return len(folded) > 3 and stem_word(word) in keys
 
@@ -107,8 +115,7 @@ def coverage(text: str, terms: list[Term]) -> float:
     keys = {stem_word(w) for w in _WORD.findall(text) if len(w) > 3}
     found = 0
     for term in wanted:
-        f = fold(term.text)
-        if term.key in keys or (any(form in words for form in term.forms) if term.forms else
-                                any(w.startswith(f) if len(f) >= 3 else w == f for w in words)):
+        exact = _exact(term)
+        if term.key in keys or any(exact(w) for w in words):
             found += 1
     return found / len(wanted)

@@ -226,6 +226,25 @@ def test_a_switch_to_provider_none_rebuilds_by_itself(tmp_path, config_for, quie
     assert build(new, log=quiet_log(new)) == 0  # and then as usual
 
 
+def _set_meta(config, meta: dict[str, str]) -> None:
+    conn = db.connect(indexfile.resolve(config.index))
+    with db.transaction(conn):
+        db.set_meta(conn, meta)
+    conn.close()
+
+
+def _rebuilt(config, fake_ollama) -> list[str]:
+    """Run the next build and check that it made a new index file without asking the provider for a
+    vector (all from the cache); returns the build's log."""
+    old_file = indexfile.resolve(config.index)
+    asked = len(fake_ollama.requests)
+    log = SyncLog(config.log_path, echo_info=False)
+    assert build(config, log=log) == 0
+    assert indexfile.resolve(config.index) != old_file
+    assert len(fake_ollama.requests) == asked  # every chunk's vector came from the cache
+    return log.lines
+
+
 def test_chunks_cut_by_an_older_chunker_still_answer_and_the_next_build_recuts_them(
         tmp_path, config_for, quiet_log, fake_ollama):
     """After an upgrade that changes how notes are cut into chunks the vectors still speak the
@@ -233,21 +252,13 @@ def test_chunks_cut_by_an_older_chunker_still_answer_and_the_next_build_recuts_t
     taking the vectors of unchanged chunk texts from the embedding cache."""
     config = config_for(ollama_yaml(fake_ollama.url))
     assert build(config, log=quiet_log(config)) == 0
-    old_file = indexfile.resolve(config.index)
-    conn = db.connect(old_file)
-    with db.transaction(conn):
-        db.set_meta(conn, {"chunker_version": "0"})
-    conn.close()
-    conn = db.connect(old_file, readonly=True)
+    _set_meta(config, {"chunker_version": "0"})
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
     assert [h.path for h in search(conn, config, "powerbanka").hits][:1] == ["cestovani/snezka.md"]
     conn.close()
-    asked = len(fake_ollama.requests)
-    log = SyncLog(config.log_path, echo_info=False)
-    assert build(config, log=log) == 0
-    assert indexfile.resolve(config.index) != old_file
+    lines = _rebuilt(config, fake_ollama)
     assert any(f"chunker_version is '0' in the index but '{db.CHUNKER_VERSION}' in this version of notes-portal"
-               in line and "building a new one" in line for line in log.lines)
-    assert len(fake_ollama.requests) == asked  # every chunk's vector came from the cache
+               in line and "building a new one" in line for line in lines)
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
     assert db.get_meta(conn)["chunker_version"] == db.CHUNKER_VERSION
     assert db.count_pending(conn) == 0 and db.counts(conn)["vec_chunks"] == db.counts(conn)["chunks"]
@@ -263,19 +274,11 @@ def test_an_index_laid_out_by_a_newer_version_is_made_again_not_written_into(tmp
 
     config = config_for(ollama_yaml(fake_ollama.url))
     assert build(config, log=quiet_log(config)) == 0
-    old_file = indexfile.resolve(config.index)
     newer = len(schema.SCHEMA_STEPS) + 1
-    conn = db.connect(old_file)
-    with db.transaction(conn):
-        db.set_meta(conn, {"schema_version": str(newer)})
-    conn.close()
-    asked = len(fake_ollama.requests)
-    log = SyncLog(config.log_path, echo_info=False)
-    assert build(config, log=log) == 0
-    assert indexfile.resolve(config.index) != old_file
+    _set_meta(config, {"schema_version": str(newer)})
+    lines = _rebuilt(config, fake_ollama)
     assert any(f"schema_version is {newer} in the index but this version of notes-portal knows "
-               f"{len(schema.SCHEMA_STEPS)} steps" in line and "building a new one" in line for line in log.lines)
-    assert len(fake_ollama.requests) == asked
+               f"{len(schema.SCHEMA_STEPS)} steps" in line and "building a new one" in line for line in lines)
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
     assert db.get_meta(conn)["schema_version"] == str(len(schema.SCHEMA_STEPS))
     assert [h.path for h in search(conn, config, "powerbanka").hits][:1] == ["cestovani/snezka.md"]

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import errno
 import json
+import marshal
 import re
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -113,32 +115,68 @@ def test_the_portal_deletes_only_files_it_wrote(portal):
     assert not (config.site.output / "notes/b.html").exists() and mine.read_text() == "User-agent: *\n"
 
 
-@pytest.mark.parametrize("format", ["marshal", "json"])
+def plain(manifest: dict) -> dict:
+    """A manifest as read, in plain dicts (as marshal takes them)."""
+    return {key: dict(value) if isinstance(value, dict) else value for key, value in manifest.items()}
+
+
+@pytest.mark.parametrize("format", ["state", "marshal", "json"])
 def test_an_upgrade_from_an_older_manifest_still_removes_what_it_listed(portal, tmp_path, format):
-    """An older renderer's manifest (another version; or JSON, as renderers wrote before marshal) still
-    names the pages to remove; the JSON one is gone after the render."""
+    """An older renderer's manifest (another version; in the state file, or in the files renderers
+    wrote before it: marshal, JSON) still names the pages to remove; the older files are gone after
+    the render."""
     config, root, log = portal
     site = config.site.output
     older = {**output.read_manifest(site), "version": 1}
     assert "notes/b.html" in output.listed_pages(older)
-    (site / output.MANIFEST).unlink()
+    (site / output.STATE).unlink()
     if format == "json":
         (site / output.JSON_MANIFEST).write_text(json.dumps(older), encoding="utf-8")
+    elif format == "marshal":
+        (site / output.MARSHAL_MANIFEST).write_bytes(output.MANIFEST_MAGIC + marshal.dumps(plain(older)))
     else:
-        (site / output.MANIFEST).write_bytes(output.encode_manifest(older))
+        output.store_manifest(site, older, {})
     (root / "b.md").unlink()
     assert build(config, log=log) == 0
-    assert not (site / "notes/b.html").exists() and not (site / output.JSON_MANIFEST).exists()
+    assert not (site / "notes/b.html").exists()
+    assert not (site / output.JSON_MANIFEST).exists() and not (site / output.MARSHAL_MANIFEST).exists()
     assert output.read_manifest(site)["version"] == output.MANIFEST_VERSION
     assert site_snapshot(site) == clean_site(tmp_path, root)
 
 
-@pytest.mark.parametrize("damage", [b"", b"notes-portal manifest\n\x00garbage", b"{not marshal}"])
+def test_the_manifest_of_the_renderer_before_the_state_file_is_trusted(portal):
+    """The manifest a renderer before the state file wrote (marshal, this version) is read as the
+    last render's: a build with nothing changed writes no page, and the state file takes its place."""
+    config, _, log = portal
+    site = config.site.output
+    manifest = output.read_manifest(site)
+    (site / output.STATE).unlink()
+    (site / output.MARSHAL_MANIFEST).write_bytes(output.MANIFEST_MAGIC + marshal.dumps(plain(manifest)))
+    written = {path: path.stat().st_mtime_ns for path in site.rglob("*") if path.is_file()}
+    assert build(config, log=log) == 0
+    assert {path: path.stat().st_mtime_ns for path in written if path.exists()} == {
+        path: mtime for path, mtime in written.items() if path.name != output.MARSHAL_MANIFEST}
+    assert output.read_manifest(site) == manifest and not (site / output.MARSHAL_MANIFEST).exists()
+
+
+def _bad_shard(site: Path) -> None:
+    """A state file SQLite reads, with one map's shard that is not marshal data."""
+    with sqlite3.connect(site / output.STATE) as conn:
+        conn.execute("UPDATE shards SET data = :data WHERE map = 'notes' AND shard = "
+                     "(SELECT min(shard) FROM shards WHERE map = 'notes')", {"data": b"\xffgarbage"})
+    conn.close()
+
+
+@pytest.mark.parametrize("damage", [b"", b"SQLite format 3\x00garbage", b"{not a database}", _bad_shard])
 def test_a_damaged_manifest_is_read_as_none_and_the_render_rebuilds(portal, tmp_path, damage):
-    """Writes are atomic, so only a damaged disk or a hand makes this: the next render rewrites every page."""
+    """Saves are all-or-nothing, so only a damaged disk or a hand makes this: the next render
+    rewrites every page and the state file anew."""
     config, root, log = portal
     site = config.site.output
-    (site / output.MANIFEST).write_bytes(damage)
+    if callable(damage):
+        damage(site)
+    else:
+        (site / output.STATE).write_bytes(damage)
     assert output.read_manifest(site) == {}
     write(root, "b.md", NOTES["b.md"].replace("Text.", "Nový text."))
     assert build(config, log=log) == 0
@@ -147,7 +185,7 @@ def test_a_damaged_manifest_is_read_as_none_and_the_render_rebuilds(portal, tmp_
     assert site_snapshot(site) == clean_site(tmp_path, root)
 
 
-@pytest.mark.parametrize("damage", [None, b"{not marshal}"])
+@pytest.mark.parametrize("damage", [None, b"{not a database}"])
 def test_with_the_manifest_lost_an_unpublished_notes_page_still_goes(portal, tmp_path, damage):
     """The manifest names the pages to remove; without it the site folder's subfolders are the
     portal's own, so the page of a note unpublished meanwhile goes, and a file put at the top by
@@ -156,9 +194,9 @@ def test_with_the_manifest_lost_an_unpublished_notes_page_still_goes(portal, tmp
     site = config.site.output
     (site / "robots.txt").write_text("User-agent: *\n", encoding="utf-8")
     if damage is None:
-        (site / output.MANIFEST).unlink()
+        (site / output.STATE).unlink()
     else:
-        (site / output.MANIFEST).write_bytes(damage)
+        (site / output.STATE).write_bytes(damage)
     write(root, "b.md", NOTES["b.md"].replace("tags: [čaj]", "tags: [čaj]\npublished: false"))
     assert build(config, log=log) == 0
     assert not (site / "notes/b.html").exists() and not (site / "tags/caj/index.html").exists()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from builder.core import templates as page_templates
+from builder.core.index.renderstate import shard_of
 from builder.render import output
 from tests.test_render_helpers import (
     build_and_render,
@@ -19,6 +20,7 @@ from tests.test_render_helpers import (
     stale,
     write,
 )
+from tests.test_renderstate import record_writes, writes
 
 DAY = 86400.0
 
@@ -51,7 +53,7 @@ def edit(path: Path, text: str) -> None:
 
 def test_a_second_render_with_nothing_changed_writes_nothing(portal):
     config, _ = portal
-    manifest = config.site.output / ".render-manifest"
+    manifest = config.site.output / ".render-state"
     before, manifest_mtime = site_files(config.site.output), manifest.stat().st_mtime_ns
     run = build_and_render(config)
     assert run.report.written == () and run.report.removed == () and run.log.lines == []
@@ -71,6 +73,19 @@ def test_body_edit_rewrites_the_note_its_new_link_target_and_home_only(portal):
     assert run.report.notes_rendered == 3  # note pages written: a, e and b
     backlinks = parse_page(config.site.output / "notes/e.html").find(".//section/ul/li/a")
     assert (backlinks.get("href"), backlinks.text) == ("../notes/a.html", "Alfa")
+
+
+def test_a_body_edit_saves_one_entry_and_the_written_pages_fingerprints(portal):
+    """The render state is saved by shards (builder.core.index.renderstate): a body edit rewrites the
+    shard of the edited note's entry and those of the pages written, nothing else."""
+    config, root = portal
+    state = config.site.output / output.STATE
+    record_writes(state)
+    edit(root / "e.md", "# Epsilon\n\nNic nového.\n")
+    run = build_and_render(config)
+    assert set(run.report.written) == {"notes/e.html", "index.html"}
+    assert writes(state) == sorted({("notes", shard_of("notes:e.md")), ("pages", shard_of("notes/e.html")),
+                                    ("pages", shard_of("index.html"))})
 
 
 def test_heading_edit_also_rewrites_the_table_of_contents(portal):
@@ -255,7 +270,7 @@ def test_an_unchanged_notes_broken_links_follow_the_files_beside_it(portal):
         "notes:a.md": 0, "notes:sub/b.md": 0, "notes:sub/c.md": 1, "notes:sub/d.md": 0, "notes:e.md": 1}
     for entry in manifest["notes"].values():
         del entry["files"]  # as an older render wrote them: "maybe"
-    output.write_atomic(config.site.output / output.MANIFEST, output.encode_manifest(manifest))
+    output.store_manifest(config.site.output, manifest, {})
     (root / "plan.png").write_bytes(b"png")
     build_and_render(config)
     image = parse_page(config.site.output / "notes/e.html").find(".//div[@class='note-body']//img")

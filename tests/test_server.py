@@ -196,11 +196,11 @@ def test_no_path_traversal_out_of_the_site(client, path):
     assert "index: data/index.sqlite" not in response.text and "root:" not in response.text
 
 
-@pytest.mark.parametrize("path", ["/.render-manifest", "/.render-stamp", "/notes/.hidden.html",
+@pytest.mark.parametrize("path", ["/.render-state", "/.render-stamp", "/notes/.hidden.html",
                                   "/notes/.git/config", "/notes/.git/", "/notes/.git", "/notes/%2Ehidden.html",
-                                  "/notes/.%2e/.render-manifest"])
+                                  "/notes/.%2e/.render-state"])
 def test_dot_files_of_the_site_are_not_served(client, portal, path):
-    assert (portal.site.output / ".render-manifest").exists()
+    assert (portal.site.output / ".render-state").exists()
     (portal.site.output / "notes" / ".git").mkdir()
     (portal.site.output / "notes" / ".git" / "config").write_text("[core]\n", encoding="utf-8")
     (portal.site.output / "notes" / ".hidden.html").write_text("<p>hidden</p>\n", encoding="utf-8")

@@ -1,8 +1,9 @@
 """The render: bring the site folder up to date with the index, incrementally.
 
-Incremental by fingerprints. ``<site>/.render-manifest`` records, for every file this
-renderer wrote, a hash of everything that went into it, and for every note the links found in
-its body with what they resolved to. A build re-renders a note when its text changed or one of
+Incremental by fingerprints. The manifest (kept in ``<site>/.render-state``, see
+:mod:`builder.core.index.renderstate`) records, for every file this renderer wrote, a hash of
+everything that went into it, and for every note the links found in its body with what they
+resolved to. A build re-renders a note when its text changed or one of
 its links now resolves differently (a target appeared, moved or vanished); a note page also
 when its backlinks, title, tags, dates or the picture of its links (notes up to two links away,
 :mod:`builder.render.graph`) changed; other pages when the data they show changed. No page shows
@@ -187,7 +188,7 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     if big:
         highlight.save(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
     out.save_manifest({"version": output.MANIFEST_VERSION, "env": env_fp, "universe": universe, "trees": trees,
-                       "pages": out.pages, "notes": entries}, previous)
+                       "pages": out.pages, "notes": entries}, saved)
     journal.clear()  # the manifest lists every page now
     stamp = stamp_text(config, files, content)
     if not (site / STAMP).is_file() or (site / STAMP).read_text(encoding="utf-8") != stamp:

@@ -23,7 +23,7 @@ from typing import Any
 
 from builder.core import templates
 from builder.core.config import Config
-from builder.render.output import MANIFEST, STAMP, write_atomic
+from builder.render.output import STAMP, STATE, write_atomic
 
 RENDER_VERSION = "1"
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -134,7 +134,7 @@ def site_is_stale(config: Config, content: str) -> bool:
     try:
         stamp = json.loads((site / STAMP).read_text(encoding="utf-8"))
         files = [Path(entry[0]) for entry in stamp["files"]]
-        return (not (site / MANIFEST).is_file() or stamp["settings"] != settings_digest(config)
+        return (not (site / STATE).is_file() or stamp["settings"] != settings_digest(config)
                 or stamp["content"] != content or _stats(files) != stamp["files"])
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return True

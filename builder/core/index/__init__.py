@@ -10,7 +10,8 @@ what tables of contents read), :mod:`.batch` (many notes per transaction),
 :mod:`.queries` (what a search reads). Callers
 use the names re-exported here: ``from builder.core import index as db``.
 :mod:`.jobqueue` holds the SQL of the sync job queue, a small database of its
-own (``jobs.sqlite``) beside the index; it is imported by its full name.
+own (``jobs.sqlite``) beside the index, and :mod:`.renderstate` that of the
+render's manifest (``<site>/.render-state``); each is imported by its full name.
 """
 
 from builder.core.index.batch import WriteBatch

@@ -1,0 +1,172 @@
+"""What the render remembers between builds: ``<site>/.render-state``, a small SQLite file of its own.
+
+It holds the render manifest (:mod:`builder.render.output` says what is in it): a dict whose plain
+values (versions, fingerprints) are rows of ``meta`` and whose dict values (every note's entry,
+every page's fingerprint: 10,000 of each for 10,000 notes) are split by key into :data:`SHARDS`
+rows of ``shards``, each a marshal blob. A one-note build changes one entry and a few page
+fingerprints, so a save rewrites only the shards that changed, in one transaction, instead of the
+whole manifest (7 MB at 10,000 notes: ~60 ms to encode and write again for one edited note); a
+render still reads every shard, as fast as one file (big blobs, one query). A reader sees the last
+complete save or the one before (SQLite's rollback journal), never half of one. Like
+:mod:`builder.core.index.jobqueue` it is its own database, with its SQL in this package.
+"""
+
+from __future__ import annotations
+
+import marshal
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from textwrap import dedent
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from builder.core.index.connection import OPEN_CLOSE, sqlite_module
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
+
+STATE_FILE = ".render-state"
+JOURNAL_FILE = f"{STATE_FILE}-journal"  # SQLite's rollback journal, there while a save runs
+FORMAT = 1  # PRAGMA user_version: the layout below; a file of another layout is not read
+SHARDS = 64  # rows per map: ~160 entries (~110 kB) each at 10,000 notes
+
+_SCHEMA = dedent("""
+    CREATE TABLE IF NOT EXISTS meta (
+      key TEXT PRIMARY KEY,
+      value BLOB NOT NULL           -- marshal: a str, int or list
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS shards (
+      map TEXT NOT NULL,            -- the manifest's key of a dict ("notes", "pages")
+      shard INTEGER NOT NULL,       -- see shard_of
+      data BLOB NOT NULL,           -- marshal: the part of that dict whose keys fall in this shard
+      PRIMARY KEY (map, shard)
+    ) WITHOUT ROWID;
+""")
+_UNREADABLE = (ValueError, EOFError, TypeError)  # what marshal raises on bytes that are not its own
+
+
+def shard_of(key: str) -> int:
+    """The shard a key of a map is kept in (the same in every process, unlike ``hash``)."""
+    return zlib.crc32(key.encode("utf-8", "surrogatepass")) % SHARDS
+
+
+class StoredMap(dict[str, Any]):
+    """A map as :func:`read_state` found it, with the keys of each shard: a save that rewrites a
+    few shards looks only at their keys, not at every key's shard."""
+
+    shards: dict[int, list[str]]
+
+
+def read_state(path: Path) -> dict[str, Any]:
+    """The manifest the last complete save stored at ``path``, or ``{}`` when there is none or it
+    cannot be read (damaged, another layout): the render then starts afresh."""
+    if not path.is_file():
+        return {}
+    sqlite3 = sqlite_module()
+    try:
+        with _connection(path, create=False) as conn:
+            if conn.execute("PRAGMA user_version").fetchone()[0] != FORMAT:
+                return {}
+            found: dict[str, Any] = {key: marshal.loads(value) for key, value in conn.execute(
+                "SELECT key, value FROM meta")}
+            for name, shard, data in conn.execute("SELECT map, shard, data FROM shards ORDER BY map, shard"):
+                part = marshal.loads(data)
+                if name not in found:
+                    found[name] = StoredMap()
+                    found[name].shards = {}
+                found[name].update(part)
+                found[name].shards[shard] = list(part)
+    except (sqlite3.DatabaseError, *_UNREADABLE):
+        return {}
+    return found
+
+
+def write_state(path: Path, manifest: dict[str, Any], stored: dict[str, Any]) -> None:
+    """Store ``manifest`` at ``path``, where ``stored`` is what :func:`read_state` read there before
+    (``{}``: nothing usable; then the file is made anew). Writes only the rows that differ."""
+    sqlite3 = sqlite_module()
+    if not stored or not path.is_file():
+        _remove(path)
+        stored = {}
+    try:
+        _save(path, manifest, stored)
+    except sqlite3.DatabaseError:  # damaged since it was read: make it anew
+        _remove(path)
+        _save(path, manifest, {})
+
+
+def _save(path: Path, manifest: dict[str, Any], stored: dict[str, Any]) -> None:
+    with _connection(path, create=True) as conn:
+        if not stored:
+            conn.executescript(_SCHEMA)
+            conn.execute(f"PRAGMA user_version = {FORMAT}")  # an int constant: PRAGMA takes no parameters
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for key, value in manifest.items():
+                if isinstance(value, dict):
+                    _save_map(conn, key, value, stored.get(key))
+                elif key not in stored or stored[key] != value:
+                    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (:key, :value)",
+                                 {"key": key, "value": marshal.dumps(value)})
+            for key, value in stored.items():
+                if key in manifest:
+                    continue
+                if isinstance(value, dict):
+                    conn.execute("DELETE FROM shards WHERE map = :key", {"key": key})
+                else:
+                    conn.execute("DELETE FROM meta WHERE key = :key", {"key": key})
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+
+def _save_map(conn: Connection, name: str, new: dict[str, Any], old: Any) -> None:
+    """Rewrite the shards of map ``name`` in which ``new`` differs from ``old`` (a
+    :class:`StoredMap`; anything else: rewrite them all)."""
+    if not isinstance(old, StoredMap):
+        conn.execute("DELETE FROM shards WHERE map = :map", {"map": name})
+        parts: dict[int, dict[str, Any]] = {}
+        for key, value in new.items():
+            parts.setdefault(shard_of(key), {})[key] = value
+    else:
+        missing = object()
+        changed = [key for key, value in new.items() if (was := old.get(key, missing)) is not value and was != value]
+        added = [key for key in changed if key not in old]
+        dirty = {shard_of(key) for key in changed}
+        if len(old) > len(new) - len(added):  # some key is gone
+            dirty.update(shard_of(key) for key in old.keys() - new.keys())
+        parts = {shard: {key: new[key] for key in old.shards.get(shard, ()) if key in new} for shard in dirty}
+        for key in added:
+            parts[shard_of(key)][key] = new[key]
+    for shard, part in parts.items():
+        if part:
+            conn.execute("INSERT OR REPLACE INTO shards (map, shard, data) VALUES (:map, :shard, :data)",
+                         {"map": name, "shard": shard, "data": marshal.dumps(part)})
+        else:
+            conn.execute("DELETE FROM shards WHERE map = :map AND shard = :shard", {"map": name, "shard": shard})
+
+
+@contextmanager
+def _connection(path: Path, *, create: bool) -> Iterator[Connection]:
+    """A connection; a reader's too may write (it rolls back what a killed save left half done)."""
+    sqlite3 = sqlite_module()
+    with OPEN_CLOSE:
+        conn = sqlite3.connect(f"file:{quote(str(path))}?mode={'rwc' if create else 'rw'}", uri=True,
+                               isolation_level=None, timeout=10.0)
+    try:
+        # the rollback journal: no -wal/-shm files stay in the site folder; NORMAL: synced where it
+        # keeps a save all-or-nothing (the pages it describes are not synced either)
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        yield conn
+    finally:
+        with OPEN_CLOSE:
+            conn.close()
+
+
+def _remove(path: Path) -> None:
+    for name in (path, path.with_name(path.name + "-journal")):
+        name.unlink(missing_ok=True)

@@ -1,0 +1,133 @@
+"""The render's state file (builder.core.index.renderstate): what a save writes, what a read returns,
+and that a save is all or nothing."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from builder.core.index import renderstate
+from builder.core.index.renderstate import SHARDS, read_state, shard_of, write_state
+
+
+def manifest(notes: int = 500) -> dict:
+    return {"version": 3, "env": "e" * 64, "trees": ["a", 1],
+            "notes": {f"src:folder {i % 7}/note-{i}.md": {"sha": f"{i:064x}", "links": [["wiki", f"n{i}"]]}
+                      for i in range(notes)},
+            "pages": {f"notes/note-{i}.html": f"fp{i}" for i in range(notes)}}
+
+
+def rows(path: Path) -> dict[tuple[str, object], bytes]:
+    """Every row of the file: ("meta", key) and (map, shard) → the stored bytes."""
+    with sqlite3.connect(path) as conn:
+        found: dict[tuple[str, object], bytes] = {
+            ("meta", key): value for key, value in conn.execute("SELECT key, value FROM meta")}
+        found.update({(name, shard): data for name, shard, data in conn.execute("SELECT map, shard, data FROM shards")})
+    conn.close()
+    return found
+
+
+def test_what_is_saved_is_read_back(tmp_path):
+    path = tmp_path / ".render-state"
+    saved = manifest()
+    write_state(path, saved, {})
+    assert read_state(path) == saved
+    assert {name for name, _ in rows(path)} == {"meta", "notes", "pages"}
+    assert len([key for key in rows(path) if key[0] == "notes"]) == SHARDS  # 500 keys reach every shard
+
+
+def record_writes(path: Path) -> None:
+    """From now on, note every row a save writes into the file (in a table of the test's own)."""
+    with sqlite3.connect(path) as conn:
+        conn.executescript("""
+            CREATE TABLE written (name TEXT, part);
+            CREATE TRIGGER shard_written AFTER INSERT ON shards BEGIN
+              INSERT INTO written VALUES (NEW.map, NEW.shard); END;
+            CREATE TRIGGER meta_written AFTER INSERT ON meta BEGIN
+              INSERT INTO written VALUES ('meta', NEW.key); END;
+        """)
+    conn.close()
+
+
+def writes(path: Path) -> list[tuple[str, object]]:
+    """The rows written since :func:`record_writes`, sorted."""
+    with sqlite3.connect(path) as conn:
+        found = sorted(conn.execute("SELECT name, part FROM written"))
+    conn.close()
+    return found
+
+
+def test_a_save_rewrites_only_the_rows_that_changed(tmp_path):
+    path = tmp_path / ".render-state"
+    write_state(path, manifest(), {})
+    record_writes(path)
+    stored = read_state(path)
+    changed = {**stored, "env": "f" * 64, "notes": dict(stored["notes"]), "pages": dict(stored["pages"])}
+    key = "src:folder 3/note-10.md"
+    changed["notes"][key] = {"sha": "new", "links": []}
+    del changed["pages"]["notes/note-20.html"]
+    changed["pages"]["notes/new.html"] = "fp"
+    write_state(path, changed, stored)
+    assert writes(path) == sorted([("meta", "env"), ("notes", shard_of(key)), ("pages", shard_of("notes/note-20.html")),
+                                   ("pages", shard_of("notes/new.html"))])
+    assert read_state(path) == changed
+
+
+def test_keys_and_maps_that_are_gone_leave_the_file(tmp_path):
+    path = tmp_path / ".render-state"
+    write_state(path, {**manifest(3), "old": "x"}, {})
+    stored = read_state(path)
+    only = {"version": 4, "notes": {"src:a.md": {"sha": "1"}}}
+    write_state(path, only, stored)
+    assert read_state(path) == only
+    assert set(rows(path)) == {("meta", "version"), ("notes", shard_of("src:a.md"))}
+
+
+def test_nothing_stored_makes_the_file_anew(tmp_path):
+    """``stored`` empty (nothing read, or nothing usable): every row is written again, none kept."""
+    path = tmp_path / ".render-state"
+    write_state(path, manifest(), {})
+    write_state(path, {"version": 3, "notes": {"src:a.md": {}}}, {})
+    assert read_state(path) == {"version": 3, "notes": {"src:a.md": {}}}
+
+
+@pytest.mark.parametrize("damage", [b"", b"SQLite format 3\x00" + b"\x01" * 200, b"{}"])
+def test_a_damaged_file_reads_as_nothing_and_the_next_save_replaces_it(tmp_path, damage):
+    path = tmp_path / ".render-state"
+    path.write_bytes(damage)
+    assert read_state(path) == {}
+    write_state(path, manifest(3), {})
+    assert read_state(path) == manifest(3)
+
+
+def test_a_file_of_another_layout_is_not_read(tmp_path):
+    path = tmp_path / ".render-state"
+    write_state(path, manifest(3), {})
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA user_version = {renderstate.FORMAT + 1}")
+    conn.close()
+    assert read_state(path) == {}
+
+
+def test_a_save_killed_half_way_is_rolled_back_by_the_next_reader(tmp_path):
+    """A process killed in the middle of a save leaves SQLite's journal beside the file and part of
+    the new rows in it; the next read rolls them back and finds the last complete save."""
+    path = tmp_path / ".render-state"
+    saved = manifest(2000)
+    write_state(path, saved, {})
+    child = f"""
+import os, sqlite3
+conn = sqlite3.connect({str(path)!r}, isolation_level=None)
+conn.execute("PRAGMA cache_size = 1")  # spill changed pages into the file before the commit
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("UPDATE shards SET data = zeroblob(length(data) + 5000)")
+os._exit(9)
+"""
+    assert subprocess.run([sys.executable, "-c", child], check=False).returncode == 9
+    assert (tmp_path / renderstate.JOURNAL_FILE).exists()
+    assert read_state(path) == saved
+    assert not (tmp_path / renderstate.JOURNAL_FILE).exists()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from builder.core.index.renderstate import shard_of
 from builder.render import output
 from builder.sync import build
 from builder.synclog import SyncLog
@@ -160,10 +161,11 @@ def test_the_manifest_of_the_renderer_before_the_state_file_is_trusted(portal):
 
 
 def _bad_shard(site: Path) -> None:
-    """A state file SQLite reads, with one map's shard that is not marshal data."""
+    """A state file SQLite reads, with one map's shard that is not marshal data: the one holding
+    the entry of the note the test edits."""
     with sqlite3.connect(site / output.STATE) as conn:
-        conn.execute("UPDATE shards SET data = :data WHERE map = 'notes' AND shard = "
-                     "(SELECT min(shard) FROM shards WHERE map = 'notes')", {"data": b"\xffgarbage"})
+        conn.execute("UPDATE shards SET data = :data WHERE map = 'notes' AND shard = :shard",
+                     {"data": b"\xffgarbage", "shard": shard_of("notes:b.md")})
     conn.close()
 
 

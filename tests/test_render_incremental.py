@@ -77,7 +77,8 @@ def test_body_edit_rewrites_the_note_its_new_link_target_and_home_only(portal):
 
 def test_a_body_edit_saves_one_entry_and_the_written_pages_fingerprints(portal):
     """The render state is saved by shards (builder.core.index.renderstate): a body edit rewrites the
-    shard of the edited note's entry and those of the pages written, nothing else."""
+    shard of the edited note's entry and those of the pages written, and what the delta render
+    remembers of the index and the home page (builder.render.delta), nothing else."""
     config, root = portal
     state = config.site.output / output.STATE
     record_writes(state)
@@ -85,7 +86,8 @@ def test_a_body_edit_saves_one_entry_and_the_written_pages_fingerprints(portal):
     run = build_and_render(config)
     assert set(run.report.written) == {"notes/e.html", "index.html"}
     assert writes(state) == sorted({("notes", shard_of("notes:e.md")), ("pages", shard_of("notes/e.html")),
-                                    ("pages", shard_of("index.html"))})
+                                    ("pages", shard_of("index.html")), ("meta", "content"), ("meta", "home"),
+                                    ("meta", "recent")})
 
 
 def test_heading_edit_also_rewrites_the_table_of_contents(portal):

@@ -13,9 +13,11 @@ import pytest
 from builder.core.index import renderstate
 from builder.core.index.renderstate import SHARDS, read_state, shard_of, write_state
 
+MAPS = ("notes", "pages")
+
 
 def manifest(notes: int = 500) -> dict:
-    return {"version": 3, "env": "e" * 64, "trees": ["a", 1],
+    return {"version": 3, "env": "e" * 64, "trees": ["a", 1], "home": {"recent": [], "n": 2},
             "notes": {f"src:folder {i % 7}/note-{i}.md": {"sha": f"{i:064x}", "links": [["wiki", f"n{i}"]]}
                       for i in range(notes)},
             "pages": {f"notes/note-{i}.html": f"fp{i}" for i in range(notes)}}
@@ -34,7 +36,7 @@ def rows(path: Path) -> dict[tuple[str, object], bytes]:
 def test_what_is_saved_is_read_back(tmp_path):
     path = tmp_path / ".render-state"
     saved = manifest()
-    write_state(path, saved, {})
+    write_state(path, saved, {}, maps=MAPS)
     assert read_state(path) == saved
     assert {name for name, _ in rows(path)} == {"meta", "notes", "pages"}
     assert len([key for key in rows(path) if key[0] == "notes"]) == SHARDS  # 500 keys reach every shard
@@ -63,7 +65,7 @@ def writes(path: Path) -> list[tuple[str, object]]:
 
 def test_a_save_rewrites_only_the_rows_that_changed(tmp_path):
     path = tmp_path / ".render-state"
-    write_state(path, manifest(), {})
+    write_state(path, manifest(), {}, maps=MAPS)
     record_writes(path)
     stored = read_state(path)
     changed = {**stored, "env": "f" * 64, "notes": dict(stored["notes"]), "pages": dict(stored["pages"])}
@@ -71,7 +73,7 @@ def test_a_save_rewrites_only_the_rows_that_changed(tmp_path):
     changed["notes"][key] = {"sha": "new", "links": []}
     del changed["pages"]["notes/note-20.html"]
     changed["pages"]["notes/new.html"] = "fp"
-    write_state(path, changed, stored)
+    write_state(path, changed, stored, maps=MAPS)
     assert writes(path) == sorted([("meta", "env"), ("notes", shard_of(key)), ("pages", shard_of("notes/note-20.html")),
                                    ("pages", shard_of("notes/new.html"))])
     assert read_state(path) == changed
@@ -79,10 +81,10 @@ def test_a_save_rewrites_only_the_rows_that_changed(tmp_path):
 
 def test_keys_and_maps_that_are_gone_leave_the_file(tmp_path):
     path = tmp_path / ".render-state"
-    write_state(path, {**manifest(3), "old": "x"}, {})
+    write_state(path, {**manifest(3), "old": "x"}, {}, maps=MAPS)
     stored = read_state(path)
     only = {"version": 4, "notes": {"src:a.md": {"sha": "1"}}}
-    write_state(path, only, stored)
+    write_state(path, only, stored, maps=MAPS)
     assert read_state(path) == only
     assert set(rows(path)) == {("meta", "version"), ("notes", shard_of("src:a.md"))}
 
@@ -90,8 +92,8 @@ def test_keys_and_maps_that_are_gone_leave_the_file(tmp_path):
 def test_nothing_stored_makes_the_file_anew(tmp_path):
     """``stored`` empty (nothing read, or nothing usable): every row is written again, none kept."""
     path = tmp_path / ".render-state"
-    write_state(path, manifest(), {})
-    write_state(path, {"version": 3, "notes": {"src:a.md": {}}}, {})
+    write_state(path, manifest(), {}, maps=MAPS)
+    write_state(path, {"version": 3, "notes": {"src:a.md": {}}}, {}, maps=MAPS)
     assert read_state(path) == {"version": 3, "notes": {"src:a.md": {}}}
 
 
@@ -100,13 +102,13 @@ def test_a_damaged_file_reads_as_nothing_and_the_next_save_replaces_it(tmp_path,
     path = tmp_path / ".render-state"
     path.write_bytes(damage)
     assert read_state(path) == {}
-    write_state(path, manifest(3), {})
+    write_state(path, manifest(3), {}, maps=MAPS)
     assert read_state(path) == manifest(3)
 
 
 def test_a_file_of_another_layout_is_not_read(tmp_path):
     path = tmp_path / ".render-state"
-    write_state(path, manifest(3), {})
+    write_state(path, manifest(3), {}, maps=MAPS)
     with sqlite3.connect(path) as conn:
         conn.execute(f"PRAGMA user_version = {renderstate.FORMAT + 1}")
     conn.close()
@@ -118,7 +120,7 @@ def test_a_save_killed_half_way_is_rolled_back_by_the_next_reader(tmp_path):
     the new rows in it; the next read rolls them back and finds the last complete save."""
     path = tmp_path / ".render-state"
     saved = manifest(2000)
-    write_state(path, saved, {})
+    write_state(path, saved, {}, maps=MAPS)
     child = f"""
 import os, sqlite3
 conn = sqlite3.connect({str(path)!r}, isolation_level=None)
@@ -131,3 +133,31 @@ os._exit(9)
     assert (tmp_path / renderstate.JOURNAL_FILE).exists()
     assert read_state(path) == saved
     assert not (tmp_path / renderstate.JOURNAL_FILE).exists()
+
+
+def test_a_patch_changes_only_the_keys_it_names(tmp_path):
+    path = tmp_path / ".render-state"
+    saved = manifest()
+    write_state(path, saved, {}, maps=MAPS)
+    record_writes(path)
+    key, gone = "src:folder 3/note-10.md", "notes/note-20.html"
+    assert renderstate.patch_state(path, {"env": "x"}, {"notes": {key: {"sha": "new"}}, "pages": {gone: None}})
+    assert writes(path) == sorted([("meta", "env"), ("notes", shard_of(key)), ("pages", shard_of(gone))])
+    saved["env"], saved["notes"][key] = "x", {"sha": "new"}
+    del saved["pages"][gone]
+    assert read_state(path) == saved
+    assert renderstate.read_keys(path, "notes", [key, "src:nothing"]) == {key: {"sha": "new"}}
+    assert renderstate.read_map(path, "pages") == saved["pages"]
+    assert renderstate.read_meta(path) == {k: v for k, v in saved.items() if k not in MAPS}
+
+
+def test_a_patch_of_a_damaged_file_removes_it(tmp_path):
+    path = tmp_path / ".render-state"
+    write_state(path, manifest(), {}, maps=MAPS)
+    key = "src:folder 3/note-10.md"
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE shards SET data = x'ff00' WHERE map = 'notes' AND shard = :shard", {"shard": shard_of(key)})
+    conn.close()
+    assert renderstate.read_keys(path, "notes", [key]) is None
+    assert not renderstate.patch_state(path, {}, {"notes": {key: {"sha": "new"}}})
+    assert not path.exists() and read_state(path) == {} and renderstate.read_meta(path) is None

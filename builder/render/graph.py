@@ -86,6 +86,14 @@ class Links:
                                 back.add(key)
         self._sorted: dict[str, tuple[str, ...]] = {}
 
+    @classmethod
+    def made(cls, notes: dict[str, NoteInfo], out: dict[str, set[str]], into: dict[str, set[str]]) -> Links:
+        """The graph from links already found (``out``, ``into``: key → keys, each without the note
+        itself); ``notes`` must hold every note whose picture or neighbours are asked for, and theirs."""
+        links = cls((), {})
+        links.notes, links.out, links.into = notes, out, into
+        return links
+
     def neighbours(self, key: str) -> tuple[str, ...]:
         """Notes linked from or to ``key``, by title (then path)."""
         found = self._sorted.get(key)

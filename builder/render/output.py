@@ -32,6 +32,7 @@ MARSHAL_MANIFEST = ".render-manifest"
 MANIFEST_MAGIC = b"notes-portal manifest\n"  # then marshal data (a dict of str, int, list and dict only)
 JSON_MANIFEST = ".render-manifest.json"
 MANIFEST_VERSION = 3  # 2: entry keys spelled out; 3: dates, broken links with lines
+MAPS = ("notes", "pages")  # the manifest's big maps: the state file keeps them by shards
 JOURNAL = ".render-journal"
 CACHE_DIR = ".render-cache"
 STAMP = ".render-stamp"
@@ -73,7 +74,7 @@ def _json_manifest(site: Path) -> dict[str, Any]:
 def store_manifest(site: Path, manifest: dict[str, Any], saved: dict[str, Any]) -> None:
     """Save ``manifest`` for the next render; ``saved``: what :func:`read_manifest` returned before
     (only what differs from it is written). Any older renderer's manifest file is removed."""
-    renderstate.write_state(site / STATE, manifest, saved)
+    renderstate.write_state(site / STATE, manifest, saved, maps=MAPS)
     for older in (MARSHAL_MANIFEST, JSON_MANIFEST):
         (site / older).unlink(missing_ok=True)
 
@@ -134,6 +135,11 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     except BaseException:
         temp.unlink(missing_ok=True)  # a full disk must not leave half a page behind
         raise
+
+
+def is_temporary(rel: str) -> bool:
+    """Is ``rel`` (a path in the site folder) a temporary file of :func:`write_atomic`?"""
+    return bool(_TEMP.match(rel.rpartition("/")[2]))
 
 
 def existing_files(site: Path) -> set[str]:
@@ -244,7 +250,7 @@ class Output:
         produced = {urls.site_file(url) for url in self.pages}
         ours = {urls.site_file(url) for url in listed} | recorded
         doomed = {rel for rel in self.present if rel not in produced
-                  and (rel in ours or _TEMP.match(rel.rpartition("/")[2]))}
+                  and (rel in ours or is_temporary(rel))}
         removed = []
         for rel in sorted(doomed):
             path = self.site / rel

@@ -241,22 +241,41 @@ def tags_page(groups: dict[str, tuple[str, list[NoteInfo]]]) -> Page:
 # ---------------------------------------------------------------- home and fixed pages
 
 
+def recent_key(note: NoteInfo) -> tuple[str, str]:
+    """What orders "Recently changed" (latest first)."""
+    return note.updated_at, note.key
+
+
+def recent_notes(notes: list[NoteInfo]) -> list[NoteInfo]:
+    """The :data:`RECENT_NOTES` notes the home page lists as recently changed, in its order."""
+    return heapq.nlargest(RECENT_NOTES, notes, key=recent_key)
+
+
+def recent_item(note: NoteInfo) -> dict[str, str]:
+    """What the home page shows of a recently changed note."""
+    return {"url": note.url, "title": note.title, "source_id": note.source_id, "changed": note.changed}
+
+
 def home_page(sources: list[tuple[str, str]], notes: list[NoteInfo],
-              groups: dict[str, tuple[str, list[NoteInfo]]], broken: int) -> Page:
-    """Sources, recently changed notes, the most used tags and the number of broken links."""
+              groups: dict[str, tuple[str, list[NoteInfo]]], broken: int, recent: list[NoteInfo]) -> Page:
+    """Sources, recently changed notes (``recent``, see :func:`recent_notes`), the most used tags and
+    the number of broken links."""
     counts = Counter(n.source_id for n in notes)
-    recent = heapq.nlargest(RECENT_NOTES, notes, key=lambda n: (n.updated_at, n.key))
     top = sorted(groups.items(), key=lambda kv: (-len(kv[1][1]), fold(kv[1][0])))[:HOME_TAGS]
     context = {
         "sources": [{"id": sid, "kind": kind, "url": urls.toc_url(sid), "count": counts[sid],
                      "graph_url": urls.graph_url(sid)} for sid, kind in sources],
-        "recent": [{"url": n.url, "title": n.title, "source_id": n.source_id, "changed": n.changed}
-                   for n in recent],
+        "recent": [recent_item(n) for n in recent],
         "tags": [{"name": name, "url": _tag_page_url(slug), "count": len(members)}
                  for slug, (name, members) in sorted(top, key=lambda kv: fold(kv[1][0]))],
         "more_tags": len(groups) > HOME_TAGS, "tag_count": len(groups),
         "broken": broken, "broken_url": urls.BROKEN_LINKS_URL,
     }
+    return home_with(context)
+
+
+def home_with(context: dict[str, Any]) -> Page:
+    """The home page showing ``context`` (see :func:`home_page`)."""
     return Page(urls.HOME_URL, "home.html", "home", "Home", context)
 
 

@@ -23,7 +23,7 @@ import gc
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ from builder.core import templates, urls
 from builder.core.config import Config
 from builder.forkpool import PARALLEL_MIN, Pool
 from builder.render import (
+    delta,
     drawing,
     graph,
     highlight,
@@ -44,8 +45,7 @@ from builder.render import (
     tree,
 )
 from builder.render.links import Resolver, SourceNotes
-from builder.render.output import STAMP
-from builder.render.stamp import RENDER_VERSION, code_files, stamp_text
+from builder.render.stamp import RENDER_VERSION, code_files, write_stamp
 from builder.sources import Scope
 from builder.synclog import SyncLog
 
@@ -114,6 +114,14 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     content = db.content_token(conn)
     files = code_files(site / output.CACHE_DIR / "imports.json")
     env_fp, asset_v = _code_fingerprint(config, files), templates.asset_version()
+    if not full and claimed:
+        edits = delta.render_edits(config, conn, env_fp=env_fp, files=files, log=log)
+        if edits is not None:
+            seconds = time.perf_counter() - started
+            _log_render(log, edits.written, edits.notes_rendered, edits.pages, edits.removed, edits.broken_links,
+                        seconds)
+            return RenderReport(edits.written, edits.removed, edits.unchanged, edits.notes_rendered,
+                                edits.broken_links, seconds)
     saved = output.read_manifest(site)
     previous = output.current_manifest(saved)
     trust = not full and previous.get("env") == env_fp
@@ -170,8 +178,8 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
             # the navigation trees list the notes with a page: every note's path and title, less those
             # that could not be read (their pages stay, but a fresh render would leave them out)
             trees = state.sha(universe, *(n.key for n in notes if n.key not in entries))
-            page_urls = _site_pages(out, env_fp, [n for n in notes if n.key in entries], kinds, dirty,
-                                    SiteData(entries, links, trust and previous.get("trees") == trees))
+            made = _site_pages(out, env_fp, [n for n in notes if n.key in entries], kinds, dirty,
+                               SiteData(entries, links, trust and previous.get("trees") == trees))
             out.written.extend(note_pages())
     finally:
         jobs.set_context(None)
@@ -187,17 +195,22 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     removed = out.remove_stale(listed, recorded | lost)
     if big:
         highlight.save(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
+    memory = delta.remember(config, content, entries, links, made.recent, made.home.context, len(made.urls))
     out.save_manifest({"version": output.MANIFEST_VERSION, "env": env_fp, "universe": universe, "trees": trees,
-                       "pages": out.pages, "notes": entries}, saved)
+                       **memory, "pages": out.pages, "notes": entries}, saved)
     journal.clear()  # the manifest lists every page now
-    stamp = stamp_text(config, files, content)
-    if not (site / STAMP).is_file() or (site / STAMP).read_text(encoding="utf-8") != stamp:
-        output.write_atomic(site / STAMP, stamp)
+    write_stamp(config, files, content)
     seconds = time.perf_counter() - started
-    if out.written or removed:
-        log.info(f"render: {len(out.written)} files written ({len(page_jobs)} note pages of {len(page_urls)} pages), "
-                 f"{len(removed)} removed, {broken} broken links, {seconds:.2f} s")
+    _log_render(log, out.written, len(page_jobs), len(made.urls), removed, broken, seconds)
     return RenderReport(tuple(out.written), tuple(removed), out.unchanged, len(page_jobs), broken, seconds)
+
+
+def _log_render(log: SyncLog, written: Iterable[str], note_pages: int, page_count: int, removed: Iterable[str],
+                broken: int, seconds: float) -> None:
+    written, removed = list(written), list(removed)
+    if written or removed:
+        log.info(f"render: {len(written)} files written ({note_pages} note pages of {page_count} pages), "
+                 f"{len(removed)} removed, {broken} broken links, {seconds:.2f} s")
 
 
 def _affected(notes: list[pages.NoteInfo], stale: list[pages.NoteInfo], old: dict[str, Any], entries: dict[str, Any],
@@ -236,10 +249,19 @@ class SiteData:
     same_trees: bool  # every listed note's path and title as in the last render: the navigation trees hold
 
 
+@dataclass(frozen=True)
+class SitePages:
+    """What :func:`_site_pages` made that the render remembers."""
+
+    urls: list[str]  # every page of the site
+    home: Any  # the home page (a builder.core.templates.Page)
+    recent: list[pages.NoteInfo]  # the notes it lists as recently changed
+
+
 def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], kinds: dict[str, str],
-                dirty: state.Dirty | None, data: SiteData) -> list[str]:
+                dirty: state.Dirty | None, data: SiteData) -> SitePages:
     """Each source's pages, tag pages, home, broken links, search, 404 and the sitemap; returns every
-    page URL. ``dirty`` (:class:`builder.render.state.Dirty`) names the pages that may have changed;
+    page URL and the home page. ``dirty`` (:class:`builder.render.state.Dirty`) names the pages that may have changed;
     None: any may have. Big pages are fingerprinted from their inputs, never built to compare."""
 
     ctx = jobs.context()
@@ -263,7 +285,9 @@ def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], ki
         if out.wants(broken_page.url, state.sha(env_fp, broken_page.data())):
             out.write(broken_page.url, render(broken_page, ctx.built_at))
     broken = sum(len(data.entries[n.key].get("broken", ())) for n in notes)
-    fixed = [pages.tags_page(groups), pages.home_page(list(kinds.items()), notes, groups, broken), *pages.fixed_pages()]
+    recent = pages.recent_notes(notes)
+    home = pages.home_page(list(kinds.items()), notes, groups, broken, recent)
+    fixed = [pages.tags_page(groups), home, *pages.fixed_pages()]
     for page in fixed:
         if out.wants(page.url, state.sha(env_fp, page.data())):
             out.write(page.url, render(page, ctx.built_at))
@@ -271,7 +295,7 @@ def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], ki
                        + [p.url for p in fixed if p.kind != "404"])
     if out.wants(urls.SITEMAP_URL, state.sha(env_fp, *page_urls)):
         out.write(urls.SITEMAP_URL, pages.sitemap(page_urls))
-    return page_urls
+    return SitePages(page_urls, home, recent)
 
 
 def _source_pages(out: output.Output, env_fp: str, source_id: str, kind: str, notes: list[pages.NoteInfo],

@@ -126,6 +126,13 @@ def stamp_text(config: Config, files: list[Path], content: str) -> str:
                       ensure_ascii=False)
 
 
+def write_stamp(config: Config, files: list[Path], content: str) -> None:
+    """Record a complete render of ``content`` (see :func:`stamp_text`), unless it is recorded."""
+    stamp, path = stamp_text(config, files, content), config.site.output / STAMP
+    if not path.is_file() or path.read_text(encoding="utf-8") != stamp:
+        write_atomic(path, stamp)
+
+
 def site_is_stale(config: Config, content: str) -> bool:
     """True unless the last complete render was of this index ``content`` (see
     :func:`builder.core.index.content_token`) with today's renderer, templates and site settings

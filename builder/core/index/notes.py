@@ -83,7 +83,7 @@ def delete_source(conn: Connection, source_id: str) -> None:
         before_deleting(conn, "source_id = :source_id", {"source_id": source_id})
         _delete_vectors(conn, "source_id = :source_id", {"source_id": source_id})
         conn.execute("DELETE FROM sources WHERE source_id = :source_id", {"source_id": source_id})
-        _bump(conn, "content_version")
+        _content_changed(conn, source_id, None)
 
 
 # ---------------------------------------------------------------- files and chunks
@@ -145,6 +145,23 @@ def _bump(conn: Connection, counter: str) -> None:
     """), {"counter": counter})
 
 
+CONTENT_LOG_KEEP = 10_000  # changes remembered by content_log (a render further behind renders everything)
+
+
+def _content_changed(conn: Connection, source_id: str, path: str | None) -> None:
+    """Move ``content_version`` for a change of note ``path`` (None: of every note of the source) and
+    log which note it was, so that a render can ask what changed since it last ran."""
+    _bump(conn, "content_version")
+    conn.execute(dedent("""
+        INSERT INTO content_log (version, source_id, path)
+        VALUES ((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'content_version'), :source_id, :path)
+    """), {"source_id": source_id, "path": path})
+    conn.execute(dedent("""
+        DELETE FROM content_log
+        WHERE version <= (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'content_version') - :keep
+    """), {"keep": CONTENT_LOG_KEEP})
+
+
 def replace_file(conn: Connection, source_id: str, record: FileRecord, chunks: Sequence[dict[str, Any]],
                  now: str) -> None:
     """Swap one note's row and chunks in a single transaction: a crash leaves it old or new."""
@@ -177,7 +194,7 @@ def replace_file(conn: Connection, source_id: str, record: FileRecord, chunks: S
         """), [{**key, **chunk} if "stems" in chunk else
                {**key, **chunk, "stems": chunk_stems(chunk["breadcrumb"], chunk["text"])} for chunk in chunks])
         index_words(conn, key)
-        _bump(conn, "content_version")
+        _content_changed(conn, source_id, record.path)
 
 
 def _json(value: Any) -> str:
@@ -196,7 +213,7 @@ def touch_file(conn: Connection, source_id: str, path: str, size: int, mtime_ns:
         conn.execute("UPDATE files SET size = :size, mtime_ns = :mtime_ns "
                      "WHERE source_id = :source_id AND path = :path", {**key, "size": size, "mtime_ns": mtime_ns})
         if moved:
-            _bump(conn, "content_version")
+            _content_changed(conn, source_id, path)
 
 
 def set_last_change(conn: Connection, source_id: str, path: str, changed_at: str | None,
@@ -207,7 +224,7 @@ def set_last_change(conn: Connection, source_id: str, path: str, changed_at: str
             UPDATE files SET changed_at = :changed_at, changed_by = :changed_by
             WHERE source_id = :source_id AND path = :path
         """), {"source_id": source_id, "path": path, "changed_at": changed_at, "changed_by": changed_by})
-        _bump(conn, "content_version")
+        _content_changed(conn, source_id, path)
 
 
 def delete_file(conn: Connection, source_id: str, path: str) -> None:
@@ -217,7 +234,7 @@ def delete_file(conn: Connection, source_id: str, path: str) -> None:
         before_deleting(conn, "source_id = :source_id AND path = :path", key)
         _delete_vectors(conn, "source_id = :source_id AND path = :path", key)
         conn.execute("DELETE FROM files WHERE source_id = :source_id AND path = :path", key)
-        _bump(conn, "content_version")
+        _content_changed(conn, source_id, path)
 
 
 # ---------------------------------------------------------------- vectors
@@ -259,6 +276,26 @@ def content_token(conn: Connection) -> str:
     tokens mean the same notes, titles, headings and dates (the site rendered from one is current)."""
     rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('generation', 'content_version')"))
     return f"{rows.get('generation', '')}#{rows.get('content_version', '0')}"
+
+
+def content_changes(conn: Connection, since: str) -> list[tuple[str, str]] | None:
+    """The notes (source id, path) written, touched or deleted since the index's content token was
+    ``since`` (see :func:`content_token`), or None when the index cannot tell: another generation,
+    changes older than :data:`CONTENT_LOG_KEEP`, or a whole source removed."""
+    generation, _, version = since.rpartition("#")
+    rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('generation', 'content_version')"))
+    if generation != rows.get("generation", "") or not version.isdigit():
+        return None
+    now, then = int(rows.get("content_version", "0")), int(version)
+    if now < then or now - then > CONTENT_LOG_KEEP:
+        return None
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    found = cursor.execute("SELECT source_id, path FROM content_log WHERE version > :then",
+                           {"then": then}).fetchall()
+    if len(found) != now - then or any(path is None for _, path in found):  # not every change logged
+        return None
+    return sorted(set(found))
 
 
 # ---------------------------------------------------------------- counts and listings
@@ -351,26 +388,38 @@ class NoteRow(NamedTuple):
     updated: Any
 
 
-def notes_for_render(conn: Connection) -> list[NoteRow]:
-    """Every published note with what its page, the tables of contents and tag pages show; ``created``
-    and ``updated`` are the front matter's own dates as written (or NULL), ``changed_at`` and
-    ``changed_by`` the last change the build saw (git: the last commit touching the note; else its file)."""
-    def first_of(keys: tuple[str, ...]) -> str:
+def notes_for_render(conn: Connection, keys: Iterable[tuple[str, str]] | None = None) -> list[NoteRow]:
+    """Every published note (or those of ``keys``, (source id, path) pairs) with what its page, the
+    tables of contents and tag pages show; ``created`` and ``updated`` are the front matter's own
+    dates as written (or NULL), ``changed_at`` and ``changed_by`` the last change the build saw (git:
+    the last commit touching the note; else its file)."""
+    def first_of(names: tuple[str, ...]) -> str:
         # json_extract only where the text names a key (the front matter is stored by json.dumps, which
         # writes ASCII names as they are): a render reads every note, most of them without dates
-        named = " OR ".join(f"instr(front_matter, '\"{key}\"')" for key in keys)
-        found = ", ".join(f"json_extract(front_matter, '$.{key}')" for key in keys)
+        named = " OR ".join(f"instr(front_matter, '\"{name}\"')" for name in names)
+        found = ", ".join(f"json_extract(front_matter, '$.{name}')" for name in names)
         return f"CASE WHEN {named} THEN coalesce({found}, NULL) END"
 
     columns = {r[1] for r in conn.execute("PRAGMA table_info(files)")}
     author = "changed_by" if "changed_by" in columns else "NULL AS changed_by"  # an index before schema step 2
+    chosen = "" if keys is None else dedent("""
+        AND (source_id, path) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')
+                                  FROM json_each(:keys))""")
     cursor = conn.cursor()
     cursor.row_factory = None  # plain tuples: this runs over every note on every render
     rows = cursor.execute(dedent(f"""
         SELECT source_id, path, title, tags, headings, changed_at, {author}, sha256,
                {first_of(CREATED_KEYS)} AS created, {first_of(UPDATED_KEYS)} AS updated
         FROM files
-        WHERE status = :status
+        WHERE status = :status {chosen}
         ORDER BY source_id, path
-    """), {"status": "ok"})
+    """), {"status": "ok", "keys": json.dumps(sorted(keys or ()))})
     return list(map(NoteRow._make, rows))
+
+
+def note_titles(conn: Connection) -> list[tuple[str, str, str]]:
+    """(source id, path, title) of every published note, ordered by source and path."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    return cursor.execute("SELECT source_id, path, title FROM files WHERE status = :status ORDER BY source_id, path",
+                          {"status": "ok"}).fetchall()

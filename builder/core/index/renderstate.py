@@ -1,9 +1,9 @@
 """What the render remembers between builds: ``<site>/.render-state``, a small SQLite file of its own.
 
-It holds the render manifest (:mod:`builder.render.output` says what is in it): a dict whose plain
-values (versions, fingerprints) are rows of ``meta`` and whose dict values (every note's entry,
-every page's fingerprint: 10,000 of each for 10,000 notes) are split by key into :data:`SHARDS`
-rows of ``shards``, each a marshal blob. A one-note build changes one entry and a few page
+It holds the render manifest (:mod:`builder.render.output` says what is in it): a dict whose big
+maps (every note's entry, every page's fingerprint: 10,000 of each for 10,000 notes; the caller
+names them) are split by key into :data:`SHARDS` rows of ``shards``, each a marshal blob, and
+whose other values are rows of ``meta``. A one-note build changes one entry and a few page
 fingerprints, so a save rewrites only the shards that changed, in one transaction, instead of the
 whole manifest (7 MB at 10,000 notes: ~60 ms to encode and write again for one edited note); a
 render still reads every shard, as fast as one file (big blobs, one query). A reader sees the last
@@ -13,9 +13,10 @@ complete save or the one before (SQLite's rollback journal), never half of one. 
 
 from __future__ import annotations
 
+import json
 import marshal
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from textwrap import dedent
@@ -35,7 +36,7 @@ SHARDS = 64  # rows per map: ~160 entries (~110 kB) each at 10,000 notes
 _SCHEMA = dedent("""
     CREATE TABLE IF NOT EXISTS meta (
       key TEXT PRIMARY KEY,
-      value BLOB NOT NULL           -- marshal: a str, int or list
+      value BLOB NOT NULL           -- marshal
     ) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS shards (
       map TEXT NOT NULL,            -- the manifest's key of a dict ("notes", "pages")
@@ -83,21 +84,106 @@ def read_state(path: Path) -> dict[str, Any]:
     return found
 
 
-def write_state(path: Path, manifest: dict[str, Any], stored: dict[str, Any]) -> None:
-    """Store ``manifest`` at ``path``, where ``stored`` is what :func:`read_state` read there before
-    (``{}``: nothing usable; then the file is made anew). Writes only the rows that differ."""
+def read_meta(path: Path) -> dict[str, Any] | None:
+    """The stored manifest's values but its maps; None when there is none or it cannot be read."""
+    return _read(path, "SELECT key, value FROM meta", {}, lambda rows: {key: marshal.loads(value) for key, value in rows})
+
+
+def read_keys(path: Path, name: str, keys: Iterable[str]) -> dict[str, Any] | None:
+    """The values of ``keys`` in map ``name`` (those it holds), reading only their shards; None
+    when they cannot be read."""
+    wanted = set(keys)
+    shards = json.dumps(sorted({shard_of(key) for key in wanted}))
+
+    def pick(rows: Iterable[tuple[bytes]]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for (data,) in rows:
+            found.update((key, value) for key, value in marshal.loads(data).items() if key in wanted)
+        return found
+
+    return _read(path, "SELECT data FROM shards WHERE map = :map AND shard IN (SELECT value FROM json_each(:shards))",
+                 {"map": name, "shards": shards}, pick)
+
+
+def read_map(path: Path, name: str) -> dict[str, Any] | None:
+    """All of map ``name``; None when it cannot be read."""
+    def merge(rows: Iterable[tuple[bytes]]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for (data,) in rows:
+            found.update(marshal.loads(data))
+        return found
+
+    return _read(path, "SELECT data FROM shards WHERE map = :map", {"map": name}, merge)
+
+
+def _read(path: Path, sql: str, params: dict[str, Any],
+          decode: Callable[[Any], dict[str, Any]]) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    sqlite3 = sqlite_module()
+    try:
+        with _connection(path, create=False) as conn:
+            if conn.execute("PRAGMA user_version").fetchone()[0] != FORMAT:
+                return None
+            return decode(conn.execute(sql, params))
+    except (sqlite3.DatabaseError, *_UNREADABLE):
+        return None
+
+
+def patch_state(path: Path, meta: dict[str, Any], maps: dict[str, dict[str, Any]]) -> bool:
+    """Change the stored manifest in place: set these plain values, and these keys of these maps (a
+    value of None removes the key). Only the shards holding those keys are read and written, in one
+    transaction. False when the file turns out damaged: it is then removed (the next render starts
+    afresh, as without one)."""
+    sqlite3 = sqlite_module()
+    try:
+        with _connection(path, create=False) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for key, value in meta.items():
+                    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (:key, :value)",
+                                 {"key": key, "value": marshal.dumps(value)})
+                for name, changes in maps.items():
+                    for shard in sorted({shard_of(key) for key in changes}):
+                        _patch_shard(conn, name, shard, {k: v for k, v in changes.items() if shard_of(k) == shard})
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+    except (sqlite3.DatabaseError, *_UNREADABLE):
+        _remove(path)
+        return False
+    return True
+
+
+def _patch_shard(conn: Connection, name: str, shard: int, changes: dict[str, Any]) -> None:
+    row = conn.execute("SELECT data FROM shards WHERE map = :map AND shard = :shard",
+                       {"map": name, "shard": shard}).fetchone()
+    part = marshal.loads(row[0]) if row else {}
+    for key, value in changes.items():
+        if value is None:
+            part.pop(key, None)
+        else:
+            part[key] = value
+    _put_shard(conn, name, shard, part)
+
+
+def write_state(path: Path, manifest: dict[str, Any], stored: dict[str, Any], *, maps: Collection[str]) -> None:
+    """Store ``manifest`` at ``path``, its keys ``maps`` (dicts) by shards, where ``stored`` is what
+    :func:`read_state` read there before (``{}``: nothing usable; then the file is made anew).
+    Writes only the rows that differ."""
     sqlite3 = sqlite_module()
     if not stored or not path.is_file():
         _remove(path)
         stored = {}
     try:
-        _save(path, manifest, stored)
+        _save(path, manifest, stored, maps)
     except sqlite3.DatabaseError:  # damaged since it was read: make it anew
         _remove(path)
-        _save(path, manifest, {})
+        _save(path, manifest, {}, maps)
 
 
-def _save(path: Path, manifest: dict[str, Any], stored: dict[str, Any]) -> None:
+def _save(path: Path, manifest: dict[str, Any], stored: dict[str, Any], maps: Collection[str]) -> None:
     with _connection(path, create=True) as conn:
         if not stored:
             conn.executescript(_SCHEMA)
@@ -105,7 +191,7 @@ def _save(path: Path, manifest: dict[str, Any], stored: dict[str, Any]) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             for key, value in manifest.items():
-                if isinstance(value, dict):
+                if key in maps:
                     _save_map(conn, key, value, stored.get(key))
                 elif key not in stored or stored[key] != value:
                     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (:key, :value)",
@@ -113,7 +199,7 @@ def _save(path: Path, manifest: dict[str, Any], stored: dict[str, Any]) -> None:
             for key, value in stored.items():
                 if key in manifest:
                     continue
-                if isinstance(value, dict):
+                if isinstance(value, StoredMap):
                     conn.execute("DELETE FROM shards WHERE map = :key", {"key": key})
                 else:
                     conn.execute("DELETE FROM meta WHERE key = :key", {"key": key})
@@ -142,11 +228,15 @@ def _save_map(conn: Connection, name: str, new: dict[str, Any], old: Any) -> Non
         for key in added:
             parts[shard_of(key)][key] = new[key]
     for shard, part in parts.items():
-        if part:
-            conn.execute("INSERT OR REPLACE INTO shards (map, shard, data) VALUES (:map, :shard, :data)",
-                         {"map": name, "shard": shard, "data": marshal.dumps(part)})
-        else:
-            conn.execute("DELETE FROM shards WHERE map = :map AND shard = :shard", {"map": name, "shard": shard})
+        _put_shard(conn, name, shard, part)
+
+
+def _put_shard(conn: Connection, name: str, shard: int, part: dict[str, Any]) -> None:
+    if part:
+        conn.execute("INSERT OR REPLACE INTO shards (map, shard, data) VALUES (:map, :shard, :data)",
+                     {"map": name, "shard": shard, "data": marshal.dumps(part)})
+    else:
+        conn.execute("DELETE FROM shards WHERE map = :map AND shard = :shard", {"map": name, "shard": shard})
 
 
 @contextmanager

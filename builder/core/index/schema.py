@@ -247,6 +247,14 @@ SCHEMA_STEPS: tuple[str | Callable[[Connection], None], ...] = (
     _one_prefix_index,
     # 8: the code page a note not in UTF-8 was read in (NULL: UTF-8), for grep
     _add_encoding,
+    # 9: which note each move of ``content_version`` was for (see notes.content_changes)
+    """
+    CREATE TABLE IF NOT EXISTS content_log (
+      version   INTEGER PRIMARY KEY,  -- the content_version this change moved meta to
+      source_id TEXT NOT NULL,
+      path      TEXT                  -- NULL: the whole source (it left the config)
+    );
+    """,
 )
 
 

@@ -1,0 +1,264 @@
+"""The render of a few edited notes that reads only what they touch.
+
+The every-minute build usually finds one or two notes whose text (or date) changed and nothing else.
+The full render (:mod:`builder.render.site`) still reads every note and every manifest entry to
+prove that nothing else changed (~0.4 s at 10,000 notes). This one proves it from what the last
+render remembered (:func:`remember`, stored with its manifest) and from the index's log of what
+changed since (:func:`builder.core.index.content_changes`), and writes exactly what the full render
+would write: the edited notes' pages, the home page (its "recently changed" list) and whatever
+attachments changed. It declines (returns None, and the full render runs) unless all of this holds:
+
+- the last render finished, with this renderer and settings, and rendered the index's generation;
+- at most :data:`MAX_NOTES` notes changed, each was published then and is now;
+- each keeps its title, tags, headings, links and what they resolve to, and its broken links: so
+  no other page shows anything new about it;
+- every link to a file of every note still lands where it did (an image added next to a note
+  fixes its broken link: the full render then re-renders that note), and every page is on disk.
+
+``tests/test_render_delta.py`` checks that it writes the same site and manifest as the full render.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from builder.core import index as db
+from builder.core import templates, urls
+from builder.core.config import Config
+from builder.core.index import renderstate
+from builder.render import graph, highlight, jobs, output, pages, state
+from builder.render.links import Resolver, SourceNotes
+from builder.render.stamp import write_stamp
+from builder.sources import Scope
+from builder.synclog import SyncLog
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
+
+MAX_NOTES = 16  # more changed notes than this: the full render (it forks workers from 32)
+_KEYS = ("content", "scopes", "into", "file_links", "attachments", "recent", "home", "page_count")
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a delta render did (as in :class:`builder.render.site.RenderReport`)."""
+
+    written: tuple[str, ...]
+    removed: tuple[str, ...]
+    unchanged: int  # files of the site left as they were
+    notes_rendered: int  # note pages written
+    broken_links: int  # in the notes rendered
+    pages: int  # pages of the site
+
+
+def scopes(config: Config) -> str:
+    """What deciding which notes are published depends on in the config (a digest)."""
+    return state.sha(json.dumps([[s.id, str(config.source_root(s)), s.paths, s.include, s.exclude]
+                                 for s in config.sources]))
+
+
+def remember(config: Config, content: str, entries: dict[str, Any], links: graph.Links,
+             recent: list[pages.NoteInfo], home: dict[str, Any], page_count: int) -> dict[str, Any]:
+    """What a full render stores beside its manifest for the next delta render: the index content it
+    rendered, the notes linking to each note, every note's links to files, the attachments copied,
+    the home page's data and its recently changed notes, and how many pages the site has."""
+    file_links: dict[str, list[list[Any]]] = {}
+    attachments: dict[str, list[str]] = {}
+    for key, entry in entries.items():
+        if not entry.get("files", 1):
+            continue
+        found = [[kind, raw, r] for (kind, raw), r in zip(entry["links"], entry["resolved"])
+                 if kind != "wiki" and r[0] in ("attachment", "broken")]
+        if found:
+            file_links[key] = found
+        for r in entry["resolved"]:
+            if r[0] == "attachment":
+                attachments[r[1]] = [key.partition(":")[0], r[2]]
+    return {"content": content, "scopes": scopes(config),
+            "into": {key: sorted(sources, key=_index_order) for key, sources in links.into.items()},
+            "file_links": file_links, "attachments": attachments,
+            "recent": [[*pages.recent_key(n)] for n in recent], "home": home, "page_count": page_count}
+
+
+def _index_order(key: str) -> tuple[str, str]:
+    source_id, _, path = key.partition(":")
+    return source_id, path
+
+
+def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[Path],
+                 log: SyncLog) -> Report | None:
+    """Render the notes changed since the last render when only their own pages (and home) can
+    change; None when that cannot be shown (see the module docstring): the full render must run."""
+    site = config.site.output
+    path = site / output.STATE
+    meta = renderstate.read_meta(path) or {}
+    if (meta.get("version") != output.MANIFEST_VERSION or meta.get("env") != env_fp
+            or any(key not in meta for key in _KEYS) or meta["scopes"] != scopes(config)
+            or output.Journal(site).recorded()):
+        return None
+    changed = db.content_changes(conn, meta["content"])
+    if not changed or len(changed) > MAX_NOTES:
+        return None
+    notes = _published(config, [pages.note_from_row(r) for r in db.notes_for_render(conn, changed)])
+    old = renderstate.read_keys(path, "notes", (n.key for n in notes))
+    if (old is None or len(notes) != len(changed) or len(old) != len(notes)
+            or not all(_same_outline(n, old[n.key]) for n in notes)):
+        return None
+    stored_pages = renderstate.read_map(path, "pages")
+    present = output.existing_files(site)
+    if not stored_pages or any(urls.site_file(url) not in present for url in stored_pages):
+        return None  # a page to write again: the full render finds which
+    roots = {s.id: config.source_root(s) for s in config.sources}
+    resolver = _resolver(config, conn)
+    if not _files_hold(resolver, meta["file_links"]):
+        return None
+    jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, templates.asset_version(),
+                                tuple(s.id for s in config.sources), cache_dir=site / output.CACHE_DIR / "jinja")
+    journal = output.Journal(site)
+    out = output.Output(site, stored_pages, present, set(), journal)
+    jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site))
+    try:
+        return _render(config, conn, notes, old, meta, out, log, env_fp, files)
+    finally:
+        jobs.set_context(None)
+        journal.close()
+
+
+def _render(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: dict[str, Any],
+            meta: dict[str, Any], out: output.Output, log: SyncLog, env_fp: str, files: list[Path]) -> Report | None:
+    """Decide everything first (None: the full render must run), then write."""
+    site = config.site.output
+    highlight.use(highlight.cache_file(site))
+    stale = [n for n in notes if n.sha256 != old[n.key]["sha"]]
+    bodies = {n.key: outcome for group in jobs.same_text_groups(stale)
+              for n, outcome in zip(group, jobs.body_job(group))}
+    entries = {n.key: {**old[n.key], "dates": n.dates} for n in notes}
+    for note in stale:
+        outcome = bodies[note.key]
+        if outcome.body is None or outcome.error:
+            return None
+        entries[note.key] = state.entry(note, outcome.body, outcome.highlights)
+        if any(entries[note.key].get(k) != old[note.key].get(k) for k in ("links", "resolved", "broken", "files")):
+            return None  # another page may show it: the full render decides
+    recent = _recent(meta["recent"], meta["home"]["recent"], notes)
+    if recent is None:
+        return None
+    into: dict[str, list[str]] = meta["into"]
+    links = _links(conn, config, [n.key for n in notes], into)
+    page_jobs = []
+    for note in notes:
+        backlinks = [links.notes[key] for key in into.get(note.key, ())]
+        picture = links.local(note.key)
+        if out.wants(note.url, state.note_fp(env_fp, note, entries[note.key], backlinks, picture.digest())):
+            if note.key not in bodies:  # only its date moved: its page is made again from its text
+                bodies[note.key] = jobs.body_job([note])[0]
+            body = bodies[note.key].body
+            if body is None:
+                return None
+            page_jobs.append((note, body.html, backlinks, picture))
+    for outcome in bodies.values():
+        if outcome.blocks:
+            highlight.remember(outcome.blocks)
+    broken = state.log_broken(stale, bodies, entries, log)
+    for job in page_jobs:
+        rel = urls.site_file(job[0].url)
+        out.journal.add(rel)
+        out.written.append(jobs.page_job(job))
+    home = pages.home_with({**meta["home"], "recent": [item for _, item in recent]})
+    if out.wants(home.url, state.sha(env_fp, home.data())):
+        out.write(home.url, jobs.context().templates.render(home, jobs.context().built_at))
+    output.copy_static(out, templates.static_dir())
+    roots = jobs.context().roots
+    output.copy_attachments(out, {url: roots[source_id] / rel for url, (source_id, rel) in meta["attachments"].items()})
+    removed = [rel for rel in sorted(out.present) if output.is_temporary(rel)]  # left by a killed write
+    for rel in removed:
+        (site / rel).unlink(missing_ok=True)
+    content = db.content_token(conn)
+    if renderstate.patch_state(site / output.STATE, {
+        "content": content, "recent": [[*at] for at, _ in recent], "home": home.context,
+    }, {"notes": {key: entry for key, entry in entries.items() if entry != old[key]},
+        "pages": {url: fp for url, fp in out.pages.items() if out.old.get(url) != fp}}):
+        out.journal.clear()  # else the journal keeps naming the pages written (see output.Journal)
+    write_stamp(config, files, content)
+    return Report(tuple(out.written), tuple(removed), len(out.old) - len(out.written), len(page_jobs), broken,
+                  meta["page_count"])
+
+
+def _same_outline(note: pages.NoteInfo, entry: dict[str, Any]) -> bool:
+    """Does the note show other pages what it showed them at the last render (URL, title, tags, its
+    table of contents entry and heading anchors)?"""
+    return (entry.get("tags_digest") == state.sha(note.url, note.title, *note.tags)
+            and entry.get("toc_digest") == state.sha(note.toc_entry)
+            and entry.get("anchors_digest") == state.sha(*note.anchor_list))
+
+
+def _published(config: Config, notes: list[pages.NoteInfo]) -> list[pages.NoteInfo]:
+    wanted = {s.id: Scope.of(s) for s in config.sources}
+    return [n for n in notes if n.source_id in wanted and wanted[n.source_id].wants(n.path)]
+
+
+def _resolver(config: Config, conn: Connection) -> Resolver:
+    """Link resolution over today's published notes (their paths and titles; anchors when asked)."""
+    by_source: dict[str, list[tuple[str, str]]] = {s.id: [] for s in config.sources}
+    scope = {s.id: Scope.of(s) for s in config.sources}
+    for source_id, path, title in db.note_titles(conn):
+        if source_id in scope and scope[source_id].wants(path):
+            by_source[source_id].append((path, title))
+
+    def anchors(source_id: str) -> Callable[[str], tuple[str, ...]]:
+        def of(path: str) -> tuple[str, ...]:
+            rows = db.notes_for_render(conn, [(source_id, path)])
+            return pages.note_from_row(rows[0]).anchor_list if rows else ()
+        return of
+
+    return Resolver({s.id: SourceNotes(s.id, config.source_root(s), scope[s.id], by_source[s.id], anchors(s.id))
+                     for s in config.sources})
+
+
+def _files_hold(resolver: Resolver, file_links: dict[str, list[list[Any]]]) -> bool:
+    """Does every link to a file still resolve as at the last render (see
+    :func:`builder.render.state.recheck`)?"""
+    for key, found in file_links.items():
+        source_id, _, path = key.partition(":")
+        for kind, raw, r in found:
+            if r[0] == "broken":
+                if not resolver.still_broken(source_id, path, raw, r):
+                    return False
+            elif resolver.resolve(source_id, path, kind, raw).as_list() != r:
+                return False
+    return True
+
+
+def _links(conn: Connection, config: Config, keys: list[str], into: dict[str, list[str]]) -> graph.Links:
+    """The link graph around ``keys``, two hops out, as :class:`builder.render.graph.Links` draws it:
+    the links come from ``into`` (every note's backlinks), the notes from the index."""
+    out: dict[str, set[str]] = {}
+    for target, sources in into.items():
+        for source in sources:
+            out.setdefault(source, set()).add(target)
+    near = set(keys)
+    for _ in range(2):  # the notes themselves, their neighbours, and those neighbours' neighbours
+        near |= {k for key in near for k in (*out.get(key, ()), *into.get(key, ()))}
+    known = {n.key: n for n in _published(config, [pages.note_from_row(r) for r in db.notes_for_render(
+        conn, [_index_order(key) for key in near])])}
+    return graph.Links.made(known, out, {key: set(sources) for key, sources in into.items()})
+
+
+def _recent(stored: list[list[str]], items: list[dict[str, str]],
+            changed: list[pages.NoteInfo]) -> list[tuple[tuple[str, str], dict[str, str]]] | None:
+    """The home page's recently changed notes (their order key and what the page shows of them),
+    from the last render's list and the changed notes; None when a note that was not listed may
+    belong in the list now (one that was listed moved back in time)."""
+    mine = {n.key for n in changed}
+    candidates = [((at, key), item) for (at, key), item in zip(stored, items) if key not in mine]
+    candidates += [(pages.recent_key(n), pages.recent_item(n)) for n in changed]
+    top = sorted(candidates, key=lambda c: c[0], reverse=True)[:pages.RECENT_NOTES]
+    # the notes not listed last time all order below the last one listed, and have not changed
+    if len(stored) == pages.RECENT_NOTES and top[-1][0] < min((at, key) for at, key in stored):
+        return None
+    return top

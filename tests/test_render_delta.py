@@ -1,0 +1,176 @@
+"""The delta render (builder.render.delta) against the full render: after any edit, the site and the
+manifest are the same whichever of the two ran, and the delta render runs exactly when it should."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from builder.render import delta, output
+from tests.test_render_helpers import build_and_render, make_config, write
+
+DAY = 86400.0
+TIME = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d")
+NOTES = {
+    "a.md": "---\ntags: [čaj]\n---\n# Alfa\n\nOdkaz na [b](sub/b.md) a [[Gama]].\n\n## Oddíl\n\ntext\n",
+    "sub/b.md": "---\ntags: [čaj, hory]\n---\n# Beta\n\nText a [alfa](../a.md#oddil).\n",
+    "sub/c.md": "# Gama\n\n[[d]] a ![obrázek](img.png) a ![plán](plan.png)\n",
+    "sub/d.md": "---\ntags: [hory]\nupdated: 2020-01-05\n---\n# Delta\n\nText.\n",
+    "e.md": "# Epsilon\n\nNic, jen [chybí](nikde.md).\n",
+}
+FILLER = 16  # more notes than the home page lists as recently changed
+
+
+def make_notes(root: Path) -> None:
+    base = time.time() - 60 * DAY
+    for i, (rel, text) in enumerate(NOTES.items()):
+        write(root, rel, text, base + i * DAY)
+    for i in range(FILLER):
+        write(root, f"old/n{i:02}.md", f"# Stará {i}\n\nOdkaz na [Alfu](../a.md).\n", base - (i + 1) * DAY)
+    (root / "sub/img.png").write_bytes(b"png-1")
+
+
+def site_snapshot(site: Path) -> dict[str, bytes]:
+    """Every file a visitor can fetch, with the build time blanked out."""
+    return {p.relative_to(site).as_posix(): TIME.sub(b"<time>", p.read_bytes())
+            for p in sorted(site.rglob("*")) if p.is_file()
+            and not any(part.startswith(".") for part in p.relative_to(site).parts)}
+
+
+def manifest(site: Path) -> dict:
+    found = output.read_manifest(site)
+    found.pop("content")  # names the index generation: each portal has its own
+    return found
+
+
+def touch(path: Path, when: float) -> None:
+    os.utime(path, (when, when))
+
+
+EDITS: dict[str, tuple[bool, Callable[[Path], None]]] = {
+    # name: (the delta render takes it, the edit)
+    "body": (True, lambda r: write(r, "sub/b.md", NOTES["sub/b.md"] + "\nDalší odstavec.\n")),
+    "body of a linked note": (True, lambda r: write(r, "a.md", NOTES["a.md"].replace("text", "jiný text"))),
+    "body with a broken link": (True, lambda r: write(r, "e.md", NOTES["e.md"] + "\nA ještě.\n")),
+    "two bodies": (True, lambda r: (write(r, "e.md", NOTES["e.md"] + "\nx\n"),
+                                    write(r, "old/n05.md", "# Stará 5\n\nOdkaz na [Alfu](../a.md). Nový.\n"))),
+    "only the date": (True, lambda r: touch(r / "sub/c.md", time.time())),
+    "an unlisted date, back": (True, lambda r: touch(r / "old/n14.md", time.time() - 400 * DAY)),
+    "a listed date, back": (False, lambda r: touch(r / "old/n03.md", time.time() - 400 * DAY)),
+    "the newest note back in time": (False, lambda r: touch(r / "e.md", time.time() - 400 * DAY)),
+    "a broken link's note edited, a listed date back": (False, lambda r: (
+        write(r, "e.md", NOTES["e.md"] + "\nA ještě.\n"), touch(r / "old/n03.md", time.time() - 400 * DAY))),
+    "front matter date": (True, lambda r: write(r, "sub/d.md", NOTES["sub/d.md"].replace("2020-01-05", "2030-01-05"))),
+    "attachment changed": (True, lambda r: ((r / "sub/img.png").write_bytes(b"png-2"),
+                                            write(r, "e.md", NOTES["e.md"] + "\ny\n"))),
+    "attachment appears": (False, lambda r: ((r / "sub/plan.png").write_bytes(b"plan"),
+                                             write(r, "e.md", NOTES["e.md"] + "\ny\n"))),
+    "link added": (False, lambda r: write(r, "e.md", NOTES["e.md"] + "\n[a](a.md)\n")),
+    "link removed": (False, lambda r: write(r, "sub/b.md", "---\ntags: [čaj, hory]\n---\n# Beta\n\nText.\n")),
+    "title": (False, lambda r: write(r, "sub/d.md", NOTES["sub/d.md"].replace("# Delta", "# Delta nová"))),
+    "heading": (False, lambda r: write(r, "sub/d.md", NOTES["sub/d.md"] + "\n## Nový oddíl\n\nx\n")),
+    "tags": (False, lambda r: write(r, "sub/d.md", NOTES["sub/d.md"].replace("[hory]", "[hory, les]"))),
+    "new note": (False, lambda r: write(r, "f.md", "# Fí\n\nNová.\n")),
+    "note deleted": (False, lambda r: (r / "e.md").unlink()),
+    "unpublished": (False, lambda r: write(r, "e.md", "---\npublished: false\n---\n# Epsilon\n")),
+}
+
+
+@pytest.fixture
+def portals(tmp_path: Path):
+    """Two portals over the same notes, each with its own index and site, both built."""
+    root = tmp_path / "notes"
+    make_notes(root)
+    configs = []
+    for name in ("delta", "full"):
+        (tmp_path / name).mkdir()
+        configs.append(make_config(tmp_path / name, {"notes": root}))
+        build_and_render(configs[-1])
+    return root, *configs
+
+
+@pytest.mark.parametrize("name", list(EDITS))
+def test_the_delta_render_writes_what_the_full_render_writes(portals, monkeypatch, name):
+    root, by_delta, by_full = portals
+    takes, edit = EDITS[name]
+    edit(root)
+    taken: list[bool] = []
+    real = delta.render_edits
+
+    def spy(*args, **kwargs):
+        found = real(*args, **kwargs)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(delta, "render_edits", spy)
+    first = build_and_render(by_delta)
+    monkeypatch.setattr(delta, "render_edits", lambda *args, **kwargs: None)
+    second = build_and_render(by_full)
+    assert taken == [takes]
+    assert site_snapshot(by_delta.site.output) == site_snapshot(by_full.site.output)
+    assert manifest(by_delta.site.output) == manifest(by_full.site.output)
+    assert sorted(first.report.written) == sorted(second.report.written)
+    assert (first.report.notes_rendered, first.report.broken_links) == (
+        second.report.notes_rendered, second.report.broken_links)
+    def said(run) -> list[str]:  # without the time of day and the seconds the render took
+        return [re.sub(r"\d+\.\d\d s$", "", line.split(" ", 1)[1]) for line in run.log.lines]
+
+    assert said(first) == said(second)
+
+
+def test_a_body_edit_is_rendered_by_the_delta_render_and_a_later_edit_too(portals, monkeypatch):
+    """Edit after edit: each delta render leaves what the next one needs."""
+    root, by_delta, _ = portals
+    calls: list[bool] = []
+    real = delta.render_edits
+    monkeypatch.setattr(delta, "render_edits", lambda *a, **k: calls.append((found := real(*a, **k)) is not None)
+                        or found)
+    for i in range(3):
+        write(root, "sub/b.md", NOTES["sub/b.md"] + f"\nOdstavec {i}.\n")
+        run = build_and_render(by_delta)
+        # home lists b first from the first edit on, with the same day
+        assert set(run.report.written) == {"notes/sub/b.html", "index.html"} if i == 0 else {"notes/sub/b.html"}
+        assert f"Odstavec {i}." in (by_delta.site.output / "notes/sub/b.html").read_text("utf-8")
+    assert calls == [True, True, True]
+
+
+@pytest.mark.parametrize("damage", ["page", "journal"])
+def test_a_missing_page_or_an_unfinished_render_leaves_it_to_the_full_render(portals, monkeypatch, damage):
+    root, by_delta, _ = portals
+    site = by_delta.site.output
+    if damage == "page":
+        (site / "notes/sub/d.html").unlink()
+    else:
+        (site / output.JOURNAL).write_text("notes/sub/d.html\n", encoding="utf-8")
+    calls: list[bool] = []
+    real = delta.render_edits
+    monkeypatch.setattr(delta, "render_edits", lambda *a, **k: calls.append((found := real(*a, **k)) is not None)
+                        or found)
+    write(root, "e.md", NOTES["e.md"] + "\nz\n")
+    run = build_and_render(by_delta)
+    assert calls == [False] and "notes/sub/d.html" in run.report.written
+    assert (site / "notes/sub/d.html").exists()
+
+
+def test_a_render_from_an_older_manifest_is_the_full_render(portals, monkeypatch):
+    """A manifest saved without what the delta render needs (by a renderer before it) is never
+    read as if it had it."""
+    root, by_delta, _ = portals
+    site = by_delta.site.output
+    stored = output.read_manifest(site)
+    older = {key: value for key, value in stored.items() if key not in ("into", "recent", "home")}
+    output.store_manifest(site, older, {})
+    write(root, "e.md", NOTES["e.md"] + "\nz\n")
+    calls: list[bool] = []
+    real = delta.render_edits
+    monkeypatch.setattr(delta, "render_edits", lambda *a, **k: calls.append((found := real(*a, **k)) is not None)
+                        or found)
+    build_and_render(by_delta)
+    assert calls == [False] and "into" in output.read_manifest(site)
+    shutil.rmtree(site / output.CACHE_DIR)  # (nothing else of the site needs it)

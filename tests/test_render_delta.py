@@ -12,19 +12,25 @@ from pathlib import Path
 
 import pytest
 
+from builder import indexfile
+from builder.core import index as db
 from builder.render import delta, output
+from builder.render.site import render_site
+from builder.sync import build
+from builder.synclog import SyncLog
 from tests.test_render_helpers import build_and_render, make_config, write
 
 DAY = 86400.0
 TIME = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d")
 NOTES = {
     "a.md": "---\ntags: [čaj]\n---\n# Alfa\n\nOdkaz na [b](sub/b.md) a [[Gama]].\n\n## Oddíl\n\ntext\n",
-    "sub/b.md": "---\ntags: [čaj, hory]\n---\n# Beta\n\nText a [alfa](../a.md#oddil).\n",
+    "sub/b.md": "---\ntags: [čaj, hory]\n---\n# Beta\n\nText a [alfa](../a.md#Oddíl).\n",
     "sub/c.md": "# Gama\n\n[[d]] a ![obrázek](img.png) a ![plán](plan.png)\n",
     "sub/d.md": "---\ntags: [hory]\nupdated: 2020-01-05\n---\n# Delta\n\nText.\n",
-    "e.md": "# Epsilon\n\nNic, jen [chybí](nikde.md).\n",
+    "e.md": "# Epsilon\n\nNic, jen [chybí](nikde.md).\n\n## Poznámka\n\ny\n",
 }
 FILLER = 16  # more notes than the home page lists as recently changed
+OTHER = {"x.md": "# Iks\n\n[[y]]\n\n## Část\n", "dir/y.md": "---\ntags: [čaj]\n---\n# Ypsilon\n\nText.\n"}
 
 
 def make_notes(root: Path) -> None:
@@ -34,6 +40,8 @@ def make_notes(root: Path) -> None:
     for i in range(FILLER):
         write(root, f"old/n{i:02}.md", f"# Stará {i}\n\nOdkaz na [Alfu](../a.md).\n", base - (i + 1) * DAY)
     (root / "sub/img.png").write_bytes(b"png-1")
+    for i, (rel, text) in enumerate(OTHER.items()):
+        write(root.parent / "other", rel, text, base - 30 * DAY + i * DAY)
 
 
 def site_snapshot(site: Path) -> dict[str, bytes]:
@@ -74,8 +82,15 @@ EDITS: dict[str, tuple[bool, Callable[[Path], None]]] = {
     "link added": (False, lambda r: write(r, "e.md", NOTES["e.md"] + "\n[a](a.md)\n")),
     "link removed": (False, lambda r: write(r, "sub/b.md", "---\ntags: [čaj, hory]\n---\n# Beta\n\nText.\n")),
     "title": (False, lambda r: write(r, "sub/d.md", NOTES["sub/d.md"].replace("# Delta", "# Delta nová"))),
-    "heading": (False, lambda r: write(r, "sub/d.md", NOTES["sub/d.md"] + "\n## Nový oddíl\n\nx\n")),
+    "heading added": (True, lambda r: write(r, "sub/d.md", NOTES["sub/d.md"] + "\n## Nový oddíl\n\nx\n")),
+    "heading renamed": (True, lambda r: write(r, "e.md", NOTES["e.md"].replace("## Poznámka", "## Doplněk"))),
+    "heading a link names renamed": (False, lambda r: write(r, "a.md", NOTES["a.md"].replace("## Oddíl", "## Část"))),
+    "headings in two notes": (True, lambda r: (write(r, "e.md", NOTES["e.md"] + "\n## Nové\n\nx\n"),
+                                                       write(r, "sub/d.md", NOTES["sub/d.md"] + "\n## Jiné\n"))),
     "tags": (False, lambda r: write(r, "sub/d.md", NOTES["sub/d.md"].replace("[hory]", "[hory, les]"))),
+    "a heading in another source": (True, lambda r: write(r.parent / "other", "x.md", OTHER["x.md"] + "\n## Nová\n")),
+    "a body in each source": (True, lambda r: (write(r.parent / "other", "dir/y.md", OTHER["dir/y.md"] + "\nA.\n"),
+                                               write(r, "e.md", NOTES["e.md"] + "\nB.\n"))),
     "new note": (False, lambda r: write(r, "f.md", "# Fí\n\nNová.\n")),
     "note deleted": (False, lambda r: (r / "e.md").unlink()),
     "unpublished": (False, lambda r: write(r, "e.md", "---\npublished: false\n---\n# Epsilon\n")),
@@ -90,7 +105,7 @@ def portals(tmp_path: Path):
     configs = []
     for name in ("delta", "full"):
         (tmp_path / name).mkdir()
-        configs.append(make_config(tmp_path / name, {"notes": root}))
+        configs.append(make_config(tmp_path / name, {"notes": root, "other": tmp_path / "other"}))
         build_and_render(configs[-1])
     return root, *configs
 
@@ -174,3 +189,32 @@ def test_a_render_from_an_older_manifest_is_the_full_render(portals, monkeypatch
     build_and_render(by_delta)
     assert calls == [False] and "into" in output.read_manifest(site)
     shutil.rmtree(site / output.CACHE_DIR)  # (nothing else of the site needs it)
+
+
+def test_a_note_that_could_not_be_read_leaves_the_next_render_to_the_full_render(portals, monkeypatch):
+    """The full render tries every note it could not read again: the delta render never skips that."""
+    root, by_delta, _ = portals
+    site = by_delta.site.output
+    text = NOTES["e.md"] + "\nNové.\n"
+    write(root, "e.md", text)
+    log = SyncLog(by_delta.log_path, echo_info=False)
+    assert build(by_delta, log=log, render=False) == 0
+    indexed = (root / "e.md").stat().st_mtime_ns
+    (root / "e.md").unlink()
+    (root / "e.md").symlink_to(root / "nowhere.md")  # indexed, but not there when the render reads it
+    conn = db.connect(indexfile.resolve(by_delta.index))
+    try:
+        render_site(by_delta, conn, full=False, log=log)
+    finally:
+        conn.close()
+    assert output.read_manifest(site)["unreadable"] == ["notes:e.md"]
+    (root / "e.md").unlink()
+    write(root, "e.md", text)
+    os.utime(root / "e.md", ns=(indexed, indexed))  # as the index saw it: not a change to index
+    write(root, "sub/b.md", NOTES["sub/b.md"] + "\nDalší.\n")
+    calls: list[bool] = []
+    real = delta.render_edits
+    monkeypatch.setattr(delta, "render_edits", lambda *a, **k: calls.append((found := real(*a, **k)) is not None)
+                        or found)
+    build_and_render(by_delta)
+    assert calls == [False] and output.read_manifest(site)["unreadable"] == []

@@ -5,13 +5,16 @@ The full render (:mod:`builder.render.site`) still reads every note and every ma
 prove that nothing else changed (~0.4 s at 10,000 notes). This one proves it from what the last
 render remembered (:func:`remember`, stored with its manifest) and from the index's log of what
 changed since (:func:`builder.core.index.content_changes`), and writes exactly what the full render
-would write: the edited notes' pages, the home page (its "recently changed" list) and whatever
-attachments changed. It declines (returns None, and the full render runs) unless all of this holds:
+would write: the edited notes' pages, the home page (its "recently changed" list), the table of
+contents of a source whose notes' headings changed, and whatever attachments changed. It declines
+(returns None, and the full render runs) unless all of this holds:
 
-- the last render finished, with this renderer and settings, and rendered the index's generation;
+- the last render finished, with this renderer and settings, rendered the index's generation and
+  read every note;
 - at most :data:`MAX_NOTES` notes changed, each was published then and is now;
-- each keeps its title, tags, headings, links and what they resolve to, and its broken links: so
-  no other page shows anything new about it;
+- each keeps its title and tags, its links and what they resolve to, and its broken links: so no
+  other page shows anything new about it but its headings (in the table of contents), and the
+  links of other notes into it land where they did (a ``#fragment`` names a heading);
 - every link to a file of every note still lands where it did (an image added next to a note
   fixes its broken link: the full render then re-renders that note), and every page is on disk.
 
@@ -31,7 +34,7 @@ from builder.core import index as db
 from builder.core import templates, urls
 from builder.core.config import Config
 from builder.core.index import renderstate
-from builder.render import graph, highlight, jobs, output, pages, state
+from builder.render import graph, highlight, jobs, output, pages, state, toc
 from builder.render.links import Resolver, SourceNotes
 from builder.render.stamp import write_stamp
 from builder.sources import Scope
@@ -41,7 +44,7 @@ if TYPE_CHECKING:
     from sqlite3 import Connection
 
 MAX_NOTES = 16  # more changed notes than this: the full render (it forks workers from 32)
-_KEYS = ("content", "scopes", "into", "file_links", "attachments", "recent", "home", "page_count")
+_KEYS = ("content", "scopes", "into", "file_links", "attachments", "recent", "home", "page_count", "unreadable")
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,8 @@ def remember(config: Config, content: str, entries: dict[str, Any], links: graph
         for r in entry["resolved"]:
             if r[0] == "attachment":
                 attachments[r[1]] = [key.partition(":")[0], r[2]]
-    return {"content": content, "scopes": scopes(config),
+    unreadable = sorted(key for key in links.notes if key not in entries)  # tried again by every full render
+    return {"content": content, "scopes": scopes(config), "unreadable": unreadable,
             "into": {key: sorted(sources, key=_index_order) for key, sources in links.into.items()},
             "file_links": file_links, "attachments": attachments,
             "recent": [[*pages.recent_key(n)] for n in recent], "home": home, "page_count": page_count}
@@ -98,7 +102,7 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     path = site / output.STATE
     meta = renderstate.read_meta(path) or {}
     if (meta.get("version") != output.MANIFEST_VERSION or meta.get("env") != env_fp
-            or any(key not in meta for key in _KEYS) or meta["scopes"] != scopes(config)
+            or any(key not in meta for key in _KEYS) or meta["scopes"] != scopes(config) or meta["unreadable"]
             or output.Journal(site).recorded()):
         return None
     changed = db.content_changes(conn, meta["content"])
@@ -107,7 +111,7 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     notes = _published(config, [pages.note_from_row(r) for r in db.notes_for_render(conn, changed)])
     old = renderstate.read_keys(path, "notes", (n.key for n in notes))
     if (old is None or len(notes) != len(changed) or len(old) != len(notes)
-            or not all(_same_outline(n, old[n.key]) for n in notes)):
+            or not all(_same_face(n, old[n.key]) for n in notes)):
         return None
     stored_pages = renderstate.read_map(path, "pages")
     present = output.existing_files(site)
@@ -115,7 +119,7 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
         return None  # a page to write again: the full render finds which
     roots = {s.id: config.source_root(s) for s in config.sources}
     resolver = _resolver(config, conn)
-    if not _files_hold(resolver, meta["file_links"]):
+    if not _files_hold(resolver, meta["file_links"]) or not _anchors_hold(path, resolver, notes, old, meta["into"]):
         return None
     jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, templates.asset_version(),
                                 tuple(s.id for s in config.sources), cache_dir=site / output.CACHE_DIR / "jinja")
@@ -169,11 +173,17 @@ def _render(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: 
         rel = urls.site_file(job[0].url)
         out.journal.add(rel)
         out.written.append(jobs.page_job(job))
+    ctx = jobs.context()
     home = pages.home_with({**meta["home"], "recent": [item for _, item in recent]})
     if out.wants(home.url, state.sha(env_fp, home.data())):
-        out.write(home.url, jobs.context().templates.render(home, jobs.context().built_at))
+        out.write(home.url, ctx.templates.render(home, ctx.built_at))
+    kinds = {s.id: s.kind for s in config.sources}
+    for source_id in sorted({n.source_id for n in notes if entries[n.key]["toc_digest"] != old[n.key]["toc_digest"]}):
+        members = _published(config, [pages.note_from_row(r) for r in db.notes_for_render(conn, source_id=source_id)])
+        toc.write_page(out, ctx.templates, ctx.built_at, env_fp, source_id, kinds[source_id], members,
+                       {n.key: state.sha(n.toc_entry) for n in members})
     output.copy_static(out, templates.static_dir())
-    roots = jobs.context().roots
+    roots = ctx.roots
     output.copy_attachments(out, {url: roots[source_id] / rel for url, (source_id, rel) in meta["attachments"].items()})
     removed = [rel for rel in sorted(out.present) if output.is_temporary(rel)]  # left by a killed write
     for rel in removed:
@@ -189,12 +199,31 @@ def _render(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: 
                   meta["page_count"])
 
 
-def _same_outline(note: pages.NoteInfo, entry: dict[str, Any]) -> bool:
-    """Does the note show other pages what it showed them at the last render (URL, title, tags, its
-    table of contents entry and heading anchors)?"""
-    return (entry.get("tags_digest") == state.sha(note.url, note.title, *note.tags)
-            and entry.get("toc_digest") == state.sha(note.toc_entry)
-            and entry.get("anchors_digest") == state.sha(*note.anchor_list))
+def _same_face(note: pages.NoteInfo, entry: dict[str, Any]) -> bool:
+    """Does the note show other pages what it showed them at the last render (URL, title, tags)?
+    (Its headings, which its source's table of contents shows, are looked at separately.)"""
+    return entry.get("tags_digest") == state.sha(note.url, note.title, *note.tags)
+
+
+def _anchors_hold(path: Path, resolver: Resolver, notes: list[pages.NoteInfo], old: dict[str, Any],
+                  into: dict[str, list[str]]) -> bool:
+    """Do the links of other notes into the notes whose headings moved still land as they did (a
+    ``#fragment`` is mapped onto the target's anchors)? Those of the changed notes are resolved anew
+    when they are rendered."""
+    moved = {n.key for n in notes if old[n.key].get("anchors_digest") != state.sha(*n.anchor_list)}
+    linking = {key for target in moved for key in into.get(target, ())} - {n.key for n in notes}
+    if not linking:
+        return True
+    entries = renderstate.read_keys(path, "notes", linking)
+    if entries is None or len(entries) != len(linking):
+        return False
+    for key, entry in entries.items():
+        source_id, _, from_path = key.partition(":")
+        for (kind, raw), r in zip(entry["links"], entry["resolved"]):
+            if r[0] == "note" and f"{source_id}:{r[2]}" in moved and \
+                    resolver.resolve(source_id, from_path, kind, raw).as_list() != r:
+                return False
+    return True
 
 
 def _published(config: Config, notes: list[pages.NoteInfo]) -> list[pages.NoteInfo]:

@@ -304,13 +304,8 @@ def _source_pages(out: output.Output, env_fp: str, source_id: str, kind: str, no
     ctx = jobs.context()
     toc_url = urls.toc_url(source_id)
     if not out.kept(toc_url, dirty is None or source_id in dirty.tocs):
-        plan = toc.plan(env_fp, source_id, kind, notes, {n.key: data.entries[n.key]["toc_digest"] for n in notes})
-        if out.wants(toc_url, plan.fingerprint):
-            fragments = toc.Fragments(ctx.site, source_id)
-            skeleton = ctx.templates.render(toc.toc_page(source_id, kind, plan), ctx.built_at)
-            out.write(toc_url, toc.splice(skeleton, plan, fragments, lambda folder: ctx.templates.fragment(
-                toc.FRAGMENT_TEMPLATE, **toc.fragment_context(source_id, folder.notes))))
-            fragments.prune()
+        toc.write_page(out, ctx.templates, ctx.built_at, env_fp, source_id, kind, notes,
+                       {n.key: data.entries[n.key]["toc_digest"] for n in notes})
     graph_url = urls.graph_url(source_id)
     if not out.kept(graph_url, dirty is None or source_id in dirty.graphs):
         view = graph.source_view(data.links, notes)

@@ -24,8 +24,8 @@ from typing import Any
 
 from builder.core import urls
 from builder.core.slug import fold
-from builder.core.templates import Page
-from builder.render.output import CACHE_DIR, write_atomic
+from builder.core.templates import Page, Templates
+from builder.render.output import CACHE_DIR, Output, write_atomic
 from builder.render.pages import NoteInfo, dir_anchor, nav_context
 from builder.render.state import sha
 
@@ -188,3 +188,16 @@ def splice(skeleton: str, toc: TocPlan, fragments: Fragments, render_fragment: C
     return b"".join(piece.encode("utf-8") if i % 2 == 0
                     else fragments.get(piece, partial(render_fragment, folders[piece]))
                     for i, piece in enumerate(pieces))
+
+
+def write_page(out: Output, templates: Templates, built_at: str, env_fp: str, source_id: str, kind: str,
+               notes: list[NoteInfo], entry_digests: dict[str, str]) -> None:
+    """Write the source's table of contents unless the page on disk has this fingerprint (see
+    :func:`plan`): a skeleton around the folders' fragments, of which only new ones are rendered."""
+    toc = plan(env_fp, source_id, kind, notes, entry_digests)
+    if out.wants(toc.url, toc.fingerprint):
+        fragments = Fragments(out.site, source_id)
+        skeleton = templates.render(toc_page(source_id, kind, toc), built_at)
+        out.write(toc.url, splice(skeleton, toc, fragments, lambda folder: templates.fragment(
+            FRAGMENT_TEMPLATE, **fragment_context(source_id, folder.notes))))
+        fragments.prune()

@@ -27,7 +27,7 @@ NOTES = {
     "sub/b.md": "---\ntags: [čaj, hory]\n---\n# Beta\n\nText a [alfa](../a.md#Oddíl).\n",
     "sub/c.md": "# Gama\n\n[[d]] a ![obrázek](img.png) a ![plán](plan.png)\n",
     "sub/d.md": "---\ntags: [hory]\nupdated: 2020-01-05\n---\n# Delta\n\nText.\n",
-    "e.md": "# Epsilon\n\nNic, jen [chybí](nikde.md).\n\n## Poznámka\n\ny\n",
+    "e.md": "# Epsilon\n\nNic, jen [chybí](nikde.md) a [stránka](stranka.html).\n\n## Poznámka\n\ny\n",
 }
 FILLER = 16  # more notes than the home page lists as recently changed
 OTHER = {"x.md": "# Iks\n\n[[y]]\n\n## Část\n", "dir/y.md": "---\ntags: [čaj]\n---\n# Ypsilon\n\nText.\n"}
@@ -40,6 +40,7 @@ def make_notes(root: Path) -> None:
     for i in range(FILLER):
         write(root, f"old/n{i:02}.md", f"# Stará {i}\n\nOdkaz na [Alfu](../a.md).\n", base - (i + 1) * DAY)
     (root / "sub/img.png").write_bytes(b"png-1")
+    (root / "stranka.html").write_text("<p>HTML se nezveřejňuje</p>", encoding="utf-8")
     for i, (rel, text) in enumerate(OTHER.items()):
         write(root.parent / "other", rel, text, base - 30 * DAY + i * DAY)
 

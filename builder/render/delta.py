@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from sqlite3 import Connection
 
 MAX_NOTES = 16  # more changed notes than this: the full render (it forks workers from 32)
-_KEYS = ("content", "scopes", "into", "file_links", "attachments", "recent", "home", "page_count", "unreadable")
+_KEYS = ("content", "scopes", "titles", "into", "file_links", "attachments", "files", "recent", "home", "page_count",
+         "unreadable")
 
 
 @dataclass(frozen=True)
@@ -65,11 +66,12 @@ def scopes(config: Config) -> str:
                                  for s in config.sources]))
 
 
-def remember(config: Config, content: str, entries: dict[str, Any], links: graph.Links,
-             recent: list[pages.NoteInfo], home: dict[str, Any], page_count: int) -> dict[str, Any]:
+def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries: dict[str, Any], links: graph.Links,
+             recent: list[pages.NoteInfo], home: dict[str, Any], page_count: int, files: set[str]) -> dict[str, Any]:
     """What a full render stores beside its manifest for the next delta render: the index content it
-    rendered, the notes linking to each note, every note's links to files, the attachments copied,
-    the home page's data and its recently changed notes, and how many pages the site has."""
+    rendered, the published notes' paths and titles, the notes linking to each note, every note's
+    links to files, the attachments copied, the home page's data (``home``) and its recently changed
+    notes, how many pages the site has, every page's file (``files``) and the notes it could not read."""
     file_links: dict[str, list[list[Any]]] = {}
     attachments: dict[str, list[str]] = {}
     for key, entry in entries.items():
@@ -82,10 +84,13 @@ def remember(config: Config, content: str, entries: dict[str, Any], links: graph
         for r in entry["resolved"]:
             if r[0] == "attachment":
                 attachments[r[1]] = [key.partition(":")[0], r[2]]
-    unreadable = sorted(key for key in links.notes if key not in entries)  # tried again by every full render
-    return {"content": content, "scopes": scopes(config), "unreadable": unreadable,
+    titles: dict[str, list[list[str]]] = {s.id: [] for s in config.sources}
+    for note in notes:
+        titles[note.source_id].append([note.path, note.title])
+    return {"content": content, "scopes": scopes(config), "titles": titles,
+            "unreadable": sorted(n.key for n in notes if n.key not in entries),  # every full render tries them again
             "into": {key: sorted(sources, key=_index_order) for key, sources in links.into.items()},
-            "file_links": file_links, "attachments": attachments,
+            "file_links": file_links, "attachments": attachments, "files": sorted(files),
             "recent": [[*pages.recent_key(n)] for n in recent], "home": home, "page_count": page_count}
 
 
@@ -115,10 +120,10 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
         return None
     stored_pages = renderstate.read_map(path, "pages")
     present = output.existing_files(site)
-    if not stored_pages or any(urls.site_file(url) not in present for url in stored_pages):
+    if not stored_pages or not present.issuperset(meta["files"]):
         return None  # a page to write again: the full render finds which
     roots = {s.id: config.source_root(s) for s in config.sources}
-    resolver = _resolver(config, conn)
+    resolver = _resolver(config, conn, meta["titles"])
     if not _files_hold(resolver, meta["file_links"]) or not _anchors_hold(path, resolver, notes, old, meta["into"]):
         return None
     jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, templates.asset_version(),
@@ -231,22 +236,18 @@ def _published(config: Config, notes: list[pages.NoteInfo]) -> list[pages.NoteIn
     return [n for n in notes if n.source_id in wanted and wanted[n.source_id].wants(n.path)]
 
 
-def _resolver(config: Config, conn: Connection) -> Resolver:
-    """Link resolution over today's published notes (their paths and titles; anchors when asked)."""
-    by_source: dict[str, list[tuple[str, str]]] = {s.id: [] for s in config.sources}
-    scope = {s.id: Scope.of(s) for s in config.sources}
-    for source_id, path, title in db.note_titles(conn):
-        if source_id in scope and scope[source_id].wants(path):
-            by_source[source_id].append((path, title))
-
+def _resolver(config: Config, conn: Connection, titles: dict[str, list[list[str]]]) -> Resolver:
+    """Link resolution over the published notes (``titles``: their paths and titles by source, as
+    the last render stored them: the delta render runs only while they stay the same), the anchors
+    of a note read from the index when a link asks for them."""
     def anchors(source_id: str) -> Callable[[str], tuple[str, ...]]:
         def of(path: str) -> tuple[str, ...]:
             rows = db.notes_for_render(conn, [(source_id, path)])
             return pages.note_from_row(rows[0]).anchor_list if rows else ()
         return of
 
-    return Resolver({s.id: SourceNotes(s.id, config.source_root(s), scope[s.id], by_source[s.id], anchors(s.id))
-                     for s in config.sources})
+    return Resolver({s.id: SourceNotes(s.id, config.source_root(s), Scope.of(s), [(p, t) for p, t in titles[s.id]],
+                                       anchors(s.id)) for s in config.sources})
 
 
 def _files_hold(resolver: Resolver, file_links: dict[str, list[list[Any]]]) -> bool:
@@ -255,10 +256,9 @@ def _files_hold(resolver: Resolver, file_links: dict[str, list[list[Any]]]) -> b
     for key, found in file_links.items():
         source_id, _, path = key.partition(":")
         for kind, raw, r in found:
-            if r[0] == "broken":
-                if not resolver.still_broken(source_id, path, raw, r):
-                    return False
-            elif resolver.resolve(source_id, path, kind, raw).as_list() != r:
+            if r[0] == "broken" and resolver.still_broken(source_id, path, raw, r):
+                continue  # one stat said so
+            if resolver.resolve(source_id, path, kind, raw).as_list() != r:
                 return False
     return True
 

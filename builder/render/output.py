@@ -244,10 +244,14 @@ class Output:
             if self.current(url):
                 self.pages[url] = self.old[url]
 
-    def remove_stale(self, listed: dict[str, str], recorded: set[str]) -> list[str]:
+    def files(self) -> set[str]:
+        """The files of every page this render produced or kept (relative to the site folder)."""
+        return {urls.site_file(url) for url in self.pages}
+
+    def remove_stale(self, listed: dict[str, str], recorded: set[str], produced: set[str]) -> list[str]:
         """Delete the files the portal wrote (listed in the old manifest, recorded in the journal,
-        or left as temporary files) that this render did not produce; never anything else."""
-        produced = {urls.site_file(url) for url in self.pages}
+        or left as temporary files) that this render did not produce (``produced``: see
+        :meth:`files`); never anything else."""
         ours = {urls.site_file(url) for url in listed} | recorded
         doomed = {rel for rel in self.present if rel not in produced
                   and (rel in ours or is_temporary(rel))}

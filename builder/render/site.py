@@ -192,10 +192,12 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     listed = output.listed_pages(saved)
     # the manifest lost (a damaged disk, a hand) in a folder already the portal's: see unlisted_orphans
     lost = output.unlisted_orphans(out.present) if claimed and not listed else set()
-    removed = out.remove_stale(listed, recorded | lost)
+    produced = out.files()
+    removed = out.remove_stale(listed, recorded | lost, produced)
     if big:
         highlight.save(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
-    memory = delta.remember(config, content, entries, links, made.recent, made.home.context, len(made.urls))
+    memory = delta.remember(config, content, notes, entries, links, made.recent, made.home.context, len(made.urls),
+                            produced)
     out.save_manifest({"version": output.MANIFEST_VERSION, "env": env_fp, "universe": universe, "trees": trees,
                        **memory, "pages": out.pages, "notes": entries}, saved)
     journal.clear()  # the manifest lists every page now

@@ -41,6 +41,7 @@ def make_notes(root: Path) -> None:
         write(root, f"old/n{i:02}.md", f"# Stará {i}\n\nOdkaz na [Alfu](../a.md).\n", base - (i + 1) * DAY)
     (root / "sub/img.png").write_bytes(b"png-1")
     (root / "stranka.html").write_text("<p>HTML se nezveřejňuje</p>", encoding="utf-8")
+    write(root, "koncept.md", "---\npublished: false\n---\n# Koncept\n", base)
     for i, (rel, text) in enumerate(OTHER.items()):
         write(root.parent / "other", rel, text, base - 30 * DAY + i * DAY)
 
@@ -94,6 +95,9 @@ EDITS: dict[str, tuple[bool, Callable[[Path], None]]] = {
                                                write(r, "e.md", NOTES["e.md"] + "\nB.\n"))),
     "new note": (False, lambda r: write(r, "f.md", "# Fí\n\nNová.\n")),
     "note deleted": (False, lambda r: (r / "e.md").unlink()),
+    "a draft edited": (True, lambda r: write(r, "koncept.md", "---\npublished: false\n---\n# Koncept\n\nNový.\n")),
+    "a draft and a note edited": (True, lambda r: (write(r, "koncept.md", "---\npublished: false\n---\n# K\n"),
+                                                   write(r, "e.md", NOTES["e.md"] + "\nC.\n"))),
     "unpublished": (False, lambda r: write(r, "e.md", "---\npublished: false\n---\n# Epsilon\n")),
 }
 

@@ -11,7 +11,7 @@ contents of a source whose notes' headings changed, and whatever attachments cha
 
 - the last render finished, with this renderer and settings, rendered the index's generation and
   read every note;
-- at most :data:`MAX_NOTES` notes changed, each was published then and is now;
+- at most :data:`MAX_NOTES` notes changed, each published then and now (or neither: a draft);
 - each keeps its title and tags, its links and what they resolve to, and its broken links: so no
   other page shows anything new about it but its headings (in the table of contents), and the
   links of other notes into it land where they did (a ``#fragment`` names a heading);
@@ -114,9 +114,10 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     if not changed or len(changed) > MAX_NOTES:
         return None
     notes = _published(config, [pages.note_from_row(r) for r in db.notes_for_render(conn, changed)])
-    old = renderstate.read_keys(path, "notes", (n.key for n in notes))
-    if (old is None or len(notes) != len(changed) or len(old) != len(notes)
-            or not all(_same_face(n, old[n.key]) for n in notes)):
+    old = renderstate.read_keys(path, "notes", (f"{source_id}:{rel}" for source_id, rel in changed))
+    # a note published before and now, with the same face; a file that was no page and is none (a
+    # draft) changes nothing here
+    if old is None or len(old) != len(notes) or not all(n.key in old and _same_face(n, old[n.key]) for n in notes):
         return None
     stored_pages = renderstate.read_map(path, "pages")
     present = output.existing_files(site)

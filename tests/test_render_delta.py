@@ -144,38 +144,55 @@ def test_the_delta_render_writes_what_the_full_render_writes(portals, monkeypatc
     assert said(first) == said(second)
 
 
-def test_a_body_edit_is_rendered_by_the_delta_render_and_a_later_edit_too(portals, monkeypatch):
-    """Edit after edit: each delta render leaves what the next one needs."""
-    root, by_delta, _ = portals
+def test_edit_after_edit_each_delta_render_leaves_what_the_next_needs(portals, monkeypatch):
+    """A series of edits, each rendered by the delta render on one portal and by the full render on
+    the other: the same site and manifest after each (the delta render keeps what it remembers
+    current: entries, digests of the table of contents, the home page's list)."""
+    root, by_delta, by_full = portals
     calls: list[bool] = []
     real = delta.render_edits
-    monkeypatch.setattr(delta, "render_edits", lambda *a, **k: calls.append((found := real(*a, **k)) is not None)
-                        or found)
-    for i in range(3):
-        write(root, "sub/b.md", NOTES["sub/b.md"] + f"\nOdstavec {i}.\n")
-        run = build_and_render(by_delta)
-        # home lists b first from the first edit on, with the same day
-        assert set(run.report.written) == {"notes/sub/b.html", "index.html"} if i == 0 else {"notes/sub/b.html"}
-        assert f"Odstavec {i}." in (by_delta.site.output / "notes/sub/b.html").read_text("utf-8")
-    assert calls == [True, True, True]
+    series = [lambda: write(root, "sub/b.md", NOTES["sub/b.md"] + "\nOdstavec 1.\n"),
+              lambda: write(root, "sub/d.md", NOTES["sub/d.md"] + "\n## Jedna\n"),
+              lambda: write(root, "sub/c.md", NOTES["sub/c.md"] + "\n## Dva\n"),
+              lambda: write(root, "sub/d.md", NOTES["sub/d.md"] + "\n## Tři\n"),
+              lambda: touch(root / "old/n15.md", time.time()),
+              lambda: write(root, "sub/b.md", NOTES["sub/b.md"] + "\nOdstavec 2.\n")]
+    for step in series:
+        step()
+        monkeypatch.setattr(delta, "render_edits", lambda *a, **k: calls.append(
+            (found := real(*a, **k)) is not None) or found)
+        build_and_render(by_delta)
+        monkeypatch.setattr(delta, "render_edits", lambda *a, **k: None)
+        build_and_render(by_full)
+        assert site_snapshot(by_delta.site.output) == site_snapshot(by_full.site.output)
+        assert manifest(by_delta.site.output) == manifest(by_full.site.output)
+    assert calls == [True] * len(series)
+    assert "Odstavec 2." in (by_delta.site.output / "notes/sub/b.html").read_text("utf-8")
 
 
-@pytest.mark.parametrize("damage", ["page", "journal"])
+@pytest.mark.parametrize("damage", ["page", "journal", "fragments"])
 def test_a_missing_page_or_an_unfinished_render_leaves_it_to_the_full_render(portals, monkeypatch, damage):
     root, by_delta, _ = portals
     site = by_delta.site.output
     if damage == "page":
         (site / "notes/sub/d.html").unlink()
-    else:
+    elif damage == "journal":
         (site / output.JOURNAL).write_text("notes/sub/d.html\n", encoding="utf-8")
+    else:  # the table of contents' folder lists, kept in the site's cache: a heading edit needs them
+        shutil.rmtree(site / output.CACHE_DIR / "toc")
+        write(root, "e.md", NOTES["e.md"] + "\n## Nový oddíl\n")
     calls: list[bool] = []
     real = delta.render_edits
     monkeypatch.setattr(delta, "render_edits", lambda *a, **k: calls.append((found := real(*a, **k)) is not None)
                         or found)
-    write(root, "e.md", NOTES["e.md"] + "\nz\n")
+    if damage != "fragments":
+        write(root, "e.md", NOTES["e.md"] + "\nz\n")
     run = build_and_render(by_delta)
-    assert calls == [False] and "notes/sub/d.html" in run.report.written
-    assert (site / "notes/sub/d.html").exists()
+    assert calls == [False]
+    if damage == "fragments":
+        assert "notes/index.html" in run.report.written and any((site / output.CACHE_DIR / "toc").rglob("*.frag"))
+    else:
+        assert "notes/sub/d.html" in run.report.written and (site / "notes/sub/d.html").exists()
 
 
 def test_a_render_from_an_older_manifest_is_the_full_render(portals, monkeypatch):

@@ -69,7 +69,7 @@ def scopes(config: Config) -> str:
 def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries: dict[str, Any], links: graph.Links,
              recent: list[pages.NoteInfo], home: dict[str, Any], page_count: int, files: set[str]) -> dict[str, Any]:
     """What a full render stores beside its manifest for the next delta render: the index content it
-    rendered, the published notes' paths and titles, the notes linking to each note, every note's
+    rendered, the published notes' paths, titles and table of contents digests, the notes linking to each note, every note's
     links to files, the attachments copied, the home page's data (``home``) and its recently changed
     notes, how many pages the site has, every page's file (``files``) and the notes it could not read."""
     file_links: dict[str, list[list[Any]]] = {}
@@ -86,7 +86,7 @@ def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries:
                 attachments[r[1]] = [key.partition(":")[0], r[2]]
     titles: dict[str, list[list[str]]] = {s.id: [] for s in config.sources}
     for note in notes:
-        titles[note.source_id].append([note.path, note.title])
+        titles[note.source_id].append([note.path, note.title, entries.get(note.key, {}).get("toc_digest", "")])
     return {"content": content, "scopes": scopes(config), "titles": titles,
             "unreadable": sorted(n.key for n in notes if n.key not in entries),  # every full render tries them again
             "into": {key: sorted(sources, key=_index_order) for key, sources in links.into.items()},
@@ -158,6 +158,14 @@ def _render(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: 
     recent = _recent(meta["recent"], meta["home"]["recent"], notes)
     if recent is None:
         return None
+    kinds = {s.id: s.kind for s in config.sources}
+    moved = [n for n in notes if entries[n.key]["toc_digest"] != old[n.key]["toc_digest"]]
+    tocs: dict[str, toc.TocPlan] = {}
+    for source_id in sorted({n.source_id for n in moved}):
+        plan = _toc_plan(conn, config, env_fp, source_id, kinds[source_id], moved, meta["titles"][source_id])
+        if plan is None:
+            return None
+        tocs[source_id] = plan
     into: dict[str, list[str]] = meta["into"]
     links = _links(conn, config, [n.key for n in notes], into)
     page_jobs = []
@@ -183,11 +191,8 @@ def _render(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: 
     home = pages.home_with({**meta["home"], "recent": [item for _, item in recent]})
     if out.wants(home.url, state.sha(env_fp, home.data())):
         out.write(home.url, ctx.templates.render(home, ctx.built_at))
-    kinds = {s.id: s.kind for s in config.sources}
-    for source_id in sorted({n.source_id for n in notes if entries[n.key]["toc_digest"] != old[n.key]["toc_digest"]}):
-        members = _published(config, [pages.note_from_row(r) for r in db.notes_for_render(conn, source_id=source_id)])
-        toc.write_page(out, ctx.templates, ctx.built_at, env_fp, source_id, kinds[source_id], members,
-                       {n.key: state.sha(n.toc_entry) for n in members})
+    for source_id, plan in tocs.items():
+        toc.write_page(out, ctx.templates, ctx.built_at, plan, source_id, kinds[source_id])
     output.copy_static(out, templates.static_dir())
     roots = ctx.roots
     output.copy_attachments(out, {url: roots[source_id] / rel for url, (source_id, rel) in meta["attachments"].items()})
@@ -195,14 +200,44 @@ def _render(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: 
     for rel in removed:
         (site / rel).unlink(missing_ok=True)
     content = db.content_token(conn)
+    for note in moved:
+        for item in meta["titles"][note.source_id]:
+            if item[0] == note.path:
+                item[2] = entries[note.key]["toc_digest"]
     if renderstate.patch_state(site / output.STATE, {
         "content": content, "recent": [[*at] for at, _ in recent], "home": home.context,
+        **({"titles": meta["titles"]} if moved else {}),
     }, {"notes": {key: entry for key, entry in entries.items() if entry != old[key]},
         "pages": {url: fp for url, fp in out.pages.items() if out.old.get(url) != fp}}):
         out.journal.clear()  # else the journal keeps naming the pages written (see output.Journal)
     write_stamp(config, files, content)
     return Report(tuple(out.written), tuple(removed), len(out.old) - len(out.written), len(page_jobs), broken,
                   meta["page_count"])
+
+
+def _toc_plan(conn: Connection, config: Config, env_fp: str, source_id: str, kind: str,
+              moved: list[pages.NoteInfo], listed: list[list[str]]) -> toc.TocPlan | None:
+    """The table of contents of a source some of whose notes (``moved``) show other headings now,
+    from the last render's list of its notes (``listed``: path, title, digest) and the index's
+    record of the notes in the folders those are in (their folder lists are rendered again; the
+    others are in the site's cache, or the full render must run: None)."""
+    changed = {n.path: n for n in moved if n.source_id == source_id}
+    folders = {n.folder for n in changed.values()}
+    around = [(source_id, path) for path, _, _ in listed
+              if path.rpartition("/")[0] in folders and path not in changed]
+    fresh = {n.path: n for n in _published(config, [pages.note_from_row(r) for r in db.notes_for_render(conn, around)])}
+    fresh.update(changed)
+    members = [fresh.get(path) or pages.NoteInfo(source_id, path, title, (), "[]", None, "", f"{source_id}:{path}", "")
+               for path, title, _ in listed]  # (outside those folders only the path counts: see toc.plan)
+    if len(fresh) != len(changed) + len(around):
+        return None
+    digests = {f"{source_id}:{path}": digest for path, _, digest in listed}
+    digests.update({n.key: state.sha(n.toc_entry) for n in changed.values()})
+    plan = toc.plan(env_fp, source_id, kind, members, digests)
+    cached = toc.Fragments(config.site.output, source_id).dir
+    if not all((cached / f"{fp}.frag").is_file() for folder, fp in plan.folder_fps.items() if folder not in folders):
+        return None
+    return plan
 
 
 def _same_face(note: pages.NoteInfo, entry: dict[str, Any]) -> bool:
@@ -239,7 +274,8 @@ def _published(config: Config, notes: list[pages.NoteInfo]) -> list[pages.NoteIn
 
 def _resolver(config: Config, conn: Connection, titles: dict[str, list[list[str]]]) -> Resolver:
     """Link resolution over the published notes (``titles``: their paths and titles by source, as
-    the last render stored them: the delta render runs only while they stay the same), the anchors
+    the last render stored them (see :func:`remember`): the delta render runs only while they stay
+    the same), the anchors
     of a note read from the index when a link asks for them."""
     def anchors(source_id: str) -> Callable[[str], tuple[str, ...]]:
         def of(path: str) -> tuple[str, ...]:
@@ -247,7 +283,7 @@ def _resolver(config: Config, conn: Connection, titles: dict[str, list[list[str]
             return pages.note_from_row(rows[0]).anchor_list if rows else ()
         return of
 
-    return Resolver({s.id: SourceNotes(s.id, config.source_root(s), Scope.of(s), [(p, t) for p, t in titles[s.id]],
+    return Resolver({s.id: SourceNotes(s.id, config.source_root(s), Scope.of(s), [(p, t) for p, t, _ in titles[s.id]],
                                        anchors(s.id)) for s in config.sources})
 
 

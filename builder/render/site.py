@@ -306,8 +306,8 @@ def _source_pages(out: output.Output, env_fp: str, source_id: str, kind: str, no
     ctx = jobs.context()
     toc_url = urls.toc_url(source_id)
     if not out.kept(toc_url, dirty is None or source_id in dirty.tocs):
-        toc.write_page(out, ctx.templates, ctx.built_at, env_fp, source_id, kind, notes,
-                       {n.key: data.entries[n.key]["toc_digest"] for n in notes})
+        plan = toc.plan(env_fp, source_id, kind, notes, {n.key: data.entries[n.key]["toc_digest"] for n in notes})
+        toc.write_page(out, ctx.templates, ctx.built_at, plan, source_id, kind)
     graph_url = urls.graph_url(source_id)
     if not out.kept(graph_url, dirty is None or source_id in dirty.graphs):
         view = graph.source_view(data.links, notes)

@@ -190,11 +190,9 @@ def splice(skeleton: str, toc: TocPlan, fragments: Fragments, render_fragment: C
                     for i, piece in enumerate(pieces))
 
 
-def write_page(out: Output, templates: Templates, built_at: str, env_fp: str, source_id: str, kind: str,
-               notes: list[NoteInfo], entry_digests: dict[str, str]) -> None:
-    """Write the source's table of contents unless the page on disk has this fingerprint (see
-    :func:`plan`): a skeleton around the folders' fragments, of which only new ones are rendered."""
-    toc = plan(env_fp, source_id, kind, notes, entry_digests)
+def write_page(out: Output, templates: Templates, built_at: str, toc: TocPlan, source_id: str, kind: str) -> None:
+    """Write the table of contents ``toc`` (see :func:`plan`) unless the page on disk has its
+    fingerprint: a skeleton around the folders' fragments, of which only new ones are rendered."""
     if out.wants(toc.url, toc.fingerprint):
         fragments = Fragments(out.site, source_id)
         skeleton = templates.render(toc_page(source_id, kind, toc), built_at)

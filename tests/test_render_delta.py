@@ -86,7 +86,8 @@ EDITS: dict[str, tuple[bool, Callable[[Path], None]]] = {
     "title": (False, lambda r: write(r, "sub/d.md", NOTES["sub/d.md"].replace("# Delta", "# Delta nová"))),
     "heading added": (True, lambda r: write(r, "sub/d.md", NOTES["sub/d.md"] + "\n## Nový oddíl\n\nx\n")),
     "heading renamed": (True, lambda r: write(r, "e.md", NOTES["e.md"].replace("## Poznámka", "## Doplněk"))),
-    "heading a link names renamed": (False, lambda r: write(r, "a.md", NOTES["a.md"].replace("## Oddíl", "## Část"))),
+    "heading a link names renamed": (False, lambda r: write(r, "a.md",
+                                                            NOTES["a.md"].replace("## Oddíl", "## Část"))),
     "headings in two notes": (True, lambda r: (write(r, "e.md", NOTES["e.md"] + "\n## Nové\n\nx\n"),
                                                        write(r, "sub/d.md", NOTES["sub/d.md"] + "\n## Jiné\n"))),
     "tags": (False, lambda r: write(r, "sub/d.md", NOTES["sub/d.md"].replace("[hory]", "[hory, les]"))),
@@ -240,3 +241,20 @@ def test_a_note_that_could_not_be_read_leaves_the_next_render_to_the_full_render
                         or found)
     build_and_render(by_delta)
     assert calls == [False] and output.read_manifest(site)["unreadable"] == []
+
+
+def test_a_failing_delta_render_costs_a_warning_and_the_full_render_repairs_its_pages(portals, monkeypatch):
+    root, by_delta, by_full = portals
+
+    def broken(config, conn, notes, old, meta, out, *rest):  # writes one page, then fails
+        out.write(notes[0].url, "<p>half done</p>")  # (recorded in the journal first, as every write)
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(delta, "_render", broken)
+    write(root, "sub/b.md", NOTES["sub/b.md"] + "\nNový.\n")
+    run = build_and_render(by_delta)
+    build_and_render(by_full)
+    assert run.warnings == ["render: the render of the changed notes alone failed (RuntimeError: a bug); "
+                            "rendering the whole site"]
+    assert site_snapshot(by_delta.site.output) == site_snapshot(by_full.site.output)
+    assert manifest(by_delta.site.output) == manifest(by_full.site.output)

@@ -156,7 +156,8 @@ def test_a_patch_of_a_damaged_file_removes_it(tmp_path):
     write_state(path, manifest(), {}, maps=MAPS)
     key = "src:folder 3/note-10.md"
     with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE shards SET data = x'ff00' WHERE map = 'notes' AND shard = :shard", {"shard": shard_of(key)})
+        conn.execute("UPDATE shards SET data = x'ff00' WHERE map = 'notes' AND shard = :shard",
+                     {"shard": shard_of(key)})
     conn.close()
     assert renderstate.read_keys(path, "notes", [key]) is None
     assert not renderstate.patch_state(path, {}, {"notes": {key: {"sha": "new"}}})

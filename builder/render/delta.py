@@ -69,9 +69,10 @@ def scopes(config: Config) -> str:
 def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries: dict[str, Any], links: graph.Links,
              recent: list[pages.NoteInfo], home: dict[str, Any], page_count: int, files: set[str]) -> dict[str, Any]:
     """What a full render stores beside its manifest for the next delta render: the index content it
-    rendered, the published notes' paths, titles and table of contents digests, the notes linking to each note, every note's
-    links to files, the attachments copied, the home page's data (``home``) and its recently changed
-    notes, how many pages the site has, every page's file (``files``) and the notes it could not read."""
+    rendered, the published notes' paths, titles and table of contents digests, the notes linking to
+    each note, every note's links to files, the attachments copied, the home page's data (``home``)
+    and its recently changed notes, how many pages the site has, every page's file (``files``) and
+    the notes it could not read."""
     file_links: dict[str, list[list[Any]]] = {}
     attachments: dict[str, list[str]] = {}
     for key, entry in entries.items():
@@ -101,8 +102,9 @@ def _index_order(key: str) -> tuple[str, str]:
 
 def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[Path],
                  log: SyncLog) -> Report | None:
-    """Render the notes changed since the last render when only their own pages (and home) can
-    change; None when that cannot be shown (see the module docstring): the full render must run."""
+    """Render the notes changed since the last render when only their own pages, home and their
+    sources' tables of contents can change; None when that cannot be shown (see the module
+    docstring): the full render must run."""
     site = config.site.output
     path = site / output.STATE
     meta = renderstate.read_meta(path) or {}

@@ -115,7 +115,14 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     files = code_files(site / output.CACHE_DIR / "imports.json")
     env_fp, asset_v = _code_fingerprint(config, files), templates.asset_version()
     if not full and claimed:
-        edits = delta.render_edits(config, conn, env_fp=env_fp, files=files, log=log)
+        try:
+            edits = delta.render_edits(config, conn, env_fp=env_fp, files=files, log=log)
+        except OSError:
+            raise  # the site cannot be written: the full render could not either
+        except Exception as exc:  # a shortcut must never cost a build: the full render repairs what it wrote
+            log.warn(f"render: the render of the changed notes alone failed ({type(exc).__name__}: {exc}); "
+                     "rendering the whole site")
+            edits = None
         if edits is not None:
             seconds = time.perf_counter() - started
             _log_render(log, edits.written, edits.notes_rendered, edits.pages, edits.removed, edits.broken_links,

@@ -86,7 +86,8 @@ def read_state(path: Path) -> dict[str, Any]:
 
 def read_meta(path: Path) -> dict[str, Any] | None:
     """The stored manifest's values but its maps; None when there is none or it cannot be read."""
-    return _read(path, "SELECT key, value FROM meta", {}, lambda rows: {key: marshal.loads(value) for key, value in rows})
+    return _read(path, "SELECT key, value FROM meta", {},
+                 lambda rows: {key: marshal.loads(value) for key, value in rows})
 
 
 def read_keys(path: Path, name: str, keys: Iterable[str]) -> dict[str, Any] | None:

@@ -254,7 +254,7 @@ def test_a_failing_delta_render_costs_a_warning_and_the_full_render_repairs_its_
     write(root, "sub/b.md", NOTES["sub/b.md"] + "\nNový.\n")
     run = build_and_render(by_delta)
     build_and_render(by_full)
-    assert run.warnings == ["render: the render of the changed notes alone failed (RuntimeError: a bug); "
-                            "rendering the whole site"]
+    assert run.warnings == [("render: the render of the changed notes alone failed (RuntimeError: a bug); "
+                             "rendering the whole site")]
     assert site_snapshot(by_delta.site.output) == site_snapshot(by_full.site.output)
     assert manifest(by_delta.site.output) == manifest(by_full.site.output)

@@ -86,6 +86,8 @@ EDITS: dict[str, tuple[bool, Callable[[Path], None]]] = {
     "title": (False, lambda r: write(r, "sub/d.md", NOTES["sub/d.md"].replace("# Delta", "# Delta nová"))),
     "heading added": (True, lambda r: write(r, "sub/d.md", NOTES["sub/d.md"] + "\n## Nový oddíl\n\nx\n")),
     "heading renamed": (True, lambda r: write(r, "e.md", NOTES["e.md"].replace("## Poznámka", "## Doplněk"))),
+    "heading a link names renamed, the linking note's date moved": (False, lambda r: (
+        write(r, "a.md", NOTES["a.md"].replace("## Oddíl", "## Část")), touch(r / "sub/b.md", time.time()))),
     "heading a link names renamed": (False, lambda r: write(r, "a.md",
                                                             NOTES["a.md"].replace("## Oddíl", "## Část"))),
     "headings in two notes": (True, lambda r: (write(r, "e.md", NOTES["e.md"] + "\n## Nové\n\nx\n"),
@@ -137,8 +139,8 @@ def test_the_delta_render_writes_what_the_full_render_writes(portals, monkeypatc
     assert site_snapshot(by_delta.site.output) == site_snapshot(by_full.site.output)
     assert manifest(by_delta.site.output) == manifest(by_full.site.output)
     assert sorted(first.report.written) == sorted(second.report.written)
-    assert (first.report.notes_rendered, first.report.broken_links) == (
-        second.report.notes_rendered, second.report.broken_links)
+    assert (first.report.notes_rendered, first.report.broken_links, first.report.unchanged) == (
+        second.report.notes_rendered, second.report.broken_links, second.report.unchanged)
     def said(run) -> list[str]:  # without the time of day and the seconds the render took
         return [re.sub(r"\d+\.\d\d s$", "", line.split(" ", 1)[1]) for line in run.log.lines]
 
@@ -171,7 +173,7 @@ def test_edit_after_edit_each_delta_render_leaves_what_the_next_needs(portals, m
     assert "Odstavec 2." in (by_delta.site.output / "notes/sub/b.html").read_text("utf-8")
 
 
-@pytest.mark.parametrize("damage", ["page", "journal", "fragments"])
+@pytest.mark.parametrize("damage", ["page", "journal", "fragments", "a damaged fragment"])
 def test_a_missing_page_or_an_unfinished_render_leaves_it_to_the_full_render(portals, monkeypatch, damage):
     root, by_delta, _ = portals
     site = by_delta.site.output
@@ -180,18 +182,25 @@ def test_a_missing_page_or_an_unfinished_render_leaves_it_to_the_full_render(por
     elif damage == "journal":
         (site / output.JOURNAL).write_text("notes/sub/d.html\n", encoding="utf-8")
     else:  # the table of contents' folder lists, kept in the site's cache: a heading edit needs them
-        shutil.rmtree(site / output.CACHE_DIR / "toc")
+        fragments = site / output.CACHE_DIR / "toc"
+        if damage == "fragments":
+            shutil.rmtree(fragments)
+        else:  # another folder's list than the edited note's, which the full render makes again
+            for fragment in (fragments / "notes").glob("*.frag"):
+                fragment.write_bytes(b"\xff\xfe not UTF-8")
         write(root, "e.md", NOTES["e.md"] + "\n## Nový oddíl\n")
     calls: list[bool] = []
     real = delta.render_edits
     monkeypatch.setattr(delta, "render_edits", lambda *a, **k: calls.append((found := real(*a, **k)) is not None)
                         or found)
-    if damage != "fragments":
+    if damage in ("page", "journal"):
         write(root, "e.md", NOTES["e.md"] + "\nz\n")
     run = build_and_render(by_delta)
     assert calls == [False]
-    if damage == "fragments":
-        assert "notes/index.html" in run.report.written and any((site / output.CACHE_DIR / "toc").rglob("*.frag"))
+    if damage not in ("page", "journal"):
+        assert "notes/index.html" in run.report.written
+        assert all(f.read_bytes().decode("utf-8") for f in (site / output.CACHE_DIR / "toc").rglob("*.frag"))
+        assert 'href=""' not in (site / "notes/index.html").read_text("utf-8")
     else:
         assert "notes/sub/d.html" in run.report.written and (site / "notes/sub/d.html").exists()
 

@@ -112,6 +112,7 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
             or any(key not in meta for key in _KEYS) or meta["scopes"] != scopes(config) or meta["unreadable"]
             or output.Journal(site).recorded()):
         return None
+    content = db.content_token(conn)  # what this render shows (read first, as the full render does)
     changed = db.content_changes(conn, meta["content"])
     if not changed or len(changed) > MAX_NOTES:
         return None
@@ -135,14 +136,15 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     out = output.Output(site, stored_pages, present, set(), journal)
     jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site))
     try:
-        return _render(config, conn, notes, old, meta, out, log, env_fp, files)
+        return _render(config, conn, notes, old, meta, out, log, env_fp, files, content)
     finally:
         jobs.set_context(None)
         journal.close()
 
 
 def _render(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: dict[str, Any],
-            meta: dict[str, Any], out: output.Output, log: SyncLog, env_fp: str, files: list[Path]) -> Report | None:
+            meta: dict[str, Any], out: output.Output, log: SyncLog, env_fp: str, files: list[Path],
+            content: str) -> Report | None:
     """Decide everything first (None: the full render must run), then write."""
     site = config.site.output
     highlight.use(highlight.cache_file(site))
@@ -201,7 +203,6 @@ def _render(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: 
     removed = [rel for rel in sorted(out.present) if output.is_temporary(rel)]  # left by a killed write
     for rel in removed:
         (site / rel).unlink(missing_ok=True)
-    content = db.content_token(conn)
     for note in moved:
         for item in meta["titles"][note.source_id]:
             if item[0] == note.path:
@@ -237,8 +238,12 @@ def _toc_plan(conn: Connection, config: Config, env_fp: str, source_id: str, kin
     digests.update({n.key: state.sha(n.toc_entry) for n in changed.values()})
     plan = toc.plan(env_fp, source_id, kind, members, digests)
     cached = toc.Fragments(config.site.output, source_id).dir
-    if not all((cached / f"{fp}.frag").is_file() for folder, fp in plan.folder_fps.items() if folder not in folders):
-        return None
+    for folder, fp in plan.folder_fps.items():
+        if folder not in folders:  # toc.Fragments.get would make it again, from the stand-ins above
+            try:
+                (cached / f"{fp}.frag").read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                return None
     return plan
 
 
@@ -251,10 +256,11 @@ def _same_face(note: pages.NoteInfo, entry: dict[str, Any]) -> bool:
 def _anchors_hold(path: Path, resolver: Resolver, notes: list[pages.NoteInfo], old: dict[str, Any],
                   into: dict[str, list[str]]) -> bool:
     """Do the links of other notes into the notes whose headings moved still land as they did (a
-    ``#fragment`` is mapped onto the target's anchors)? Those of the changed notes are resolved anew
-    when they are rendered."""
+    ``#fragment`` is mapped onto the target's anchors)? Those of the notes whose text changed are
+    resolved anew when they are rendered."""
     moved = {n.key for n in notes if old[n.key].get("anchors_digest") != state.sha(*n.anchor_list)}
-    linking = {key for target in moved for key in into.get(target, ())} - {n.key for n in notes}
+    rendered = {n.key for n in notes if n.sha256 != old[n.key]["sha"]}  # a note whose date alone moved is not
+    linking = {key for target in moved for key in into.get(target, ())} - rendered
     if not linking:
         return True
     entries = renderstate.read_keys(path, "notes", linking)

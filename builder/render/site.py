@@ -118,7 +118,7 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
         try:
             edits = delta.render_edits(config, conn, env_fp=env_fp, files=files, log=log)
         except OSError:
-            raise  # the site cannot be written: the full render could not either
+            raise  # as an OSError of the full render (the site cannot be written): see builder.sync._render
         except Exception as exc:  # a shortcut must never cost a build: the full render repairs what it wrote
             log.warn(f"render: the render of the changed notes alone failed ({type(exc).__name__}: {exc}); "
                      "rendering the whole site")

@@ -388,12 +388,11 @@ class NoteRow(NamedTuple):
     updated: Any
 
 
-def notes_for_render(conn: Connection, keys: Iterable[tuple[str, str]] | None = None,
-                     source_id: str | None = None) -> list[NoteRow]:
-    """Every published note (or those of ``keys``, (source id, path) pairs, or of one source) with
-    what its page, the tables of contents and tag pages show; ``created`` and ``updated`` are the
-    front matter's own dates as written (or NULL), ``changed_at`` and ``changed_by`` the last change
-    the build saw (git: the last commit touching the note; else its file)."""
+def notes_for_render(conn: Connection, keys: Iterable[tuple[str, str]] | None = None) -> list[NoteRow]:
+    """Every published note (or those of ``keys``, (source id, path) pairs) with what its page, the
+    tables of contents and tag pages show; ``created`` and ``updated`` are the front matter's own
+    dates as written (or NULL), ``changed_at`` and ``changed_by`` the last change the build saw
+    (git: the last commit touching the note; else its file)."""
     def first_of(names: tuple[str, ...]) -> str:
         # json_extract only where the text names a key (the front matter is stored by json.dumps, which
         # writes ASCII names as they are): a render reads every note, most of them without dates
@@ -406,8 +405,6 @@ def notes_for_render(conn: Connection, keys: Iterable[tuple[str, str]] | None = 
     chosen = "" if keys is None else dedent("""
         AND (source_id, path) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')
                                   FROM json_each(:keys))""")
-    if source_id is not None:
-        chosen += " AND source_id = :source_id"
     cursor = conn.cursor()
     cursor.row_factory = None  # plain tuples: this runs over every note on every render
     rows = cursor.execute(dedent(f"""
@@ -416,13 +413,6 @@ def notes_for_render(conn: Connection, keys: Iterable[tuple[str, str]] | None = 
         FROM files
         WHERE status = :status {chosen}
         ORDER BY source_id, path
-    """), {"status": "ok", "keys": json.dumps(sorted(keys or ())), "source_id": source_id})
+    """), {"status": "ok", "keys": json.dumps(sorted(keys or ()))})
     return list(map(NoteRow._make, rows))
 
-
-def note_titles(conn: Connection) -> list[tuple[str, str, str]]:
-    """(source id, path, title) of every published note, ordered by source and path."""
-    cursor = conn.cursor()
-    cursor.row_factory = None
-    return cursor.execute("SELECT source_id, path, title FROM files WHERE status = :status ORDER BY source_id, path",
-                          {"status": "ok"}).fetchall()

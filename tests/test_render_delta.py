@@ -105,6 +105,20 @@ EDITS: dict[str, tuple[bool, Callable[[Path], None]]] = {
 }
 
 
+def spy_on_delta(monkeypatch) -> list[bool]:
+    """From now on, note for every render whether the delta render took it (True) or declined."""
+    calls: list[bool] = []
+    real = delta.render_edits
+
+    def spy(*args, **kwargs):
+        found = real(*args, **kwargs)
+        calls.append(found is not None)
+        return found
+
+    monkeypatch.setattr(delta, "render_edits", spy)
+    return calls
+
+
 @pytest.fixture
 def portals(tmp_path: Path):
     """Two portals over the same notes, each with its own index and site, both built."""
@@ -123,15 +137,7 @@ def test_the_delta_render_writes_what_the_full_render_writes(portals, monkeypatc
     root, by_delta, by_full = portals
     takes, edit = EDITS[name]
     edit(root)
-    taken: list[bool] = []
-    real = delta.render_edits
-
-    def spy(*args, **kwargs):
-        found = real(*args, **kwargs)
-        taken.append(found is not None)
-        return found
-
-    monkeypatch.setattr(delta, "render_edits", spy)
+    taken = spy_on_delta(monkeypatch)
     first = build_and_render(by_delta)
     monkeypatch.setattr(delta, "render_edits", lambda *args, **kwargs: None)
     second = build_and_render(by_full)
@@ -153,7 +159,6 @@ def test_edit_after_edit_each_delta_render_leaves_what_the_next_needs(portals, m
     current: entries, digests of the table of contents, the home page's list)."""
     root, by_delta, by_full = portals
     calls: list[bool] = []
-    real = delta.render_edits
     series = [lambda: write(root, "sub/b.md", NOTES["sub/b.md"] + "\nOdstavec 1.\n"),
               lambda: write(root, "sub/d.md", NOTES["sub/d.md"] + "\n## Jedna\n"),
               lambda: write(root, "sub/c.md", NOTES["sub/c.md"] + "\n## Dva\n"),
@@ -162,11 +167,13 @@ def test_edit_after_edit_each_delta_render_leaves_what_the_next_needs(portals, m
               lambda: write(root, "sub/b.md", NOTES["sub/b.md"] + "\nOdstavec 2.\n")]
     for step in series:
         step()
-        monkeypatch.setattr(delta, "render_edits", lambda *a, **k: calls.append(
-            (found := real(*a, **k)) is not None) or found)
-        build_and_render(by_delta)
-        monkeypatch.setattr(delta, "render_edits", lambda *a, **k: None)
-        build_and_render(by_full)
+        with monkeypatch.context() as patch:
+            taken = spy_on_delta(patch)
+            build_and_render(by_delta)
+        with monkeypatch.context() as patch:
+            patch.setattr(delta, "render_edits", lambda *a, **k: None)
+            build_and_render(by_full)
+        calls += taken
         assert site_snapshot(by_delta.site.output) == site_snapshot(by_full.site.output)
         assert manifest(by_delta.site.output) == manifest(by_full.site.output)
     assert calls == [True] * len(series)
@@ -189,10 +196,7 @@ def test_a_missing_page_or_an_unfinished_render_leaves_it_to_the_full_render(por
             for fragment in (fragments / "notes").glob("*.frag"):
                 fragment.write_bytes(b"\xff\xfe not UTF-8")
         write(root, "e.md", NOTES["e.md"] + "\n## Nový oddíl\n")
-    calls: list[bool] = []
-    real = delta.render_edits
-    monkeypatch.setattr(delta, "render_edits", lambda *a, **k: calls.append((found := real(*a, **k)) is not None)
-                        or found)
+    calls = spy_on_delta(monkeypatch)
     if damage in ("page", "journal"):
         write(root, "e.md", NOTES["e.md"] + "\nz\n")
     run = build_and_render(by_delta)
@@ -214,13 +218,9 @@ def test_a_render_from_an_older_manifest_is_the_full_render(portals, monkeypatch
     older = {key: value for key, value in stored.items() if key not in ("into", "recent", "home")}
     output.store_manifest(site, older, {})
     write(root, "e.md", NOTES["e.md"] + "\nz\n")
-    calls: list[bool] = []
-    real = delta.render_edits
-    monkeypatch.setattr(delta, "render_edits", lambda *a, **k: calls.append((found := real(*a, **k)) is not None)
-                        or found)
+    calls = spy_on_delta(monkeypatch)
     build_and_render(by_delta)
     assert calls == [False] and "into" in output.read_manifest(site)
-    shutil.rmtree(site / output.CACHE_DIR)  # (nothing else of the site needs it)
 
 
 def test_a_note_that_could_not_be_read_leaves_the_next_render_to_the_full_render(portals, monkeypatch):
@@ -244,10 +244,7 @@ def test_a_note_that_could_not_be_read_leaves_the_next_render_to_the_full_render
     write(root, "e.md", text)
     os.utime(root / "e.md", ns=(indexed, indexed))  # as the index saw it: not a change to index
     write(root, "sub/b.md", NOTES["sub/b.md"] + "\nDalší.\n")
-    calls: list[bool] = []
-    real = delta.render_edits
-    monkeypatch.setattr(delta, "render_edits", lambda *a, **k: calls.append((found := real(*a, **k)) is not None)
-                        or found)
+    calls = spy_on_delta(monkeypatch)
     build_and_render(by_delta)
     assert calls == [False] and output.read_manifest(site)["unreadable"] == []
 

@@ -23,7 +23,6 @@ contents of a source whose notes' headings changed, and whatever attachments cha
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,12 +59,6 @@ class Report:
     pages: int  # pages of the site
 
 
-def scopes(config: Config) -> str:
-    """What deciding which notes are published depends on in the config (a digest)."""
-    return state.sha(json.dumps([[s.id, str(config.source_root(s)), s.paths, s.include, s.exclude]
-                                 for s in config.sources]))
-
-
 def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries: dict[str, Any], links: graph.Links,
              recent: list[pages.NoteInfo], home: dict[str, Any], page_count: int, files: set[str]) -> dict[str, Any]:
     """What a full render stores beside its manifest for the next delta render: the index content it
@@ -88,7 +81,7 @@ def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries:
     titles: dict[str, list[list[str]]] = {s.id: [] for s in config.sources}
     for note in notes:
         titles[note.source_id].append([note.path, note.title, entries.get(note.key, {}).get("toc_digest", "")])
-    return {"content": content, "scopes": scopes(config), "titles": titles,
+    return {"content": content, "scopes": state.sha(state.scopes(config)), "titles": titles,
             "unreadable": sorted(n.key for n in notes if n.key not in entries),  # every full render tries them again
             "into": {key: sorted(sources, key=_index_order) for key, sources in links.into.items()},
             "file_links": file_links, "attachments": attachments, "files": sorted(files),
@@ -109,8 +102,8 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     path = site / output.STATE
     meta = renderstate.read_meta(path) or {}
     if (meta.get("version") != output.MANIFEST_VERSION or meta.get("env") != env_fp
-            or any(key not in meta for key in _KEYS) or meta["scopes"] != scopes(config) or meta["unreadable"]
-            or output.Journal(site).recorded()):
+            or any(key not in meta for key in _KEYS) or meta["scopes"] != state.sha(state.scopes(config))
+            or meta["unreadable"] or output.Journal(site).recorded()):
         return None
     content = db.content_token(conn)  # what this render shows (read first, as the full render does)
     changed = db.content_changes(conn, meta["content"])

@@ -51,11 +51,16 @@ def note_fp(env_fp: str, note: NoteInfo, entry: dict[str, Any], backlinks: list[
                *(f"{b.url}\x1f{b.title}" for b in backlinks))
 
 
+def scopes(config: Config) -> str:
+    """What deciding which notes are published depends on in the config: each source's folder and
+    scope rules (as JSON)."""
+    return json.dumps([[s.id, str(config.source_root(s)), s.paths, s.include, s.exclude] for s in config.sources])
+
+
 def universe(config: Config, notes: list[NoteInfo]) -> str:
     """What finding a link's target note depends on: every note's path and title, and the scopes.
     Unchanged → links of unchanged notes still land on the same notes (anchors and files apart)."""
-    scopes = [[s.id, str(config.source_root(s)), s.paths, s.include, s.exclude] for s in config.sources]
-    return sha(json.dumps(scopes), *(f"{n.key}\x1f{n.title}" for n in notes))
+    return sha(scopes(config), *(f"{n.key}\x1f{n.title}" for n in notes))
 
 
 def entry(note: NoteInfo, body: Body, highlights: tuple[str, ...]) -> dict[str, Any]:

@@ -381,6 +381,27 @@ def test_candidate_words_kept_between_queries_follow_the_index(config_for, notes
     conn.close()
 
 
+def test_a_letter_with_many_words_keeps_its_most_frequent_ones_and_is_read_once(
+        config_for, notes_dir, quiet_log, monkeypatch):
+    """Past ``MAX_CANDIDATES`` words of one first letter, the rare ones are left out (not those late in
+    the alphabet), and one read of the letter serves words of every length."""
+    write_note(notes_dir, "a.md", "# A\n\nVaaaa vbbbb vcccc vdddd.\n")
+    write_note(notes_dir, "b.md", "# B\n\nVzduch u pobřeží.\n")
+    write_note(notes_dir, "c.md", "# C\n\nVzduch v noci.\n")
+    config = config_for(EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    monkeypatch.setattr(spelling, "MAX_CANDIDATES", 3)
+    monkeypatch.setattr(spelling, "_CANDIDATES", spelling._Candidates())
+    reads = []
+    monkeypatch.setattr(db, "frequent_words", lambda *args: reads.append(args[1:]) or db.queries.frequent_words(*args))
+    assert search(conn, config, "vzduck", mode="bm25").corrected == "vzduch"  # 2 chunks: the first of 3 kept
+    assert search(conn, config, "vaaab", mode="bm25").corrected == "vaaaa"  # 1 chunk, first of its equals
+    assert search(conn, config, "vddde", mode="bm25").corrected is None  # 1 chunk, left out past the 3
+    assert reads == [("v", spelling.SHORTEST, 3)]
+    conn.close()
+
+
 def test_a_correct_word_the_notes_lack_is_not_turned_into_an_unrelated_one(config_for, notes_dir, quiet_log):
     write_note(notes_dir, "zvyky.md", "# Zvyky\n\nNa nový editor si musíš zvyknout.\n")
     config = config_for(EMBED)

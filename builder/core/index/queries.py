@@ -128,6 +128,19 @@ def words_starting(conn: Connection, prefix: str, lengths: tuple[int, int],
     return [(row[0], int(row[1])) for row in rows]
 
 
+def frequent_words(conn: Connection, prefix: str, shortest: int, limit: int) -> list[tuple[str, int]]:
+    """The ``limit`` words beginning with ``prefix`` (at least ``shortest`` letters) that the most
+    chunks hold, with that number, most frequent first (equal counts: in word order); the columns
+    as in :func:`words_starting`."""
+    rows = conn.execute(dedent("""
+        SELECT term, sum(doc) AS chunks FROM chunks_vocab
+        WHERE term >= :prefix AND term < :prefix || char(1114111) AND col IN ('breadcrumb', 'text')
+          AND length(term) >= :shortest
+        GROUP BY term ORDER BY chunks DESC, term LIMIT :limit
+    """), {"prefix": prefix, "shortest": shortest, "limit": limit}).fetchall()
+    return [(row[0], int(row[1])) for row in rows]
+
+
 def has_word_or_key(conn: Connection, prefix: str, key: str) -> bool:
     """Does any chunk hold a word beginning with ``prefix`` or the word key ``key`` (stems column)?"""
     row = conn.execute(dedent("""

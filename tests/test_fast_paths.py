@@ -168,6 +168,24 @@ def test_the_servers_compact_vectors_rescored_give_exactly_the_nearest_chunks(tm
         assert np.allclose([s for _, s in fast], [s for _, s in exact], atol=1e-5)
     copies = sorted(ids[i] for i in (5, 700, 1500, 2900))
     assert [i for i, _ in db.knn_search(conn, vectors[1500].tobytes(), 4, None, None)] == copies
+    # a scan on several threads (parts of whole blocks) makes one scan's candidates, in its order
+    from concurrent.futures import ThreadPoolExecutor
+
+    from server import vectors as memory_module
+
+    snapshot = memory._snapshot
+    with ThreadPoolExecutor(2) as helpers:
+        for rows_per_block in (1024, 256, 7):
+            memory_module.SCAN_ROWS = rows_per_block
+            try:
+                for query in queries[:12]:
+                    parted = snapshot.scores(query, helpers, 3)
+                    assert np.array_equal(parted, snapshot.scores(query)), rows_per_block
+                    alone = snapshot.candidates(query, 120)
+                    assert np.array_equal(snapshot.candidates(query, 120, helpers, 3), alone)
+                    assert len(set(alone.tolist())) == 120
+            finally:
+                memory_module.SCAN_ROWS = 1024
     conn.close()
 
 

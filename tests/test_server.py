@@ -323,6 +323,34 @@ def test_in_memory_vectors_rank_exactly_like_sqlite_vec_and_follow_builds(portal
     assert ranked(memory, "rajčata okurky") == ranked(vec0, "rajčata okurky")
 
 
+def test_the_scan_of_vectors_in_memory_runs_beside_the_words_search_once_per_query(portal, monkeypatch):
+    """With the vectors in memory, a hybrid query's candidate scan runs on a scan thread (while the
+    request's thread searches the words) and the re-scoring uses it: one scan per query, and the
+    answer is the one vec0 gives."""
+    import threading
+
+    from server import vectors
+
+    app = create_app(portal, embedder_factory=HashEmbedder, min_vectors=1)
+    vec0 = TestClient(create_app(portal, embedder_factory=HashEmbedder, min_vectors=10**9))
+    client = TestClient(app)
+    client.get("/api/search", params={"q": "čaj"})  # starts the load
+    _wait_loaded(app)
+    scans: list[str] = []
+    candidates = vectors._Snapshot.candidates
+    monkeypatch.setattr(vectors._Snapshot, "candidates",
+                        lambda self, *a: scans.append(threading.current_thread().name) or candidates(self, *a))
+    for query, extra in [("čaj s mlékem", {}), ("RS485 sběrnice", {"mode": "vector"}), ("zapojení", {"tag": "čaj"})]:
+        scans.clear()
+        params = {"q": query, **extra}
+        hits = client.get("/api/search", params=params).json()["hits"]
+        assert len(scans) == 1 and scans[0].startswith("vector-scan"), (query, scans)
+        assert hits == vec0.get("/api/search", params=params).json()["hits"]
+    scans.clear()
+    client.get("/api/search", params={"q": "čaj s mlékem", "mode": "bm25"})
+    assert scans == []
+
+
 def test_an_index_from_before_chunk_vectors_is_served_by_vec0_until_a_build_adds_them(
         config_for, notes_dir, quiet_log):
     config = config_for(ollama_yaml("http://127.0.0.1:9"))

@@ -1,4 +1,5 @@
-"""``notes-portal status``: per source notes, chunks, pending vectors, last sync, indexed rev."""
+"""``notes-portal status``: per source notes, chunks, pending vectors, last sync, indexed rev and the
+broken links of the last render (each listed with its line on the site's ``broken-links.html``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from builder import indexfile
 from builder.core import index as db
 from builder.core.config import Config
 from builder.redact import redact_url
+from builder.render.broken import broken_link_counts
 
 
 def collect_status(config: Config) -> dict[str, Any]:
@@ -29,6 +31,7 @@ def collect_status(config: Config) -> dict[str, Any]:
                 conn.close()
         except db.sqlite_module().OperationalError as exc:  # a full disk leaves no room for its -shm file
             status["error"] = f"cannot read the index now ({exc})"
+    broken = broken_link_counts(config.site.output)  # None: no complete render yet
     for source in config.sources:
         row = rows.get(source.id)
         numbers = stats.get(source.id, {"files": 0, "chunks": 0, "pending": 0})
@@ -43,6 +46,7 @@ def collect_status(config: Config) -> dict[str, Any]:
             "last_error": row.last_error if row else None,
             "last_error_at": row.last_error_at if row else None,
             "uncovered": list(row.uncovered) if row else [],
+            "broken_links": broken.get(source.id, 0) if broken is not None else None,
         })
     return status
 
@@ -59,7 +63,8 @@ def format_status(status: dict[str, Any]) -> str:
         rev = s["indexed_rev"] or "-"
         lines.append(f"{s['id']} ({s['kind']}: {where}): {s['files']} notes, {s['chunks']} chunks, "
                      f"{s['pending_vectors']} pending vectors, last sync {s['last_sync_at'] or 'never'}, "
-                     f"rev {rev[:12] if s['kind'] == 'git' else rev}")
+                     f"rev {rev[:12] if s['kind'] == 'git' else rev}"
+                     + (f", {s['broken_links']} broken links" if s.get("broken_links") else ""))
         if s["last_error"]:
             when = f" ({s['last_error_at']})" if s["last_error_at"] else ""
             lines.append(f"  last error{when}: {s['last_error']}")

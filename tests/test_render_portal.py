@@ -15,6 +15,7 @@ import pytest
 from builder.core.config import load_config
 from builder.render import graph, pages
 from builder.render.broken import broken_link_counts
+from builder.status import collect_status, format_status
 from builder.render.links import Link
 from builder.render.markdown import make_renderer, render_body
 from tests.test_convergence import site_snapshot
@@ -120,6 +121,11 @@ def test_broken_link_counts_for_status(tmp_path):
     assert broken_link_counts(config.site.output) is None  # not rendered yet
     build_and_render(config)
     assert broken_link_counts(config.site.output) == {"notes": 3}  # occurrences: the same link twice counts twice
+    status = collect_status(config)
+    assert [(s["id"], s["broken_links"]) for s in status["sources"]] == [("notes", 3), ("prazdny", 0)]
+    lines = format_status(status).splitlines()
+    assert lines[2].startswith("notes (folder: ") and lines[2].endswith(", 3 broken links")
+    assert lines[3].startswith("prazdny (folder: ") and "broken links" not in lines[3]
 
 
 # ---------------------------------------------------------------- the links view

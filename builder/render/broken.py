@@ -1,4 +1,4 @@
-"""How many broken links the site lists, per source, read from the last render's manifest (for
+"""How many broken links the site lists, per source, read from the last render's manifest (shown by
 ``notes-portal status``; the site's own ``broken-links.html`` lists each one with its line)."""
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ import pytest
 from builder.core.config import load_config
 from builder.render import graph, pages
 from builder.render.broken import broken_link_counts
-from builder.status import collect_status, format_status
 from builder.render.links import Link
 from builder.render.markdown import make_renderer, render_body
+from builder.status import collect_status, format_status
 from tests.test_convergence import site_snapshot
 from tests.test_render_helpers import (
     build_and_render,

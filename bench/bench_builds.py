@@ -79,21 +79,13 @@ def _counts(corpus: Corpus) -> dict[str, int]:
 
 
 def _fresh(corpus: Corpus) -> None:
-    """No index, cache or site: the last build's are moved aside, not deleted. A user's first build
-    writes into an empty folder; one right after 10,000 files were deleted pays, on a file system
-    like this machine's (ext4 without a journal), a scan over the recently freed inodes for every
-    file it creates (``recently_deleted`` in ``perf``: 11 s of system time instead of 4 in a full
-    render of 10,000 notes). The run's work folder is deleted at its end."""
-    aside = corpus.folder.parent / "set-aside"
-    aside.mkdir(exist_ok=True)
     for name in ("data", "site"):
-        if (corpus.folder / name).exists():
-            (corpus.folder / name).rename(aside / f"{corpus.folder.name}-{name}-{time.monotonic_ns()}")
+        shutil.rmtree(corpus.folder / name, ignore_errors=True)
 
 
 def first_builds(corpus: Corpus, runs: int) -> dict[str, Any]:
-    """``runs`` first builds (no index, embedding cache or site before each: see :func:`_fresh`); sizes
-    and counts of the last."""
+    """``runs`` first builds (index, embedding cache and site deleted before each); sizes and counts of
+    the last."""
     results = []
     for _ in range(runs):
         _fresh(corpus)

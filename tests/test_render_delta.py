@@ -153,21 +153,6 @@ def test_the_delta_render_writes_what_the_full_render_writes(portals, monkeypatc
     assert said(first) == said(second)
 
 
-def test_a_heading_edit_reads_each_other_folders_list_once(portals, monkeypatch):
-    """The delta render checks the cached lists of the other folders before it writes anything, and
-    then makes the table of contents of what it read: each file is read once."""
-    root, by_delta, _ = portals
-    EDITS["heading added"][1](root)
-    taken = spy_on_delta(monkeypatch)
-    reads: list[str] = []
-    read_bytes = Path.read_bytes
-    monkeypatch.setattr(Path, "read_bytes", lambda self: (reads.append(self.name) if self.suffix == ".frag" else None)
-                        or read_bytes(self))
-    build_and_render(by_delta)
-    assert taken == [True]
-    assert reads and len(reads) == len(set(reads))
-
-
 def test_edit_after_edit_each_delta_render_leaves_what_the_next_needs(portals, monkeypatch):
     """A series of edits, each rendered by the delta render on one portal and by the full render on
     the other: the same site and manifest after each (the delta render keeps what it remembers

@@ -157,12 +157,12 @@ def _render(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: 
         return None
     kinds = {s.id: s.kind for s in config.sources}
     moved = [n for n in notes if entries[n.key]["toc_digest"] != old[n.key]["toc_digest"]]
-    tocs: dict[str, tuple[toc.TocPlan, dict[str, bytes]]] = {}
+    tocs: dict[str, toc.TocPlan] = {}
     for source_id in sorted({n.source_id for n in moved}):
-        planned = _toc_plan(conn, config, env_fp, source_id, kinds[source_id], moved, meta["titles"][source_id])
-        if planned is None:
+        plan = _toc_plan(conn, config, env_fp, source_id, kinds[source_id], moved, meta["titles"][source_id])
+        if plan is None:
             return None
-        tocs[source_id] = planned
+        tocs[source_id] = plan
     into: dict[str, list[str]] = meta["into"]
     links = _links(conn, config, [n.key for n in notes], into)
     page_jobs = []
@@ -188,8 +188,8 @@ def _render(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: 
     home = pages.home_with({**meta["home"], "recent": [item for _, item in recent]})
     if out.wants(home.url, state.sha(env_fp, home.data())):
         out.write(home.url, ctx.templates.render(home, ctx.built_at))
-    for source_id, (plan, read) in tocs.items():
-        toc.write_page(out, ctx.templates, ctx.built_at, plan, source_id, kinds[source_id], read)
+    for source_id, plan in tocs.items():
+        toc.write_page(out, ctx.templates, ctx.built_at, plan, source_id, kinds[source_id])
     output.copy_static(out, templates.static_dir())
     roots = ctx.roots
     output.copy_attachments(out, {url: roots[source_id] / rel for url, (source_id, rel) in meta["attachments"].items()})
@@ -212,12 +212,11 @@ def _render(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: 
 
 
 def _toc_plan(conn: Connection, config: Config, env_fp: str, source_id: str, kind: str,
-              moved: list[pages.NoteInfo], listed: list[list[str]]) -> tuple[toc.TocPlan, dict[str, bytes]] | None:
+              moved: list[pages.NoteInfo], listed: list[list[str]]) -> toc.TocPlan | None:
     """The table of contents of a source some of whose notes (``moved``) show other headings now,
     from the last render's list of its notes (``listed``: path, title, digest) and the index's
     record of the notes in the folders those are in (their folder lists are rendered again; the
-    others are in the site's cache, or the full render must run: None); with the other folders'
-    lists as read from the cache (the page is made of them: they are read once)."""
+    others are in the site's cache, or the full render must run: None)."""
     changed = {n.path: n for n in moved if n.source_id == source_id}
     folders = {n.folder for n in changed.values()}
     around = [(source_id, path) for path, _, _ in listed
@@ -232,15 +231,13 @@ def _toc_plan(conn: Connection, config: Config, env_fp: str, source_id: str, kin
     digests.update({n.key: state.sha(n.toc_entry) for n in changed.values()})
     plan = toc.plan(env_fp, source_id, kind, members, digests)
     cached = toc.Fragments(config.site.output, source_id).dir
-    read: dict[str, bytes] = {}
     for folder, fp in plan.folder_fps.items():
         if folder not in folders:  # toc.Fragments.get would make it again, from the stand-ins above
             try:
-                read[fp] = (cached / f"{fp}.frag").read_bytes()
-                read[fp].decode("utf-8")
+                (cached / f"{fp}.frag").read_bytes().decode("utf-8")
             except (OSError, UnicodeDecodeError):
                 return None
-    return plan, read
+    return plan
 
 
 def _same_face(note: pages.NoteInfo, entry: dict[str, Any]) -> bool:

@@ -80,16 +80,13 @@ def walk(folder: Folder) -> list[Folder]:
 class Fragments:
     """The rendered note lists of one source's folders, kept between renders in the site's cache."""
 
-    def __init__(self, site: Path, source_id: str, read: dict[str, bytes] | None = None) -> None:
+    def __init__(self, site: Path, source_id: str) -> None:
         self.dir = site / CACHE_DIR / "toc" / source_id
         self.used: set[str] = set()
-        self.read = read or {}  # fragments already read from the cache (and checked) by the caller
 
     def get(self, fingerprint: str, make: Callable[[], str]) -> bytes:
         """The fragment named ``fingerprint`` (UTF-8): read from the cache, else made by ``make`` and kept."""
         self.used.add(fingerprint)
-        if fingerprint in self.read:
-            return self.read[fingerprint]
         path = self.dir / f"{fingerprint}.frag"
         try:
             data = path.read_bytes()
@@ -193,13 +190,11 @@ def splice(skeleton: str, toc: TocPlan, fragments: Fragments, render_fragment: C
                     for i, piece in enumerate(pieces))
 
 
-def write_page(out: Output, templates: Templates, built_at: str, toc: TocPlan, source_id: str, kind: str,
-               read: dict[str, bytes] | None = None) -> None:
+def write_page(out: Output, templates: Templates, built_at: str, toc: TocPlan, source_id: str, kind: str) -> None:
     """Write the table of contents ``toc`` (see :func:`plan`) unless the page on disk has its
-    fingerprint: a skeleton around the folders' fragments, of which only new ones are rendered
-    (``read``: fragments the caller has read from the cache already, by fingerprint)."""
+    fingerprint: a skeleton around the folders' fragments, of which only new ones are rendered."""
     if out.wants(toc.url, toc.fingerprint):
-        fragments = Fragments(out.site, source_id, read)
+        fragments = Fragments(out.site, source_id)
         skeleton = templates.render(toc_page(source_id, kind, toc), built_at)
         out.write(toc.url, splice(skeleton, toc, fragments, lambda folder: templates.fragment(
             FRAGMENT_TEMPLATE, **fragment_context(source_id, folder.notes))))

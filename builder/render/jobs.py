@@ -30,6 +30,7 @@ class Context:
     templates: Templates
     built_at: str
     site: Path
+    kept_bodies: Path | None = None  # the bodies kept by earlier renders (builder.render.bodycache), if used
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Outcome:
     error: str | None = None
     highlights: tuple[str, ...] = ()  # keys of the highlighted code blocks the body uses
     blocks: dict[str, str] | None = None  # the code blocks highlighted for it (for the site's cache)
+    new: bool = False  # rendered now from the text the index saw: worth keeping for the next full render
 
 
 _CTX: list[Context] = []  # set for the duration of a render (and inherited by forked workers)
@@ -82,15 +84,29 @@ def body_job(notes: list[NoteInfo]) -> list[Outcome]:
     model: tuple[NoteInfo, Outcome] | None = None  # a note rendered from its indexed text, and its body
     for note in notes:
         data, outcome = _read(note)
-        if outcome is None and model is not None and note.headings_json == model[0].headings_json \
-                and hashlib.sha256(data).hexdigest() == note.sha256:
+        indexed = outcome is None and hashlib.sha256(data).hexdigest() == note.sha256
+        if indexed and model is not None and note.headings_json == model[0].headings_json:
             outcome = _reuse(note, *model)
+        if indexed and outcome is None:
+            outcome = _kept(note)
         if outcome is None:
             outcome, indexed = _render(note, data)
             if indexed and outcome.body is not None and model is None:
                 model = (note, outcome)
         outcomes.append(outcome)
     return outcomes
+
+
+def _kept(note: NoteInfo) -> Outcome | None:
+    """The body an earlier render kept for this text and page, when its links still render the same."""
+    ctx = context()
+    if ctx.kept_bodies is None:
+        return None
+    from builder.render import bodycache
+
+    found = bodycache.lookup(ctx.kept_bodies, note,
+                             lambda kind, raw: ctx.resolver.resolve(note.source_id, note.path, kind, raw))
+    return Outcome(found[0], None, found[1]) if found is not None else None
 
 
 def _reuse(note: NoteInfo, first: NoteInfo, done: Outcome) -> Outcome | None:
@@ -102,7 +118,7 @@ def _reuse(note: NoteInfo, first: NoteInfo, done: Outcome) -> Outcome | None:
     resolve = context().resolver.resolve
     results = tuple(resolve(note.source_id, note.path, kind, raw) for kind, raw in done.body.links)
     body = markdown.same_body(done.body, first.url, note.url, results)
-    return Outcome(body, done.error, done.highlights) if body is not None else None  # its blocks: done's
+    return Outcome(body, done.error, done.highlights, new=done.new) if body is not None else None  # blocks: done's
 
 
 def _read(note: NoteInfo) -> tuple[bytes, Outcome | None]:
@@ -138,7 +154,7 @@ def _render(note: NoteInfo, data: bytes) -> tuple[Outcome, bool]:
     try:
         body = markdown.render_body(_MD[0], text, page_url=note.url, anchors=anchors, resolve=resolve,
                                     trusted=ctx.trusted)
-        return Outcome(body, None, highlight.take_used(), highlight.take_new() or None), indexed
+        return Outcome(body, None, highlight.take_used(), highlight.take_new() or None, new=indexed), indexed
     except Exception as exc:  # e.g. RecursionError on absurd nesting: show the text, keep the build going
         import html
 

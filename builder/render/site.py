@@ -24,7 +24,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from builder.core import templates, urls
 from builder.core.config import Config
 from builder.forkpool import PARALLEL_MIN, Pool
 from builder.render import (
+    bodycache,
     delta,
     drawing,
     graph,
@@ -142,6 +143,7 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     resolver = _resolver(config, notes)
     roots = {s.id: config.source_root(s) for s in config.sources}
     highlights = highlight.cache_file(site)
+    kept = bodycache.cache_file(site, files, config.allow_html)
     jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds),
                                 cache_dir=site / output.CACHE_DIR / "jinja")
     jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site))
@@ -151,6 +153,7 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
             big = len(stale) >= BIG_RENDER
             if big:
                 highlight.load(highlights)  # before the workers fork: they inherit it
+                jobs.set_context(replace(jobs.context(), kept_bodies=kept))
             else:
                 highlight.use(highlights)
             bodies = _bodies(pool, stale)
@@ -203,6 +206,9 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     removed = out.remove_stale(listed, recorded | lost, produced)
     if big:
         highlight.save(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
+        bodycache.save(kept, {bodycache.key(n): (outcome.body, outcome.highlights) for n in notes
+                              if (outcome := bodies.get(n.key)) is not None and outcome.new and outcome.body},
+                       {bodycache.key(n) for n in notes})
     memory = delta.remember(config, content, notes, entries, links, made.recent, made.home.context, len(made.urls),
                             produced)
     out.save_manifest({"version": output.MANIFEST_VERSION, "env": env_fp, "universe": universe, "trees": trees,

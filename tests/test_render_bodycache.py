@@ -1,0 +1,112 @@
+"""Note bodies kept between full renders (builder.render.bodycache): a full render that takes kept
+bodies writes the site a render that parses every note writes, and a kept body whose links now
+land elsewhere is not taken."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from builder.render import bodycache, markdown, site
+from tests.test_render_delta import NOTES, make_notes, manifest, site_snapshot
+from tests.test_render_helpers import build_and_render, make_config, write
+
+
+@pytest.fixture
+def portals(tmp_path: Path, monkeypatch):
+    """Two portals over the same notes (2 sources, links, copies, code, broken links), both built;
+    every render counts as a big one (the body cache is used by big renders only)."""
+    monkeypatch.setattr(site, "BIG_RENDER", 1)
+    root = tmp_path / "notes"
+    make_notes(root)
+    write(root, "kod.md", "# Kód\n\n```python\nprint('ahoj')\n```\n\n[Alfa](a.md) a [[Gama]]\n")
+    write(root, "kopie/kod.md", "# Kód\n\n```python\nprint('ahoj')\n```\n\n[Alfa](a.md) a [[Gama]]\n")
+    configs = []
+    for name in ("kept", "parsed"):
+        (tmp_path / name).mkdir()
+        configs.append(make_config(tmp_path / name, {"notes": root, "other": tmp_path / "other"}))
+        build_and_render(configs[-1])
+    return root, *configs
+
+
+def parsed_notes(monkeypatch) -> list[str]:
+    """From now on, the page URL of every note body markdown-it renders."""
+    rendered: list[str] = []
+    real = markdown.render_body
+
+    def spy(md, text, *, page_url, **kwargs):
+        rendered.append(page_url)
+        return real(md, text, page_url=page_url, **kwargs)
+
+    monkeypatch.setattr(markdown, "render_body", spy)
+    return rendered
+
+
+def no_kept_bodies(config) -> None:
+    for kept in (config.site.output / ".render-cache").glob("bodies-*.sqlite"):
+        kept.unlink()
+
+
+def test_a_full_render_takes_the_kept_bodies_and_writes_the_same_site(portals, monkeypatch):
+    root, kept, parsed = portals
+    rendered = parsed_notes(monkeypatch)
+    build_and_render(kept, full=True)
+    assert rendered == []  # every body was kept: nothing parsed
+    no_kept_bodies(parsed)
+    build_and_render(parsed, full=True)
+    assert len(rendered) > 20
+    assert site_snapshot(kept.site.output) == site_snapshot(parsed.site.output)
+    assert manifest(kept.site.output) == manifest(parsed.site.output)
+
+
+def test_a_kept_body_whose_links_land_elsewhere_now_is_rendered_again(portals, monkeypatch):
+    """``e.md`` links to ``nikde.md``, broken until it is written; ``kod.md`` links to Gama by title,
+    which another note takes over: both are parsed again, the others are taken as kept."""
+    root, kept, parsed = portals
+    write(root, "nikde.md", "# Nikde\n\nUž existuje.\n")
+    write(root, "sub/c.md", NOTES["sub/c.md"].replace("# Gama", "# Gama stará"))
+    write(root, "gama.md", "# Gama\n\nNová.\n")
+    rendered = parsed_notes(monkeypatch)
+    build_and_render(kept, full=True)
+    assert sorted(rendered) == sorted(["notes/e.html", "notes/kod.html", "notes/kopie/kod.html", "notes/a.html",
+                                       "notes/nikde.html", "notes/sub/c.html", "notes/gama.html"])
+    no_kept_bodies(parsed)
+    build_and_render(parsed, full=True)
+    assert site_snapshot(kept.site.output) == site_snapshot(parsed.site.output)
+    assert 'href="nikde.html"' in (kept.site.output / "notes/e.html").read_text(encoding="utf-8")
+
+
+def test_a_damaged_body_cache_is_no_cache(portals, monkeypatch):
+    root, kept, parsed = portals
+    [cache] = (kept.site.output / ".render-cache").glob("bodies-*.sqlite")
+    cache.write_bytes(b"not SQLite at all" * 100)
+    rendered = parsed_notes(monkeypatch)
+    build_and_render(kept, full=True)
+    assert len(rendered) > 20  # parsed, and kept again
+    rendered.clear()
+    build_and_render(kept, full=True)
+    assert rendered == []
+    build_and_render(parsed, full=True)
+    assert site_snapshot(kept.site.output) == site_snapshot(parsed.site.output)
+
+
+def test_bodies_are_kept_per_renderer_version(tmp_path, monkeypatch):
+    """Another renderer (its code, the markdown libraries, trusted HTML or not) keeps another file,
+    and the render drops the other versions' files."""
+    code = tmp_path / "m.py"
+    code.write_text("x = 1\n")
+    first = bodycache.cache_file(tmp_path, [code], trusted=False)
+    assert bodycache.cache_file(tmp_path, [code], trusted=True) != first
+    code.write_text("x = 2\n")
+    assert bodycache.cache_file(tmp_path, [code], trusted=False) != first
+    monkeypatch.setattr(site, "BIG_RENDER", 1)
+    root = tmp_path / "notes"
+    write(root, "a.md", "# A\n\ntext\n")
+    config = make_config(tmp_path, {"notes": root})
+    build_and_render(config)
+    stale = config.site.output / ".render-cache" / "bodies-000000000000.sqlite"
+    stale.write_bytes(b"")
+    build_and_render(config, full=True)
+    assert [p.name for p in (config.site.output / ".render-cache").glob("bodies-*.sqlite")] != [stale.name]
+    assert not stale.exists()

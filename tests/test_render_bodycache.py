@@ -49,7 +49,7 @@ def no_kept_bodies(config) -> None:
 
 
 def test_a_full_render_takes_the_kept_bodies_and_writes_the_same_site(portals, monkeypatch):
-    root, kept, parsed = portals
+    _, kept, parsed = portals
     rendered = parsed_notes(monkeypatch)
     build_and_render(kept, full=True)
     assert rendered == []  # every body was kept: nothing parsed
@@ -78,7 +78,7 @@ def test_a_kept_body_whose_links_land_elsewhere_now_is_rendered_again(portals, m
 
 
 def test_a_damaged_body_cache_is_no_cache(portals, monkeypatch):
-    root, kept, parsed = portals
+    _, kept, parsed = portals
     [cache] = (kept.site.output / ".render-cache").glob("bodies-*.sqlite")
     cache.write_bytes(b"not SQLite at all" * 100)
     rendered = parsed_notes(monkeypatch)

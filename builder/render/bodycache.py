@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from builder.render.markdown import Body
     from builder.render.pages import NoteInfo
 
-FORMAT = "1"
+FORMAT = "2"  # a kept body: marshal of (key, html, links, results, lines, code blocks)
 
 
 def cache_file(site: Path, code: Iterable[Path], trusted: bool) -> Path:
@@ -58,14 +58,17 @@ def lookup(path: Path, note: NoteInfo, resolve: Callable[[str, str], Link]) -> t
     from builder.render.links import Link
     from builder.render.markdown import Body, same_body
 
-    data = read_body(path, key(note))
+    wanted = key(note)
+    data = read_body(path, wanted)
     if data is None:
         return None
     try:
-        html, links, results, lines, code = marshal.loads(data)
+        kept_for, html, links, results, lines, code = marshal.loads(data)
         body = Body(html, tuple((kind, raw) for kind, raw in links), tuple(Link(*r) for r in results),
                     tuple(tuple(at) for at in lines))
     except (ValueError, EOFError, TypeError):  # not ours
+        return None
+    if kept_for != wanted:  # a damaged file
         return None
     now = same_body(body, note.url, note.url, tuple(resolve(kind, raw) for kind, raw in body.links))
     return (now, tuple(code)) if now is not None else None
@@ -76,8 +79,8 @@ def save(path: Path, made: dict[str, tuple[Body, tuple[str, ...]]], keep: set[st
     every other key (a render that saw every note); drop other versions' files."""
     def rows() -> Iterator[tuple[str, bytes]]:
         for k, (body, code) in made.items():
-            yield k, marshal.dumps((body.html, [list(link) for link in body.links], [r.as_list() for r in body.results],
-                                    [list(at) for at in body.lines], list(code)))
+            yield k, marshal.dumps((k, body.html, [list(link) for link in body.links],
+                                    [r.as_list() for r in body.results], [list(at) for at in body.lines], list(code)))
 
     if write_bodies(path, rows, keep):
         for other in path.parent.glob("bodies-*.sqlite"):

@@ -42,7 +42,6 @@ def _write(path: Path, rows: Iterable[tuple[str, bytes]], keep: set[str] | None)
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite_module().connect(str(path), isolation_level=None)
         try:
-            conn.execute("PRAGMA synchronous = OFF")  # a cache: one lost in a power cut costs only time
             conn.execute("CREATE TABLE IF NOT EXISTS bodies (key TEXT PRIMARY KEY, data BLOB NOT NULL)")
             conn.execute("BEGIN IMMEDIATE")
             if keep is not None:

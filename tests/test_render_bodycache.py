@@ -92,19 +92,21 @@ def test_a_damaged_body_cache_is_no_cache(portals, monkeypatch):
 
 
 def test_a_body_kept_under_another_key_is_not_taken(portals, monkeypatch):
-    """A file damaged so that a key holds another note's blob (a torn write): that note is parsed."""
+    """A file damaged so that a key holds another note's blob (a torn write), or text: those notes are
+    parsed."""
     import sqlite3
 
     _, kept, parsed = portals
     [cache] = (kept.site.output / ".render-cache").glob("bodies-*.sqlite")
     conn = sqlite3.connect(cache)
-    (_, data), (second, _) = conn.execute("SELECT key, data FROM bodies ORDER BY key LIMIT 2").fetchall()
+    (_, data), (second, _), (third, _) = conn.execute("SELECT key, data FROM bodies ORDER BY key LIMIT 3").fetchall()
     conn.execute("UPDATE bodies SET data = ? WHERE key = ?", (data, second))
+    conn.execute("UPDATE bodies SET data = 'text, not a blob' WHERE key = ?", (third,))
     conn.commit()
     conn.close()
     rendered = parsed_notes(monkeypatch)
     build_and_render(kept, full=True)
-    assert len(rendered) == 1
+    assert len(rendered) == 2
     build_and_render(parsed, full=True)
     assert site_snapshot(kept.site.output) == site_snapshot(parsed.site.output)
 

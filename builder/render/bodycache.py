@@ -66,12 +66,13 @@ def lookup(path: Path, note: NoteInfo, resolve: Callable[[str, str], Link]) -> t
         kept_for, html, links, results, lines, code = marshal.loads(data)
         body = Body(html, tuple((kind, raw) for kind, raw in links), tuple(Link(*r) for r in results),
                     tuple(tuple(at) for at in lines))
+        if kept_for != wanted or not isinstance(html, str) or len(body.results) != len(body.links):
+            return None  # a damaged file
+        code = tuple(str(block) for block in code)
     except (ValueError, EOFError, TypeError):  # not ours
         return None
-    if kept_for != wanted:  # a damaged file
-        return None
     now = same_body(body, note.url, note.url, tuple(resolve(kind, raw) for kind, raw in body.links))
-    return (now, tuple(code)) if now is not None else None
+    return (now, code) if now is not None else None
 
 
 def save(path: Path, made: dict[str, tuple[Body, tuple[str, ...]]], keep: set[str] | None) -> None:

@@ -143,7 +143,7 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     resolver = _resolver(config, notes)
     roots = {s.id: config.source_root(s) for s in config.sources}
     highlights = highlight.cache_file(site)
-    kept = bodycache.cache_file(site, files, config.allow_html)
+    kept: Path | None = None  # the note bodies kept between big renders (builder.render.bodycache)
     jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds),
                                 cache_dir=site / output.CACHE_DIR / "jinja")
     jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site))
@@ -153,6 +153,7 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
             big = len(stale) >= BIG_RENDER
             if big:
                 highlight.load(highlights)  # before the workers fork: they inherit it
+                kept = bodycache.cache_file(site, files, config.allow_html)
                 jobs.set_context(replace(jobs.context(), kept_bodies=kept))
             else:
                 highlight.use(highlights)
@@ -204,7 +205,7 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     lost = output.unlisted_orphans(out.present) if claimed and not listed else set()
     produced = out.files()
     removed = out.remove_stale(listed, recorded | lost, produced)
-    if big:
+    if big and kept is not None:
         highlight.save(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
         bodycache.save(kept, {bodycache.key(n): (outcome.body, outcome.highlights) for n in notes
                               if (outcome := bodies.get(n.key)) is not None and outcome.new and outcome.body},

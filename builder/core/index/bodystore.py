@@ -26,7 +26,7 @@ def read_body(path: Path, key: str) -> bytes | None:
         row = conn.execute("SELECT data FROM bodies WHERE key = :key", {"key": key}).fetchone()
     except sqlite_module().Error:
         return None
-    return bytes(row[0]) if row is not None else None
+    return row[0] if row is not None and isinstance(row[0], bytes) else None
 
 
 def write_bodies(path: Path, rows: Callable[[], Iterable[tuple[str, bytes]]], keep: set[str] | None) -> bool:

@@ -130,3 +130,33 @@ def test_bodies_are_kept_per_renderer_version(tmp_path, monkeypatch):
     build_and_render(config, full=True)
     assert [p.name for p in (config.site.output / ".render-cache").glob("bodies-*.sqlite")] != [stale.name]
     assert not stale.exists()
+
+
+def test_a_write_killed_inside_its_transaction_leaves_the_kept_bodies_as_they_were(tmp_path):
+    """A build killed while it writes the kept bodies: a reader meets the old blobs or none (a
+    read-only connection does not roll back a hot journal; it reads nothing then), and the next
+    write rolls the file back first."""
+    import subprocess
+    import sys
+
+    from builder.core.index import bodystore
+
+    path = tmp_path / "bodies.sqlite"
+    rows = {f"k{i}": bytes([i]) * 3000 for i in range(40)}
+    assert bodystore.write_bodies(path, lambda: rows.items(), None)
+    child = f"""
+import os, sqlite3
+conn = sqlite3.connect({str(path)!r}, isolation_level=None)
+conn.execute("PRAGMA cache_size = 1")  # spill changed pages into the file before the commit
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("UPDATE bodies SET data = zeroblob(5000)")
+os._exit(9)
+"""
+    assert subprocess.run([sys.executable, "-c", child], check=False).returncode == 9
+    assert path.with_name(path.name + "-journal").exists()
+    bodystore.close_reader()
+    assert {bodystore.read_body(path, key) for key in rows} <= {None, *rows.values()}
+    assert bodystore.write_bodies(path, lambda: [("new", b"x")], None)
+    assert not path.with_name(path.name + "-journal").exists()
+    assert {key: bodystore.read_body(path, key) for key in rows} == rows
+    assert bodystore.read_body(path, "new") == b"x"

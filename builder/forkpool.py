@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -56,7 +57,23 @@ class Pool:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            # the workers make short-lived objects: they collect garbage as usual
             self.executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
-                                                initializer=gc.enable)
+                                                initializer=_worker_start, initargs=(os.getpid(),))
         return self.executor
+
+
+def _worker_start(parent: int) -> None:
+    """In each worker: collect garbage as usual (workers make short-lived objects), and die with the
+    process that forked it. A build killed by a signal (the OOM killer, a timeout) would otherwise
+    leave its workers blocked on their pipes for ever, holding the index's files open."""
+    gc.enable()
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:  # it died before the worker asked
+            os._exit(1)

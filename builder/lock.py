@@ -16,6 +16,22 @@ import os
 import time
 from pathlib import Path
 
+_HELD: set[int] = set()  # the descriptors of the locks this process holds
+
+
+def _forget_in_child() -> None:
+    """A forked child (a worker parsing or rendering for the build) closes its copies of the lock:
+    were the build killed, a child left behind must not keep the lock held for every later build."""
+    for fd in _HELD:
+        try:
+            os.close(fd)  # the parent's own descriptor keeps the lock: flock belongs to the open file
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
 
 class BuildLock:
     """Context manager; ``acquired`` is False when another build holds the lock, then ``holder``
@@ -41,6 +57,7 @@ class BuildLock:
             os.close(fd)
             raise
         self._fd, self.acquired = fd, True
+        _HELD.add(fd)
         record = json.dumps({"pid": os.getpid(), "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
         os.ftruncate(fd, 0)
         os.pwrite(fd, record.encode(), 0)
@@ -48,6 +65,7 @@ class BuildLock:
 
     def __exit__(self, *exc: object) -> None:
         if self._fd is not None:
+            _HELD.discard(self._fd)
             os.close(self._fd)  # closing the last descriptor releases the lock
             self._fd, self.acquired = None, False
 

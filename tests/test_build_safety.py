@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -283,3 +284,54 @@ def test_a_write_batch_commits_whole_steps_only(tmp_path):
         conn.close()
         if reader is not None:
             reader.close()
+
+
+def test_a_build_killed_while_its_workers_parse_leaves_no_worker_and_no_lock(tmp_path):
+    """SIGKILL the build while its forked workers parse: they die with it (they would block on their
+    pipes for ever), and they never held the build lock, so the next build runs."""
+    import signal
+
+    from builder.lock import BuildLock
+
+    root = tmp_path / "notes"
+    root.mkdir()
+    for i in range(600):
+        (root / f"n{i:03}.md").write_text(f"# Poznámka {i}\n\n" + "slovo a další slovo. " * 200, encoding="utf-8")
+    config = tmp_path / "portal.yaml"
+    config.write_text(f"index: {tmp_path / 'data' / 'index.sqlite'}\nembedding:\n  provider: none\n"
+                      f"sources:\n  notes:\n    folder: {root}\n", encoding="utf-8")
+    log = (tmp_path / "build.out").open("wb")
+    build = subprocess.Popen([sys.executable, "-m", "builder.cli", "build", "--config", str(config)],
+                             stdout=log, stderr=log)
+
+    def children() -> list[int]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == build.pid:
+                    found.append(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                pass
+        return found
+
+    deadline = time.monotonic() + 60
+    workers: list[int] = []
+    while not workers and build.poll() is None and time.monotonic() < deadline:
+        workers = children()
+        time.sleep(0.002)
+    assert workers, "the build forked no workers"
+    build.send_signal(signal.SIGKILL)
+    build.wait()
+    with BuildLock(tmp_path / "data" / "sync.lock") as lock:  # at once: no worker ever held it
+        assert lock.acquired
+
+    def alive(pid: int) -> bool:
+        try:
+            return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(pid) for pid in workers)

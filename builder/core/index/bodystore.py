@@ -1,4 +1,4 @@
-"""The SQL of the render's kept note bodies (:mod:`builder.render.bodies`): one table of marshal
+"""The SQL of the render's kept note bodies (:mod:`builder.render.bodycache`): one table of marshal
 blobs by key in a file of the site's cache, read by each render process on its own connection."""
 
 from __future__ import annotations
@@ -80,8 +80,8 @@ def _reader(path: Path) -> Connection | None:
     conn = None
     if path.is_file():
         try:
-            conn = sqlite_module().connect(f"{path.as_uri()}?mode=ro", uri=True)
-        except sqlite_module().Error:
+            conn = sqlite_module().connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        except (OSError, sqlite_module().Error):
             conn = None
     _READERS[os.getpid()] = (path, conn)
     return conn

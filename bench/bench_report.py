@@ -70,6 +70,8 @@ def rows(results: dict[str, Any]) -> list[Row]:
               "bm25 common": "bm25, common words", "bm25 all": "bm25, all of these",
               "vector": "vector (precomputed query vector)", "hybrid": "hybrid (precomputed query vector)",
               "hybrid+embed": "hybrid with the query embedding", "embed": "query embedding alone",
+              "server hybrid": "hybrid, the server's path (precomputed query vector)",
+              "server hybrid+embed": "hybrid, the server's path, with the query embedding",
               "vec0": "vec0 scan of the same vectors (k=30)"}
     for chunks, q in results.get("queries", {}).items():
         size = f"{_n(int(chunks))} chunks"
@@ -81,6 +83,9 @@ def rows(results: dict[str, Any]) -> list[Row]:
                         f"{q['vec0_over_hybrid_p95']:.1f}×",
                         f"vec0 ÷ vector (p50): {q['vec0_over_vector_p50']:.1f}×; the search's KNN from "
                         + ("memory (numpy)" if q["in_memory_vectors"] else "vec0")))
+        if "vec0_over_server_hybrid_p50" in q:
+            out.append(_row("vec0 scan ÷ hybrid, the server's path (precomputed vector)", size,
+                            f"{q['vec0_over_server_hybrid_p50']:.1f}×", f"{q['vec0_over_server_hybrid_p95']:.1f}×", ""))
         out.append(_row("index size (synthetic, with vectors)", size, f"{q['index_mb']:.0f} MB", "",
                         f"{_n(q['chunks'])} vectors; made in {q['made_s']:.0f} s"))
     serve = results.get("serve")
@@ -126,12 +131,14 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     check("first build of 10,000 notes without embeddings (median) ≤ 15 s",
           big and big["first"]["seconds"]["median"], "s", 15.0, True)
     check("full render of kemt-wiki ≥ 600 notes/s", kemt and kemt["notes_per_s"], "notes/s", 600.0, False)
-    check("hybrid at 100,000 chunks, one client, with the query embedding: p95 ≤ 30 ms",
-          q100 and q100["rows"]["hybrid+embed"]["p95"], "ms", 30.0, True)
-    check("hybrid at 100,000 chunks, one client, without the query embedding: p95 ≤ 10 ms",
-          q100 and q100["rows"]["hybrid"]["p95"], "ms", 10.0, True)
+    # judged on /api/search's own path (server.searcher) where the run has it, else on search() alone
+    served = "server " if q100 and "server hybrid" in q100["rows"] else ""
+    check(f"hybrid at 100,000 chunks, one client, with the query embedding: p95 ≤ 30 ms ({served or 'search() '}path)",
+          q100 and q100["rows"][f"{served}hybrid+embed"]["p95"], "ms", 30.0, True)
+    check(f"hybrid at 100,000 chunks, one client, without the query embedding: p95 ≤ 10 ms ({served or 'search() '}path)",
+          q100 and q100["rows"][f"{served}hybrid"]["p95"], "ms", 10.0, True)
     check("hybrid at 100,000 chunks (precomputed vector) ≥ 5× faster than the vec0 scan (p50 ratio)",
-          q100 and q100["vec0_over_hybrid_p50"], "×", 5.0, False)
+          q100 and q100["vec0_over_server_hybrid_p50" if served else "vec0_over_hybrid_p50"], "×", 5.0, False)
     eight = full["rows"]["hybrid 8 clients"] if full else None
     check("8 clients at 100,000 chunks ≥ 60 hybrid req/s", eight and eight["rps"], "req/s", 60.0, False)
     check("8 clients: zero errors", eight and eight["errors"], "errors", 0, True)

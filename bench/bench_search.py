@@ -89,6 +89,21 @@ def _hybrid_embedding(embedder: Any, conn: Any, config: Any, query: str, nearest
     return search(conn, config, query, mode="hybrid", query_vector=vector, nearest=nearest)
 
 
+class _Precomputed:
+    """A query "embedder" that looks the vector up: the server's path with no inference in it."""
+
+    fingerprint = "precomputed"
+
+    def __init__(self, vectors: dict[str, bytes]) -> None:
+        self.vectors = vectors
+
+    def embed_query(self, text: str) -> bytes:
+        return self.vectors[text]
+
+    def embed_passages(self, texts: Any) -> list[bytes]:
+        raise NotImplementedError
+
+
 def _one_query(timer: _Timer, lease: Any, config: Any, memory: Any, embedder: Any, query: str, kind: str,
                vector: bytes) -> None:
     """Every mode for one query on one connection, back to back (the same noise for each)."""
@@ -102,6 +117,15 @@ def _one_query(timer: _Timer, lease: Any, config: Any, memory: Any, embedder: An
     timer("hybrid+embed", _hybrid_embedding, embedder, lease.conn, config, query, nearest)
     timer("embed", embedder.embed, query)
     timer("vec0", db.knn_search, lease.conn, vector, CANDIDATES, None, None)
+
+
+def _server_path(timer: _Timer, searchers: tuple[Any, Any], query: str) -> None:
+    """``/api/search``'s own path (:class:`server.searcher.Searcher`: the words read while the query is
+    embedded, the KNN scan on its thread as soon as the vector is there), with the model and with
+    the vector looked up."""
+    model, looked_up = searchers
+    timer("server hybrid", looked_up.search, query)
+    timer("server hybrid+embed", model.search, query)
 
 
 def _wait_for_memory(reader: Any, memory: Any, vector: bytes) -> int:
@@ -129,6 +153,7 @@ def in_process(config_path: Path, sets: dict[str, list[str]], rounds: int) -> di
     from builder.core.config import load_config
     from server.embedder import QueryEmbedder
     from server.reader import IndexReader
+    from server.searcher import Searcher
     from server.vectors import VectorMemory
 
     config = load_config(config_path)
@@ -141,12 +166,15 @@ def in_process(config_path: Path, sets: dict[str, list[str]], rounds: int) -> di
     embedder = QueryEmbedder(config.embedding, time_limit_s=30.0)
     embedder.embed("warm-up")
     total = _wait_for_memory(reader, memory, vectors[everything[0]])
+    searchers = (Searcher(config, reader, embedder, memory),
+                 Searcher(config, reader, QueryEmbedder(config.embedding, lambda _: _Precomputed(vectors)), memory))
     timer = _Timer()
     for _ in range(rounds):
         for kind, queries in sets.items():
             for query in queries:
                 with reader.connection() as lease:
                     _one_query(timer, lease, config, memory, embedder, query, kind, vectors[query])
+                _server_path(timer, searchers, query)
     rows = {label: _short(values) for label, values in timer.times.items()}
     rows["bm25 all"] = _short([t for label, values in timer.times.items() if label.startswith("bm25") for t in values])
     return {"chunks": total, "in_memory_vectors": memory.loaded() is not None, "rows": rows,
@@ -154,7 +182,9 @@ def in_process(config_path: Path, sets: dict[str, list[str]], rounds: int) -> di
             "embed_all_s": embed_all_s,
             "vec0_over_hybrid_p50": rows["vec0"]["median"] / rows["hybrid"]["median"],
             "vec0_over_hybrid_p95": rows["vec0"]["p95"] / rows["hybrid"]["p95"],
-            "vec0_over_vector_p50": rows["vec0"]["median"] / rows["vector"]["median"]}
+            "vec0_over_vector_p50": rows["vec0"]["median"] / rows["vector"]["median"],
+            "vec0_over_server_hybrid_p50": rows["vec0"]["median"] / rows["server hybrid"]["median"],
+            "vec0_over_server_hybrid_p95": rows["vec0"]["p95"] / rows["server hybrid"]["p95"]}
 
 
 def _get(port: int, path: str) -> dict[str, Any]:

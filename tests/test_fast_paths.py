@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from builder.sources import Scope, _glob_regex, matches
 
 PATTERNS = ["**", "*.md", "notes/**", "notes", "**/inbox/**", "*.markdown", "a/*/c.md", "drafts", "x?y.md",
@@ -270,3 +272,61 @@ def test_notes_written_in_a_batch_are_found_like_notes_written_one_by_one(tmp_pa
         batched.close()
     assert db.fts_integrity_error(one_by_one) is None
     one_by_one.close()
+
+
+# Czech words with the share of sections that hold each: three common, the rest rare.
+WORDS = {"hodnota": 0.7, "funkce": 0.6, "soubor": 0.5, "generátor": 0.06, "zásobník": 0.05, "iterátor": 0.05,
+         "výjimka": 0.04, "slovník": 0.04, "rekurze": 0.03, "dekorátor": 0.03}
+
+
+def test_the_any_word_query_with_common_words_is_the_reference_query_over_chunks_with_a_rare_word(tmp_path, monkeypatch):
+    """Over chunks that hold a rare word, the two-statement any-word query returns exactly the
+    reference statement's best chunks and scores; a chunk with common words alone (which the
+    reference may rank high) is never a candidate."""
+    from builder.core import index as db
+    from builder.core.config import load_config
+    from builder.sync import build
+    from builder.synclog import SyncLog
+    from server import search as search_module
+    from server.query import match_any, parse
+    from tests.conftest import write_config, write_note
+
+    rng = random.Random(11)
+    for n in range(120):
+        sections = []
+        for s in range(2):
+            words = [w for w, share in WORDS.items() for _ in range(rng.randint(1, 4)) if rng.random() < share]
+            rng.shuffle(words)
+            sections.append(f"## Část {s}\n\n{' '.join(words) or 'prázdno'} text\n")
+        text = f"# Poznámka {n}\n\n" + "\n".join(sections)
+        write_note(tmp_path / "notes", f"n{n:03d}.md", text)
+        if n % 4 == 0:  # copies score alike: ties, which both paths give to the smaller id
+            write_note(tmp_path / "notes", f"kopie/n{n:03d}.md", text)
+    config = load_config(write_config(tmp_path, "index: data/index.sqlite\nembedding:\n  provider: none\n"
+                                                "sources:\n  notes:\n    folder: notes\n"))
+    assert build(config, log=SyncLog(config.log_path, echo_info=False)) == 0
+    monkeypatch.setattr(search_module, "COMMON_CHUNKS", 60)  # the three common words, at this size
+    monkeypatch.setattr(search_module, "COMMON_SAVED", 100)
+    conn = db.connect(config.index, vec=False)
+    split = dropped = 0
+    for _ in range(40):
+        terms = parse(" ".join(rng.sample(sorted(WORDS), rng.randint(2, 5))))
+        rare, common = search_module._common_split(conn, terms, True)
+        reference = db.fts_search(conn, match_any(terms, True), 10_000, None, None, True)
+        if not rare or not common:
+            assert search_module._any_word(conn, terms, True, None, None) == reference[:search_module.CANDIDATES]
+            continue
+        split += 1
+        with_rare = {i for i, _ in db.fts_search(conn, match_any(rare, True), 10_000, None, None, True)}
+        expected = [hit for hit in reference if hit[0] in with_rare][:search_module.CANDIDATES]
+        found = search_module._any_word(conn, terms, True, None, None)
+        assert [i for i, _ in found] == [i for i, _ in expected], [t.text for t in terms]
+        assert [s for _, s in found] == pytest.approx([s for _, s in expected], rel=1e-9)
+        dropped += any(i not in with_rare for i, _ in reference[:search_module.CANDIDATES])
+    # beside the common words, only a word no chunk holds: the common words still find chunks
+    terms = parse("hodnota funkce kvákání")
+    assert search_module._common_split(conn, terms, True)[1] == []
+    found = search_module._any_word(conn, terms, True, None, None)
+    assert found and found == db.fts_search(conn, match_any(terms, True), search_module.CANDIDATES, None, None, True)
+    conn.close()
+    assert split >= 15 and dropped >= 5  # the split happened, and changed what the reference would show

@@ -66,6 +66,7 @@ from builder.core.index.queries import (
     has_vocabulary,
     has_word_or_key,
     iter_chunk_vectors,
+    key_chunk_counts,
     knn_search,
     vector_candidates,
     vectors_of,

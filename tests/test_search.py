@@ -559,6 +559,8 @@ def test_an_index_from_before_schema_steps_7_and_8_answers_the_same_with_one_pre
         db.set_meta(conn, {"schema_version": "6"})
     db.migrate(conn)
     assert "prefix='3'" in fts_sql(conn) and answers(conn) == before
+    # step 10, run again after step 7 made chunks_fts anew: FTS5 still gathers 16 MB before writing
+    assert [tuple(r) for r in conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'hashsize'")] == [(16777216,)]
     conn.close()
     write_note(notes_dir, "nove.md", "# Nové\n\nKonvice na čaj.\n")
     (notes_dir / "cestovani/snezka.md").unlink()

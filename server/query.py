@@ -31,6 +31,9 @@ kde kdy když keď keby kto která které který ktorá ktoré ktorý ku lebo le
 nad nám nás nebo nej nie no o od on ona oni ono po pod pre pred před pri při pro proč prečo preto s sa
 se si sme so sú ste ta tá tak také tam te teda tedy ten ti tie tiež tj to toho tom tu ty u už v vo vy
 z za zo ze že
+kterého kterému kterém kterým kterou kteří kterých kterými ktorého ktorému ktorom ktorým ktorú ktorí
+ktorých ktorými jaký jaká jakého jakou jakým jakých aký aká aké akého akú akým akých akom
+som bude budú budem budeme bych bys bychom byste cez přes mezi medzi
 about an and are as at be but by can do does for from how if in into is it its of on or so that the
 their then there these this to was what when where which who why will with you your
 """.split())

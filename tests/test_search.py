@@ -232,6 +232,11 @@ def test_function_words_are_neither_searched_alone_nor_marked():
         False, False]
     assert [t.function for t in parse("NA schůzi")] == [False, False]  # capitals: a name, not "na"
     assert [t.function for t in parse("a na to")] == [False, False, False]  # nothing else to search
+    # a relative pronoun in any case, Czech or Slovak, and the auxiliaries of the past and conditional
+    assert [t.function for t in parse("hodnota kterou generátor vrátí")] == [False, True, False, False]
+    assert [t.function for t in parse("do ktorého adresára som dal súbory")] == [True, True, False, True, False, False]
+    assert [t.function for t in parse("aké typy skúšky by som si mohol zvoliť")] == [
+        True, False, False, True, True, True, False, False]
 
 
 @pytest.mark.parametrize(("query", "marked"), [("kolik vody na teh tarik", ("kolik", "vody", "teh", "tarik")),

@@ -34,6 +34,8 @@ z za zo ze že
 kterého kterému kterém kterým kterou kteří kterých kterými ktorého ktorému ktorom ktorým ktorú ktorí
 ktorých ktorými jaký jaká jakého jakou jakým jakých aký aká aké akého akú akým akých akom
 som bude budú budem budeme bych bys bychom byste cez přes mezi medzi
+či jestli jestliže zda zdali protože pretože však nějaký nějaká nějaké nějakou nějakého nějakým nějakých
+nejaký nejaká nejaké nejakú nejakého nejakým nejakých
 about an and are as at be but by can do does for from how if in into is it its of on or so that the
 their then there these this to was what when where which who why will with you your
 """.split())

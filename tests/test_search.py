@@ -237,6 +237,10 @@ def test_function_words_are_neither_searched_alone_nor_marked():
     assert [t.function for t in parse("do ktorého adresára som dal súbory")] == [True, True, False, True, False, False]
     assert [t.function for t in parse("aké typy skúšky by som si mohol zvoliť")] == [
         True, False, False, True, True, True, False, False]
+    # conjunctions (whether, because) and indefinite pronouns
+    assert [t.function for t in parse("jak zjistím jestli text obsahuje nějaké slovo")] == [
+        True, False, True, False, False, True, False]
+    assert [t.function for t in parse("či súbor obsahuje nejaký text, pretože")] == [True, False, False, True, False, True]
 
 
 @pytest.mark.parametrize(("query", "marked"), [("kolik vody na teh tarik", ("kolik", "vody", "teh", "tarik")),

@@ -210,7 +210,7 @@ def _common_split(conn: Connection, terms: list[Term], stems: bool) -> tuple[lis
     holds a rare word's key (else the rare words could find nothing and the common ones nothing
     more)."""
     words = content(terms)
-    if not stems or len(words) < 2:
+    if not stems or len(words) < 2 or not db.has_vocabulary(conn):  # no counts before schema step 4
         return words, []
     counts = db.key_chunk_counts(conn, [t.key for t in words])
     common = [t for t in words if counts.get(t.key, 0) > COMMON_CHUNKS]

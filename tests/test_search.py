@@ -579,3 +579,24 @@ def test_an_index_from_before_schema_steps_7_and_8_answers_the_same_with_one_pre
     assert search(conn, config, "sluchátka sony", mode="bm25").hits == ()
     assert db.fts_integrity_error(conn) is None
     conn.close()
+
+
+def test_an_index_without_its_vocabulary_answers_a_question_with_common_words(config_for, notes_dir, quiet_log,
+                                                                            monkeypatch):
+    """An index from before schema step 4 (word keys, no ``chunks_vocab``), read as it is: no word
+    counts, so the any-word query is asked whole."""
+    import server.search as search_module
+
+    config = config_for()
+    build(config, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index))
+    with db.transaction(conn):
+        conn.execute("DROP TABLE chunks_vocab")
+        db.set_meta(conn, {"schema_version": "3"})
+    conn.close()
+    monkeypatch.setattr(search_module, "COMMON_CHUNKS", 0)  # every word common, were they counted
+    monkeypatch.setattr(search_module, "COMMON_SAVED", 1)
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    hits = search(conn, config, "teplota vody konvice", mode="bm25").hits
+    conn.close()
+    assert hits and {h.path for h in hits} >= {"recepty/teh-tarik.md"}

@@ -88,11 +88,12 @@ def snippet(text: str, terms: list[Term], width: int = 36) -> str:
 
 
 def typed_without_accents(text: str, terms: list[Term]) -> bool:
-    """Was the query typed without the accents its language has? None of its content words carries
-    one, and one of them begins, in ``text``, only words that do (``nastroje`` where the notes say
+    """Was the query typed without the accents its language has? None of its words carries one (a
+    function word typed with its accent, ``aké``, shows the writer types them too), and one of its
+    content words begins, in ``text``, only words that do (``nastroje`` where the notes say
     ``nástroje``). The words half folds accents; the model reads ``nastroje`` as another token."""
     wanted = content(terms)
-    if not wanted or any(fold(t.text) != t.text.lower() for t in wanted):
+    if not wanted or any(fold(t.text) != t.text.lower() for t in terms):
         return False
     words = {w.lower() for w in _WORD.findall(text)}
     for term in wanted:

@@ -46,12 +46,15 @@ def _corpus_lines() -> list[list[str]]:
 
 
 def synthetic_index(work: Path, chunks: int) -> Path:
-    """A config plus an index with ``chunks`` chunks (10 per note) and random unit vectors."""
+    """A config plus an index with ``chunks`` chunks (10 per note) and random unit vectors, and a
+    stand-in page per note in the site folder (``/api/search`` leaves out hits whose page is not
+    on the site, and the notes are never rendered)."""
     import numpy as np
 
     from builder.core import index as db
     from builder.core.config import load_config
     from builder.core.index import FileRecord
+    from builder.core.urls import note_url, site_file
     from builder.ingest import sha256_text
 
     (work / "notes").mkdir(parents=True)
@@ -82,6 +85,9 @@ def synthetic_index(work: Path, chunks: int) -> Path:
         record = FileRecord(path=path, title=f"Poznámka {n}", tags=("t",), headings=(), front_matter={}, status="ok",
                             status_note=None, sha256=f"{n:064x}", size=1, mtime_ns=1, changed_at=None)
         db.replace_file(conn, "notes", record, rows, "2026-01-01T00:00:00+00:00")
+        page = config.site.output / site_file(note_url("notes", path))
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(f"<!doctype html><title>Poznámka {n}</title>\n", encoding="utf-8")
     ids = [r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY id")]
     for start in range(0, len(ids), 5000):
         part = ids[start:start + 5000]

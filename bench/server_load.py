@@ -56,6 +56,7 @@ def synthetic_index(work: Path, chunks: int) -> Path:
     from builder.core.index import FileRecord
     from builder.core.urls import note_url, site_file
     from builder.ingest import sha256_text
+    from builder.render.output import claim
 
     (work / "notes").mkdir(parents=True)
     config_path = work / "portal.yaml"
@@ -63,6 +64,7 @@ def synthetic_index(work: Path, chunks: int) -> Path:
                            "sources:\n  notes:\n    folder: notes\n", encoding="utf-8")
     config = load_config(config_path)
     config.index.parent.mkdir(parents=True)
+    claim(config.site.output)  # the portal's own site folder, as a render marks it
     conn = db.connect(config.index)
     db.migrate(conn)
     with db.transaction(conn):

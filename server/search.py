@@ -122,8 +122,9 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
         return SearchResult(query, mode, (), ("the query has no words to search for",))
     notes: list[str] = []
     corrections: dict[str, str] = {}
+    counts = spelling.KeyCounts(conn)  # the words' chunk counts, for the typo check and BM25
     if correct:  # as typed: no word is searched as another
-        terms, corrections = spelling.respell(conn, terms)
+        terms, corrections = spelling.respell(conn, terms, counts)
         notes += [f"no note holds {t.text!r}: searched for the forms the notes hold ({', '.join(t.forms)})"
                   for t in content(terms) if t.forms]
     corrected = None
@@ -134,7 +135,7 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     unknown = spelling.unknown_names(conn, terms)
     if unknown:
         notes.append(f"no note mentions {', '.join(repr(w) for w in unknown)}")
-    lexical = _bm25(conn, terms, source, tag)
+    lexical = _bm25(conn, terms, source, tag, counts)
     semantic: list[tuple[int, float]] = []
     if mode in ("hybrid", "vector"):
         if query_vector is None and vector_later is not None:
@@ -168,18 +169,19 @@ def embed_query(embedder: Embedder, query: str) -> tuple[bytes | None, str | Non
         return None, str(exc)
 
 
-def _bm25(conn: Connection, terms: list[Term], source: str | None, tag: str | None) -> list[tuple[int, float]]:
+def _bm25(conn: Connection, terms: list[Term], source: str | None, tag: str | None,
+          counts: spelling.KeyCounts | None = None) -> list[tuple[int, float]]:
     """Chunks holding every word (in some form), then chunks holding any content word."""
     stems = db.has_stems(conn)
     found = db.fts_search(conn, match_all(terms, stems), CANDIDATES, source, tag, stems)
     if len(found) < CANDIDATES and (len(content(terms)) > 1 or not found):
         seen = {chunk_id for chunk_id, _ in found}
-        found += [hit for hit in _any_word(conn, terms, stems, source, tag) if hit[0] not in seen]
+        found += [hit for hit in _any_word(conn, terms, stems, source, tag, counts) if hit[0] not in seen]
     return found[:CANDIDATES]
 
 
 def _any_word(conn: Connection, terms: list[Term], stems: bool, source: str | None,
-              tag: str | None) -> list[tuple[int, float]]:
+              tag: str | None, counts: spelling.KeyCounts | None = None) -> list[tuple[int, float]]:
     """The best :data:`CANDIDATES` chunks holding any content word, by BM25 over all of them.
 
     On a large index a question's common words (``hodnota``, ``typ``) are each in thousands of
@@ -193,7 +195,7 @@ def _any_word(conn: Connection, terms: list[Term], stems: bool, source: str | No
     return scores below all its rows). ``(rare) NOT (common)`` for the second scores fewer chunks
     but is slower: BM25 still counts the chunks of each common word's phrases for their weight.
     """
-    rare, common = _common_split(conn, terms, stems)
+    rare, common = _common_split(conn, terms, stems, counts)
     if not rare or not common:
         return db.fts_search(conn, match_any(terms, stems), CANDIDATES, source, tag, stems)
     rare_any, common_any = match_any(rare, stems), match_any(common, stems)
@@ -203,7 +205,8 @@ def _any_word(conn: Connection, terms: list[Term], stems: bool, source: str | No
     return sorted(scores.items(), key=lambda hit: (-hit[1], hit[0]))[:CANDIDATES]
 
 
-def _common_split(conn: Connection, terms: list[Term], stems: bool) -> tuple[list[Term], list[Term]]:
+def _common_split(conn: Connection, terms: list[Term], stems: bool,
+                  counts: spelling.KeyCounts | None = None) -> tuple[list[Term], list[Term]]:
     """The content words split into rare and common (a word key in more than :data:`COMMON_CHUNKS`
     chunks); no split (nothing common) unless the common words together are in at least
     :data:`COMMON_SAVED` chunks, where leaving them out of the candidates pays, and some chunk
@@ -212,10 +215,10 @@ def _common_split(conn: Connection, terms: list[Term], stems: bool) -> tuple[lis
     words = content(terms)
     if not stems or len(words) < 2 or not db.has_vocabulary(conn):  # no counts before schema step 4
         return words, []
-    counts = db.key_chunk_counts(conn, [t.key for t in words])
-    common = [t for t in words if counts.get(t.key, 0) > COMMON_CHUNKS]
+    chunks = (counts or spelling.KeyCounts(conn)).of([t.key for t in words])
+    common = [t for t in words if chunks[t.key] > COMMON_CHUNKS]
     rare = [t for t in words if t not in common]
-    if sum(counts[t.key] for t in common) < COMMON_SAVED or not any(counts.get(t.key) for t in rare):
+    if sum(chunks[t.key] for t in common) < COMMON_SAVED or not any(chunks[t.key] for t in rare):
         return words, []
     return rare, common
 

@@ -65,6 +65,24 @@ class _Candidates:
 _CANDIDATES = _Candidates()
 
 
+class KeyCounts:
+    """How many chunks hold each word key (the stems column), read from ``chunks_vocab`` once per key
+    for one query: the typo check and BM25's common-terms split ask about the same words, and
+    ``fts5vocab`` reads a key's whole list of chunks to count them (~0.2 ms a word at 100,000 chunks)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._known: dict[str, int] = {}
+
+    def of(self, keys: list[str]) -> dict[str, int]:
+        """The chunk count of each of ``keys`` (0 for a key no chunk holds)."""
+        missing = [key for key in dict.fromkeys(keys) if key not in self._known]
+        if missing:
+            found = db.key_chunk_counts(self._conn, missing)
+            self._known.update({key: found.get(key, 0) for key in missing})
+        return {key: self._known[key] for key in keys}
+
+
 def distance(a: str, b: str, limit: int) -> int:
     """Damerau–Levenshtein distance (optimal string alignment) of ``a`` and ``b``, or ``limit + 1``
     as soon as it is certain to exceed ``limit``."""
@@ -90,8 +108,9 @@ def _correctable(term: Term) -> bool:
     return len(folded) >= MIN_LETTERS and folded.isalpha() and folded.isascii()
 
 
-def respell(conn: Connection, terms: list[Term]) -> tuple[list[Term], dict[str, str]]:
-    """What to search for the content words that no note holds in any form (each looked up once).
+def respell(conn: Connection, terms: list[Term], counts: KeyCounts | None = None) -> tuple[list[Term], dict[str, str]]:
+    """What to search for the content words that no note holds in any form (each looked up once;
+    a word whose key ``counts`` finds in some chunk is held without another look-up).
     Another form of a word the notes have (``napájený`` where they say ``napájení``, ``odsadený``
     where they say ``odsadenie``: forms the word keys do not join) is searched as the ``forms`` of it
     they hold: words that are its beginning without its ending
@@ -99,11 +118,13 @@ def respell(conn: Connection, terms: list[Term]) -> tuple[list[Term], dict[str, 
     Any other such word is a typo: the second value maps it to the close word to search instead."""
     if not db.has_vocabulary(conn):
         return terms, {}
+    checked = [t for t in terms if not t.function and _correctable(t)]
+    held = counts.of([t.key for t in checked]) if counts is not None and checked else {}
     out: list[Term] = []
     corrections: dict[str, str] = {}
     for term in terms:
         folded = fold(term.text)
-        if not term.function and _correctable(term) and not db.has_word_or_key(conn, folded, term.key):
+        if term in checked and not held.get(term.key) and not db.has_word_or_key(conn, folded, term.key):
             forms = _forms(conn, folded, inflection_base(term.text))
             if forms:
                 term = replace(term, forms=forms)

@@ -600,3 +600,21 @@ def test_an_index_without_its_vocabulary_answers_a_question_with_common_words(co
     hits = search(conn, config, "teplota vody konvice", mode="bm25").hits
     conn.close()
     assert hits and {h.path for h in hits} >= {"recepty/teh-tarik.md"}
+
+
+def test_a_query_reads_each_words_chunk_count_once(indexed, monkeypatch):
+    """The typo check and BM25's common-terms split ask about the same word keys: each is read from
+    ``chunks_vocab`` once, and a word whose key some chunk holds needs no other look-up."""
+    import server.search as search_module
+
+    config, conn = indexed
+    monkeypatch.setattr(search_module, "COMMON_CHUNKS", 0)  # the split reads every content word's count
+    monkeypatch.setattr(search_module, "COMMON_SAVED", 1)
+    read, looked_up = [], []
+    counts, holds = db.key_chunk_counts, db.has_word_or_key
+    monkeypatch.setattr(db, "key_chunk_counts", lambda c, keys: read.extend(keys) or counts(c, keys))
+    monkeypatch.setattr(db, "has_word_or_key", lambda c, prefix, key: looked_up.append(prefix) or holds(c, prefix, key))
+    result = search(conn, config, "vody konvice qqqxyzw", mode="bm25")
+    assert len(read) == len(set(read)) and {t.key for t in parse("vody konvice qqqxyzw")} <= set(read)  # each once
+    assert looked_up == ["qqqxyzw"]  # vody and konvice are held by their keys
+    assert result.hits

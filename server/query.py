@@ -38,6 +38,7 @@ som bude budú budem budeme bych bys bychom byste cez přes mezi medzi
 nejaký nejaká nejaké nejakú nejakého nejakým nejakých
 about an and are as at be but by can do does for from how if in into is it its of on or so that the
 their then there these this to was what when where which who why will with you your
+me we our us they them he she his her has have been were would should could than those any some each
 """.split())
 
 

@@ -241,6 +241,9 @@ def test_function_words_are_neither_searched_alone_nor_marked():
     assert [t.function for t in parse("jak zjistím jestli text obsahuje nějaké slovo")] == [
         True, False, True, False, False, True, False]
     assert [t.function for t in parse("či súbor obsahuje nejaký text, pretože")] == [True, False, False, True, False, True]
+    # English pronouns and auxiliaries, for a question asked in English over Czech or Slovak notes
+    assert [t.function for t in parse("how should we split them into parts")] == [
+        True, True, True, False, True, True, False]
 
 
 @pytest.mark.parametrize(("query", "marked"), [("kolik vody na teh tarik", ("kolik", "vody", "teh", "tarik")),

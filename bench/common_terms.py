@@ -12,16 +12,13 @@ Needs a large index, e.g. ``bench/run.py --steps queries --chunks 100000 --keep`
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
-from pathlib import Path
+
+from bench_env import query_bench_parser, read_queries, summary
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, type=Path, help="a built portal's config")
-    parser.add_argument("--queries", required=True, type=Path, help="a JSONL file with a 'query' per line")
+    parser = query_bench_parser(__doc__)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
@@ -33,7 +30,7 @@ def main() -> None:
     from server.reader import IndexReader
 
     config = load_config(args.config)
-    queries = [json.loads(line)["query"] for line in args.queries.read_text("utf-8").splitlines() if line.strip()]
+    queries = read_queries(args.queries)
     reader = IndexReader(config.index, time_limit_s=60.0)
     times: dict[str, list[float]] = {"reference": [], "split": []}
     split = changed10 = changed30 = asked = 0
@@ -63,10 +60,9 @@ def main() -> None:
     print(f"{len(queries)} queries, the any-word query asked for {asked}; split for {split}, "
           f"their best 10 changed for {changed10}, best 30 for {changed30}")
     for name, found_times in times.items():
-        found_times.sort()
-        n = len(found_times)
-        print(f"{name:9s} p50 {found_times[n // 2] * 1000:.1f} ms, p95 {found_times[int(0.95 * (n - 1))] * 1000:.1f} ms, "
-              f"mean {sum(found_times) / n * 1000:.1f} ms (n={n})")
+        figures = summary([t * 1000 for t in found_times])
+        print(f"{name:9s} p50 {figures['median']:.1f} ms, p95 {figures['p95']:.1f} ms, "
+              f"mean {sum(found_times) / len(found_times) * 1000:.1f} ms (n={figures['n']})")
 
 
 if __name__ == "__main__":

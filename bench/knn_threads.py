@@ -11,16 +11,13 @@ e.g. ``bench/run.py --steps queries --chunks 100000 --keep``'s.
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
-from pathlib import Path
+
+from bench_env import query_bench_parser, read_queries
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, type=Path, help="a built portal's config (100,000 chunks)")
-    parser.add_argument("--queries", required=True, type=Path, help="a JSONL file with a 'query' per line")
+    parser = query_bench_parser(__doc__)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
@@ -31,7 +28,7 @@ def main() -> None:
     from server.search import search
 
     config = load_config(args.config)
-    queries = [json.loads(line)["query"] for line in args.queries.read_text("utf-8").splitlines() if line.strip()]
+    queries = read_queries(args.queries)
     embedder = make_embedder(config.embedding, for_queries=True)
     assert embedder is not None, "the portal has no embedding provider"
     embedded = [embedder.embed_query(q) for q in queries]

@@ -11,17 +11,14 @@ words from ``chunks_vocab`` (candidate lists; forms and names, the same in both 
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import time
-from pathlib import Path
+
+from bench_env import query_bench_parser, read_queries
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, type=Path, help="a built portal's config")
-    parser.add_argument("--queries", required=True, type=Path, help="a JSONL file with a 'query' per line")
+    parser = query_bench_parser(__doc__)
     parser.add_argument("--passes", type=int, default=3)
     args = parser.parse_args()
 
@@ -31,7 +28,7 @@ def main() -> None:
     from server.query import parse
     from server.reader import IndexReader
 
-    queries = [json.loads(line)["query"] for line in args.queries.read_text("utf-8").splitlines() if line.strip()]
+    queries = read_queries(args.queries)
     reader = IndexReader(load_config(args.config).index, time_limit_s=60.0)
     print(f"{spelling.__file__}: {len(queries)} queries")
     reading = [0.0]

@@ -68,7 +68,8 @@ _CANDIDATES = _Candidates()
 class KeyCounts:
     """How many chunks hold each word key (the stems column), read from ``chunks_vocab`` once per key
     for one query: the typo check and BM25's common-terms split ask about the same words, and
-    ``fts5vocab`` reads a key's whole list of chunks to count them (~0.2 ms a word at 100,000 chunks)."""
+    ``fts5vocab`` reads a key's whole list of chunks to count them (``/api/search`` bm25 p50 ~1 ms
+    less at 100,000 chunks: BENCHMARKS, session 11)."""
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn

@@ -36,8 +36,8 @@ Pairs = list[tuple[int, float]]
 
 def rrf(k: int, strong: bool, confident: float, unaccented_words: bool = False,
         trusted_ties: bool = False) -> Callable[..., list[fusion.Ranked]]:
-    def fuse(bm25: Pairs, vector: Pairs, best_coverage: float = 0.0, *, unaccented: bool = False) -> list[fusion.Ranked]:
-        weights = (confident if best_coverage >= 1.0 or (unaccented and unaccented_words) else 1.0, 1.0)
+    def fuse(bm25: Pairs, vector: Pairs, best_coverage: float = 0.0, *, words_lead: bool = False) -> list[fusion.Ranked]:
+        weights = (confident if best_coverage >= 1.0 or (words_lead and unaccented_words) else 1.0, 1.0)
         trusted = bm25 if weights[0] > 1.0 else vector
         return _ranked(bm25, vector, {i: weights[0] / (k + r) for r, (i, _) in enumerate(bm25, 1)},
                        {i: weights[1] / (k + r) for r, (i, _) in enumerate(vector, 1)}, strong,
@@ -50,9 +50,9 @@ def dense_leads(below: float, weight: float) -> Callable[..., list[fusion.Ranked
     times when no note holds ``below`` of the query's content words (an English question over Slovak
     notes matches few)."""
     def fuse(bm25: Pairs, vector: Pairs, best_coverage: float = 0.0, *,
-             unaccented: bool = False) -> list[fusion.Ranked]:
-        lexical = 1.5 if best_coverage >= 1.0 or unaccented else 1.0
-        dense = weight if best_coverage < below and not unaccented else 1.0
+             words_lead: bool = False) -> list[fusion.Ranked]:
+        lexical = 1.5 if best_coverage >= 1.0 or words_lead else 1.0
+        dense = weight if best_coverage < below and not words_lead else 1.0
         return _ranked(bm25, vector, {i: lexical / (10 + r) for r, (i, _) in enumerate(bm25, 1)},
                        {i: dense / (10 + r) for r, (i, _) in enumerate(vector, 1)}, True)
     return fuse
@@ -60,13 +60,13 @@ def dense_leads(below: float, weight: float) -> Callable[..., list[fusion.Ranked
 
 def vectors_alone(below: float) -> Callable[..., list[fusion.Ranked]]:
     """The shipped fusion, except that when no note holds ``below`` of the query's content words the
-    vector list alone orders and BM25's chunks follow it (the mirror of the unaccented rule)."""
+    vector list alone orders and BM25's chunks follow it (the mirror of the words_lead rule)."""
     shipped = fusion.fuse  # taken now: the run replaces the module's attribute by each variant
 
     def fuse(bm25: Pairs, vector: Pairs, best_coverage: float = 0.0, *,
-             unaccented: bool = False) -> list[fusion.Ranked]:
-        if unaccented or not bm25 or not vector or best_coverage >= below:
-            return shipped(bm25, vector, best_coverage, unaccented=unaccented)
+             words_lead: bool = False) -> list[fusion.Ranked]:
+        if words_lead or not bm25 or not vector or best_coverage >= below:
+            return shipped(bm25, vector, best_coverage, words_lead=words_lead)
         b_rank = {i: r for r, (i, _) in enumerate(bm25, 1)}
         v_rank = {i: r for r, (i, _) in enumerate(vector, 1)}
         scores = {i: 1.0 / (fusion.RRF_K + r) for i, r in v_rank.items()}
@@ -84,7 +84,7 @@ def convex(alpha: float) -> Callable[..., list[fusion.Ranked]]:
         hi, lo = max(s for _, s in pairs), min(s for _, s in pairs)
         return {i: (s - lo) / (hi - lo) if hi > lo else 1.0 for i, s in pairs}
 
-    def fuse(bm25: Pairs, vector: Pairs, best_coverage: float = 0.0, *, unaccented: bool = False) -> list[fusion.Ranked]:
+    def fuse(bm25: Pairs, vector: Pairs, best_coverage: float = 0.0, *, words_lead: bool = False) -> list[fusion.Ranked]:
         return _ranked(bm25, vector, {i: alpha * s for i, s in norm(bm25).items()},
                        {i: (1 - alpha) * s for i, s in norm(vector).items()}, False)
     return fuse
@@ -107,11 +107,11 @@ VARIANTS = {
     "RRF k=10": rrf(10, False, 1.0),
     "RRF k=10 + strong BM25 leader": rrf(10, True, 1.0),
     "RRF k=10 + strong leader + confident words ×1.5": rrf(10, True, 1.5),
-    "RRF k=10 + strong leader + confident or unaccented words ×1.5 (ties: the smaller id)": rrf(10, True, 1.5, True),
+    "RRF k=10 + strong leader + confident or words_lead words ×1.5 (ties: the smaller id)": rrf(10, True, 1.5, True),
     "the same, a tie to the half trusted more": rrf(10, True, 1.5, True, trusted_ties=True),
     "the same, a query typed without accents ordered by its words (shipped)": fusion.fuse,
     "shipped, the vectors alone order when no note holds 1/3 of the words": vectors_alone(1 / 3),
-    "RRF k=10 + strong leader + confident or unaccented words ×2": rrf(10, True, 2.0, True),
+    "RRF k=10 + strong leader + confident or words_lead words ×2": rrf(10, True, 2.0, True),
     "RRF k=10 + strong leader + confident words ×2": rrf(10, True, 2.0),
     "RRF k=60 + strong leader + confident words ×1.5": rrf(60, True, 1.5),
     "×1.5 row, the vectors ×2 when no note holds 1/3 of the words": dense_leads(0.34, 2.0),

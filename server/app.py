@@ -10,6 +10,7 @@ type gets a 200, a redirect or a 4xx, never a 500.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -27,6 +28,7 @@ from builder.core import urls
 from builder.core.config import Config
 from builder.core.embedding import EmbedderFactory
 from builder.core.errors import IndexMissing, IndexUnreadable, ReindexNeeded, UserError
+from server import translate
 from server.auth import COOKIE, COOKIE_MAX_AGE_S, ApiKey, back_to, read_form
 from server.embedder import QueryEmbedder
 from server.health import health
@@ -216,6 +218,8 @@ def create_app(config: Config, *, embedder_factory: EmbedderFactory | None = Non
     # loader and the query embedder) fails with "partially initialized module" and degrades search.
     import numpy  # noqa: F401
 
+    if config.dictionary is not None:  # read now, not in the first English query's time (~0.1 s)
+        threading.Thread(target=translate.load, args=(config.dictionary,), name="dictionary", daemon=True).start()
     portal = Portal(config, embedder_factory, time_limit_s, embed_time_limit_s, min_vectors)
     routes, endpoint = portal.routes(), mcp(portal.searcher) if mcp else None
     routes[:0] = sync_routes(config, jobs)

@@ -8,7 +8,10 @@ words then say more than the vector's sense of meaning. A Czech or Slovak query 
 accents (``ake nastroje su povolene``) is ordered by its words alone, and the vector list only adds,
 after them, chunks the words did not find: the words half folds accents, while the model reads each
 unaccented word as another, rarer token, and its list drifts (the weak rule below does not trust it
-for such a query either). And a lexical winner stays first when its BM25 score is ``STRONG_RATIO``
+for such a query either). So is a query written in English whose words were searched in Czech and
+Slovak as well (:mod:`server.translate`): the dictionary crosses the languages, while the small
+model connects few English questions to Czech and Slovak text (on the dev set's crosslang queries,
+vector MRR 0.50 against the translated words' 0.84). And a lexical winner stays first when its BM25 score is ``STRONG_RATIO``
 times its runner-up's: the words point at it unmistakably, and a vector list that missed it must not
 push it down. Equal fused scores are common
 (with both lists counting the same, ranks 1 and 2 in one and 2 and 1 in the other): the tie goes to
@@ -20,8 +23,8 @@ Weak: the answer is "nothing confident" when no note among BM25's best chunks ho
 query's content words (``COVERAGE``) *and* the two halves agree on no note among their first
 ``AGREEMENT_DEPTH``. Each signal alone is common in real answers (a paraphrase shares few words; a
 long question rarely has all its words in one chunk); together they mark questions the notes do not
-answer, and nonsense. With the words alone there is no second opinion (nor is there for a query typed
-without accents, whose vector list drifts as above), and a question in a person's
+answer, and nonsense. With the words alone there is no second opinion (nor is there for a query whose
+words lead, as above), and a question in a person's
 own words carries several a note would not repeat (how, use, set up): the answer is then weak only
 when no note holds a third of the content words (``LEXICAL_ONLY_COVERAGE``). The thresholds and
 their sweep on the dev set are in docs/QUALITY.md.
@@ -50,13 +53,14 @@ class Ranked:
 
 
 def fuse(bm25: list[tuple[int, float]], vector: list[tuple[int, float]], best_coverage: float = 0.0, *,
-         unaccented: bool = False) -> list[Ranked]:
+         words_lead: bool = False) -> list[Ranked]:
     """Both halves' (chunk id, score) lists, best first, as one ranking (ties: see the module);
     ``best_coverage``: the largest share of the query's content words one note of BM25's best holds;
-    ``unaccented``: the query was typed without the accents of the notes' language."""
+    ``words_lead``: the model reads the query poorly (typed without the accents of the notes'
+    language, or English words searched in translation): the words' order, the vectors' after it."""
     bm25_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(bm25, start=1)}
     vector_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(vector, start=1)}
-    if unaccented:  # the words' order, then what only the vectors found (scores fall along the order)
+    if words_lead:  # the words' order, then what only the vectors found (scores fall along the order)
         ordered = {chunk_id: 1.0 / (RRF_K + rank) for chunk_id, rank in bm25_rank.items()}
         for chunk_id, rank in vector_rank.items():
             ordered.setdefault(chunk_id, 1.0 / (RRF_K + len(bm25) + rank))
@@ -85,7 +89,7 @@ def is_weak(best_coverage: float, lexical_notes: set[tuple[str, str]],
             semantic_notes: set[tuple[str, str]] | None) -> bool:
     """Nothing confident: no note holds most of the words, and the halves agree on no note. With no
     vector half to trust (``semantic_notes`` is None: mode bm25, provider none, a failed embedder, a
-    query typed without accents) the words
+    query typed without accents, or translated) the words
     alone decide, and a note holding a third of them is a lead worth showing."""
     if semantic_notes is None:
         return best_coverage < LEXICAL_ONLY_COVERAGE

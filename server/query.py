@@ -51,6 +51,7 @@ class Term:
     function: bool  # a function word: it must match, but it finds nothing by itself and is not marked
     name: bool = False  # typed as a name: a capital inside it (GPIO, DataFrame) or opening a later word (Heroku)
     forms: tuple[str, ...] = ()  # in no note as typed: the forms of it they hold (server.spelling.respell)
+    translations: tuple[str, ...] = ()  # an English word: its Czech translations the notes hold (server.translate)
 
     @property
     def searched(self) -> tuple[str, ...]:
@@ -64,6 +65,16 @@ class Term:
         if self.forms:
             return "(" + " OR ".join(f'"{form}"' for form in self.forms) + ")"
         return f'"{self.text}"*' if len(self.text) >= 3 else f'"{self.text}"'
+
+    @property
+    def translation_keys(self) -> tuple[str, ...]:
+        """Each translation as the stems column holds it: its words' keys, space-separated (a phrase)."""
+        return tuple(keys_of(translation) for translation in self.translations)
+
+
+def keys_of(text: str) -> str:
+    """The word keys of ``text``'s words, space-separated."""
+    return " ".join(stem_word(word) for word in _WORD.findall(unicodedata.normalize("NFC", text)))
 
 
 def parse(text: str) -> list[Term]:
@@ -90,7 +101,8 @@ def _group(term: Term, stems: bool) -> str:
     exact = f"{{breadcrumb text}} : {term.exact}"
     if not stems or term.function:
         return f"({exact})"
-    return f'({exact} OR stems : "{term.key}")'
+    translated = "".join(f' OR stems : "{keys}"' for keys in term.translation_keys)
+    return f'({exact} OR stems : "{term.key}"{translated})'
 
 
 def match_all(terms: list[Term], stems: bool) -> str:
@@ -104,5 +116,8 @@ def match_any(terms: list[Term], stems: bool) -> str:
 
 
 def marks(terms: list[Term]) -> list[str]:
-    """What snippets and the landing page mark: the content words as searched (never a function word)."""
-    return [word for t in content(terms) for word in t.searched]
+    """What snippets and the landing page mark: the content words as searched, with their
+    translations (never a function word)."""
+    translated = [word for t in content(terms) for translation in t.translations for word in _WORD.findall(translation)
+                  if word.lower() not in FUNCTION_WORDS]
+    return [word for t in content(terms) for word in t.searched] + translated

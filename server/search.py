@@ -2,8 +2,10 @@
 fused by rank, grouped by note, with an honest word when nothing matches.
 
 The order of work for one query:
-1. its words (:mod:`server.query`); a word no note holds in any form is replaced by a close one
-   that some note holds (:mod:`server.spelling`), and the answer says what was searched instead;
+1. its words (:mod:`server.query`); in a query written in English, each word is searched also as
+   its Czech translations the notes hold (:mod:`server.translate`); a word no note holds in any
+   form is replaced by a close one that some note holds (:mod:`server.spelling`), and the answer
+   says what was searched instead;
 2. BM25 over chunks: every word, else any content word; the vector half: the nearest chunks;
 3. fusion (:mod:`server.fusion`): Reciprocal Rank Fusion at k=10, except that a BM25 winner far
    ahead of its runner-up stays first;
@@ -27,7 +29,7 @@ from builder.core.config import Config
 from builder.core.embedding import Embedder, EmbeddingError
 from builder.core.errors import UserError
 from builder.core.urls import hit_url
-from server import fusion, spelling
+from server import fusion, spelling, translate
 from server.query import (
     MAX_QUERY_CHARS,
     Term,
@@ -79,9 +81,11 @@ class SearchResult:
     weak: bool = False  # nothing confident: the hits are only the closest there is
     corrected: str | None = None  # the words searched instead of the typed ones
     marked: tuple[str, ...] = ()  # the words the snippets mark: as searched, function words left out
+    translated: tuple[tuple[str, tuple[str, ...]], ...] = ()  # English words and the translations searched too
 
     def to_json(self) -> dict[str, Any]:
         return {"query": self.query, "mode": self.mode, "weak": self.weak, "corrected": self.corrected,
+                "translated": {word: list(found) for word, found in self.translated},
                 "marked": list(self.marked), "notes": list(self.notes), "hits": [asdict(h) for h in self.hits]}
 
 
@@ -122,7 +126,13 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
         return SearchResult(query, mode, (), ("the query has no words to search for",))
     notes: list[str] = []
     corrections: dict[str, str] = {}
-    counts = spelling.KeyCounts(conn)  # the words' chunk counts, for the typo check and BM25
+    counts = spelling.KeyCounts(conn)  # the words' chunk counts, for translations, the typo check and BM25
+    if config.dictionary is not None and db.has_stems(conn) and db.has_vocabulary(conn):  # searched by word keys
+        terms = translate.translated(terms, config.dictionary, counts)
+    translated = tuple((t.text, t.translations) for t in terms if t.translations)
+    if translated:
+        notes.append("English words also searched in Czech and Slovak: "
+                     + "; ".join(f"{word} → {', '.join(found)}" for word, found in translated))
     if correct:  # as typed: no word is searched as another
         terms, corrections = spelling.respell(conn, terms, counts)
         notes += [f"no note holds {t.text!r}: searched for the forms the notes hold ({', '.join(t.forms)})"
@@ -151,14 +161,14 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     rows = db.chunk_details(conn, [i for i, _ in lexical] + [i for i, _ in semantic])
     texts = _best_notes_texts(lexical, rows)
     best = max((coverage(text, terms) for text in texts), default=0.0)
-    unaccented = typed_without_accents("\n".join(texts), terms)
+    words_lead = bool(translated) or typed_without_accents("\n".join(texts), terms)  # the model reads it poorly
     ranked = fusion.fuse(lexical if mode != "vector" else [], semantic if mode != "bm25" else [], best,
-                         unaccented=unaccented)
+                         words_lead=words_lead)
     hits = _group(ranked, rows, terms, limit, max_per_note)
-    weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode, unaccented)
+    weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode, words_lead)
     if not hits and not db.counts(conn)["chunks"]:
         notes.append("the index is empty: run `notes-portal build`")
-    return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected, tuple(marks(terms)))
+    return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected, tuple(marks(terms)), translated)
 
 
 def embed_query(embedder: Embedder, query: str) -> tuple[bytes | None, str | None]:
@@ -209,17 +219,21 @@ def _any_word(conn: Connection, terms: list[Term], stems: bool, source: str | No
 def _common_split(conn: Connection, terms: list[Term], stems: bool,
                   counts: spelling.KeyCounts | None = None) -> tuple[list[Term], list[Term]]:
     """The content words split into rare and common (a word key in more than :data:`COMMON_CHUNKS`
-    chunks); no split (nothing common) unless the common words together are in at least
+    chunks; an English word with its translations' chunks as well); no split (nothing common) unless the common words together are in at least
     :data:`COMMON_SAVED` chunks, where leaving them out of the candidates pays, and some chunk
     holds a rare word's key (else the rare words could find nothing and the common ones nothing
     more)."""
     words = content(terms)
     if not stems or len(words) < 2 or not db.has_vocabulary(conn):  # no counts before schema step 4
         return words, []
-    chunks = (counts or spelling.KeyCounts(conn)).of([t.key for t in words])
-    common = [t for t in words if chunks[t.key] > COMMON_CHUNKS]
+    counts = counts or spelling.KeyCounts(conn)
+    keys = {t: [t.key] + [phrase.split() for phrase in t.translation_keys] for t in words}
+    found = counts.of([key for t in words for key in [t.key, *(k for phrase in keys[t][1:] for k in phrase)]])
+    # a word's chunks: its key's, plus each translation's (at most its rarest key's): a bound, not a count
+    chunks = {t: found[t.key] + sum(min(found[k] for k in phrase) for phrase in keys[t][1:]) for t in words}
+    common = [t for t in words if chunks[t] > COMMON_CHUNKS]
     rare = [t for t in words if t not in common]
-    if sum(chunks[t.key] for t in common) < COMMON_SAVED or not any(chunks[t.key] for t in rare):
+    if sum(chunks[t] for t in common) < COMMON_SAVED or not any(chunks[t] for t in rare):
         return words, []
     return rare, common
 
@@ -297,13 +311,13 @@ def _best_notes_texts(lexical: list[tuple[int, float]], rows: dict[int, Row]) ->
 
 
 def _weak(best_coverage: float, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
-          rows: dict[int, Row], mode: str, unaccented: bool) -> bool:
+          rows: dict[int, Row], mode: str, words_lead: bool) -> bool:
     def notes(found: list[tuple[int, float]]) -> set[tuple[str, str]]:
         return {(rows[i]["source_id"], rows[i]["path"]) for i, _ in found[:fusion.AGREEMENT_DEPTH] if i in rows}
 
-    # No vectors (provider none, a failed embedder), or a query typed without accents (the model reads
-    # its words as other tokens, and its list drifts): the words alone decide.
-    with_vectors = mode != "bm25" and bool(semantic) and not unaccented
+    # No vectors (provider none, a failed embedder), or a query the model reads poorly (typed without
+    # accents: its words are other tokens to it; English over Czech notes): the words alone decide.
+    with_vectors = mode != "bm25" and bool(semantic) and not words_lead
     return fusion.is_weak(best_coverage, notes(lexical), notes(semantic) if with_vectors else None)
 
 

@@ -2,8 +2,9 @@
 
 A word is marked when it begins with a content word of the query (diacritics optional, as BM25
 matched it), is one of the forms searched for a word no note holds as typed, or has the same
-Czech/Slovak word key (``Převodník`` for ``převodníkem``). Function
-words are never marked.
+Czech/Slovak word key (``Převodník`` for ``převodníkem``), or is one of the Czech translations
+searched for an English word (:mod:`server.translate`), or has one's key. Function words are never
+marked.
 """
 
 from __future__ import annotations
@@ -49,11 +50,12 @@ def _exact(term: Term) -> Callable[[str], bool]:
 def _matcher(terms: list[Term]) -> Callable[[str], bool]:
     wanted = content(terms)
     exact = [_exact(t) for t in wanted]
-    keys = {t.key for t in wanted}
+    keys = {t.key for t in wanted} | {key for t in wanted for keys in t.translation_keys for key in keys.split()}
+    translated = {fold(word) for t in wanted for text in t.translations for word in _WORD.findall(text)}
 
     def is_match(word: str) -> bool:
         folded = fold(word)
-        if any(matches(folded) for matches in exact):
+        if folded in translated or any(matches(folded) for matches in exact):
             return True
         return len(folded) > 3 and stem_word(word) in keys
 
@@ -108,7 +110,8 @@ def typed_without_accents(text: str, terms: list[Term]) -> bool:
 
 
 def coverage(text: str, terms: list[Term]) -> float:
-    """The share of the query's content words that ``text`` holds (in any form): how well it answers."""
+    """The share of the query's content words that ``text`` holds (in any form, or translated): how well
+    it answers."""
     wanted = content(terms)
     if not wanted:
         return 0.0
@@ -117,6 +120,7 @@ def coverage(text: str, terms: list[Term]) -> float:
     found = 0
     for term in wanted:
         exact = _exact(term)
-        if term.key in keys or any(exact(w) for w in words):
+        translated = any(all(key in keys or key in words for key in phrase.split()) for phrase in term.translation_keys)
+        if term.key in keys or translated or any(exact(w) for w in words):
             found += 1
     return found / len(wanted)

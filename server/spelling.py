@@ -119,7 +119,7 @@ def respell(conn: Connection, terms: list[Term], counts: KeyCounts | None = None
     Any other such word is a typo: the second value maps it to the close word to search instead."""
     if not db.has_vocabulary(conn):
         return terms, {}
-    checked = [t for t in terms if not t.function and _correctable(t)]
+    checked = [t for t in terms if not t.function and not t.translations and _correctable(t)]
     held = counts.of([t.key for t in checked]) if counts is not None and checked else {}
     out: list[Term] = []
     corrections: dict[str, str] = {}
@@ -160,10 +160,11 @@ def _closest(conn: Connection, folded: str) -> str | None:
 def unknown_names(conn: Connection, terms: list[Term]) -> list[str]:
     """The words typed as names (``Heroku``, ``GPIO``; see :class:`~server.query.Term`) that no note holds:
     the query asks about something the notes do not cover, however well its other words match (a
-    search for Flask on Heroku over notes on Flask alone)."""
+    search for Flask on Heroku over notes on Flask alone). A name the notes hold in translation
+    (``Slovak``: ``slovenský``) is held."""
     if not db.has_vocabulary(conn):
         return []
-    return [t.text for t in content(terms) if t.name and not _holds_name(conn, t)]
+    return [t.text for t in content(terms) if t.name and not t.translations and not _holds_name(conn, t)]
 
 
 def _holds_name(conn: Connection, term: Term) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -328,5 +329,9 @@ def test_the_any_word_query_with_common_words_is_the_reference_query_over_chunks
     assert search_module._common_split(conn, terms, True)[1] == []
     found = search_module._any_word(conn, terms, True, None, None)
     assert found and found == db.fts_search(conn, match_any(terms, True), search_module.CANDIDATES, None, None, True)
+    # an English word no chunk holds is as common as its translations (here two common words)
+    english = replace(parse("value")[0], translations=("hodnota", "funkce"))
+    rare, common = search_module._common_split(conn, [english, *parse("rekurze")], True)
+    assert ([t.text for t in rare], [t.text for t in common]) == (["rekurze"], ["value"])
     conn.close()
     assert split >= 15 and dropped >= 5  # the split happened, and changed what the reference would show

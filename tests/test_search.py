@@ -52,7 +52,7 @@ def test_hit_shape_and_provenance(indexed):
     scores = [hit.score for hit in result.hits]
     assert scores == sorted(scores, reverse=True) and len(set(h.url for h in result.hits)) == len(scores)
     assert "<mark>dvě</mark>" in top.snippet and "<mark>čaje</mark>" in top.snippet
-    assert set(result.to_json()) == {"query", "mode", "weak", "corrected", "marked", "notes", "hits"}
+    assert set(result.to_json()) == {"query", "mode", "weak", "corrected", "translated", "marked", "notes", "hits"}
     assert set(result.to_json()["hits"][0]) == {"source", "path", "title", "breadcrumb", "anchor", "line_start",
                                                "line_end", "snippet", "score", "ranks", "url", "more", "copies"}
 
@@ -85,7 +85,7 @@ def test_a_query_typed_without_accents_is_ordered_by_its_words_then_what_only_th
     bm25 = [(10, 5.0), (30, 4.9), (20, 4.8)]
     vector = [(20, 0.9), (40, 0.8), (50, 0.7), (10, 0.6)]
     assert [r.chunk_id for r in fuse(bm25, vector)][:2] == [20, 10]  # the vector list's first, third by words
-    fused = fuse(bm25, vector, unaccented=True)
+    fused = fuse(bm25, vector, words_lead=True)
     assert [r.chunk_id for r in fused] == [10, 30, 20, 40, 50]
     assert [(r.bm25_rank, r.vector_rank) for r in fused] == [(1, 4), (2, None), (3, 1), (None, 2), (None, 3)]
     assert [r.score for r in fused] == sorted((r.score for r in fused), reverse=True)

@@ -230,8 +230,9 @@ def format_report(summary: dict[str, Any]) -> str:
 
 
 def eval_config(config: Config, corpora: Path, names: Sequence[str]) -> Config:
-    """A config indexing each corpus folder as a source, with ``config``'s embedding provider, in a
-    folder of its own beside ``config``'s index (one per provider and model, kept between runs)."""
+    """A config indexing each corpus folder as a source, with ``config``'s embedding provider and
+    dictionary, in a folder of its own beside ``config``'s index (one per provider and model, kept
+    between runs)."""
     for name in names:
         if not (corpora / name).is_dir():
             raise UserError(f"corpus {name!r} not found: no folder {corpora / name} (use --corpora DIR)")
@@ -246,7 +247,8 @@ def eval_config(config: Config, corpora: Path, names: Sequence[str]) -> Config:
     if emb.provider in ("local", "none"):
         embedding = {"provider": emb.provider}
     body = {"site": {"title": "eval", "output": "site"}, "index": "index.sqlite", "embedding": embedding,
-            "sources": {name: {"folder": str(corpora / name)} for name in sorted(set(names))}}
+            "sources": {name: {"folder": str(corpora / name)} for name in sorted(set(names))},
+            "search": {"dictionary": str(config.dictionary) if config.dictionary is not None else False}}
     path = work / "eval-portal.yaml"
     path.write_text(json.dumps(body, ensure_ascii=False, indent=1), encoding="utf-8")  # JSON is valid YAML
     return load_config(path)

@@ -183,7 +183,7 @@ def tools(config: Config) -> dict[str, Tool]:
 
 SEARCH = """\
 Search the user's notes through the index: by words (BM25; any Czech or Slovak word form, diacritics \
-optional) and by meaning (vectors; paraphrases and other languages), fused by rank. The first tool for any \
+optional; the words of an English question also in Czech translation) and by meaning (vectors; paraphrases and other languages), fused by rank. The first tool for any \
 question about what the notes say.
 Returns up to `limit` hits, best first, each one section of a note: source, path, title, breadcrumb (the \
 section's headings), anchor, line_start and line_end, snippet (HTML-escaped, matched words in <mark>), \
@@ -191,7 +191,8 @@ provenance ("words #2, meaning #1": which half found it, at which rank), url (th
 relative to its root), more (other matching sections of the same note) and copies (the same text elsewhere).
 weak: true means nothing confident matched: the hits are only the closest by meaning and probably do not \
 answer. Then tell the user there is nothing in their notes on it (check with grep for an exact word first). \
-`notes` holds remarks (a corrected typo, embeddings unavailable so words only).
+`notes` holds remarks (a corrected typo, English words searched in translation, embeddings unavailable so \
+words only).
 The index can be about a minute older than the files: to quote or answer in detail, read the section with \
 read_note(source, path, section=anchor)."""
 

@@ -20,6 +20,7 @@ from builder.core.errors import ConfigError
 from builder.core.yamlread import KeyLines, Reader, describe
 
 # Top-level site paths of the portal itself; a source with such an id would collide with them.
+DEFAULT_DICTIONARY = Path("/usr/share/dictd/freedict-eng-ces")  # Debian's dict-freedict-eng-ces
 RESERVED_SOURCE_IDS = frozenset({"tags", "static", "api", "search", "auth"})
 SOURCE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 PROVIDERS = ("local", "ollama", "openai", "none")
@@ -108,6 +109,7 @@ class Config:
     allow_html: bool = False
     api_key: str | None = None
     max_per_note: int = 2  # search: at most this many sections of one note among the hits
+    dictionary: Path | None = None  # search: English words also searched in Czech (server.translate), or None
     sync_key: str | None = field(default=None, repr=False)  # POST /api/sync and the job status
     hook_max_bytes: int = HOOK_MAX_BYTES
     watch: WatchConfig = field(default_factory=WatchConfig)
@@ -186,7 +188,7 @@ def _build(r: Reader, raw: Any, base: Path) -> Config:
     git = r.mapping(top.get("git"), ("git",), {"timeout"})
     render = r.mapping(top.get("render"), ("render",), {"allow_html"})
     server = r.mapping(top.get("server"), ("server",), {"api_key", "sync_key", "hook_max_bytes"})
-    search = r.mapping(top.get("search"), ("search",), {"max_per_note"})
+    search = r.mapping(top.get("search"), ("search",), {"max_per_note", "dictionary"})
     watch = r.mapping(top.get("watch"), ("watch",), {"debounce", "git_poll"})
     sources = _sources(r, top.get("sources"), base)
     _check_site_output(r, site.output, index.parent, sources)
@@ -203,6 +205,7 @@ def _build(r: Reader, raw: Any, base: Path) -> Config:
         allow_html=r.boolean(render, ("render", "allow_html"), False),
         api_key=api_key,
         max_per_note=r.number(search, ("search", "max_per_note"), 2, integer=True, minimum=1),
+        dictionary=_dictionary(r, search, base),
         sync_key=sync_key,
         hook_max_bytes=r.number(server, ("server", "hook_max_bytes"), HOOK_MAX_BYTES, integer=True, minimum=1024),
         watch=WatchConfig(
@@ -210,6 +213,33 @@ def _build(r: Reader, raw: Any, base: Path) -> Config:
             git_poll=float(r.number(watch, ("watch", "git_poll"), 60.0, minimum=1)),
         ),
     )
+
+
+def _dictionary(r: Reader, search: dict[str, Any], base: Path) -> Path | None:
+    """``search.dictionary``: a dictd dictionary named by its path without ``.index`` (``false``: none).
+    Unset: FreeDict's English–Czech where Debian's ``dict-freedict-eng-ces`` puts it, if installed."""
+    key = ("search", "dictionary")
+    value = search.get("dictionary")
+    if value is None:
+        return DEFAULT_DICTIONARY if dictd_files(DEFAULT_DICTIONARY) else None
+    if value is False:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise r.fail(key, f"expected the path of a dictd dictionary (without .index) or false, got {describe(value)}")
+    path = r.path(value.strip().removesuffix(".index"), base)
+    if not dictd_files(path):
+        raise r.fail(key, f"no dictd dictionary at {str(path)!r} (needs {path.name}.index and {path.name}.dict.dz "
+                          f"or {path.name}.dict beside it)")
+    return path
+
+
+def dictd_files(path: Path) -> tuple[Path, Path] | None:
+    """The index and data files of the dictd dictionary named ``path`` (``…/freedict-eng-ces``), or None."""
+    index = path.with_name(path.name + ".index")
+    for data in (path.with_name(path.name + ".dict.dz"), path.with_name(path.name + ".dict")):
+        if index.is_file() and data.is_file():
+            return index, data
+    return None
 
 
 def _secrets(r: Reader, server: dict[str, Any], sources: tuple[SourceConfig, ...], api_key: str | None) -> str | None:

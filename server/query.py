@@ -17,7 +17,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from builder.core.analysis import stem_word
+from builder.core.analysis import inflection_base, stem_word
 
 MAX_TERMS = 24
 MAX_QUERY_CHARS = 2000
@@ -116,8 +116,9 @@ def match_any(terms: list[Term], stems: bool) -> str:
 
 
 def marks(terms: list[Term]) -> list[str]:
-    """What snippets and the landing page mark: the content words as searched, with their
-    translations (never a function word)."""
-    translated = [word for t in content(terms) for translation in t.translations for word in _WORD.findall(translation)
-                  if word.lower() not in FUNCTION_WORDS]
+    """What snippets and the landing page mark: the content words as searched (never a function
+    word), and of each translation's words the beginning their forms share (``mlek`` for ``mléko``:
+    the page marks words that begin with one, and a note writes ``mléka``, ``mlékem``)."""
+    translated = [inflection_base(word) for t in content(terms) for translation in t.translations
+                  for word in _WORD.findall(translation) if word.lower() not in FUNCTION_WORDS]
     return [word for t in content(terms) for word in t.searched] + translated

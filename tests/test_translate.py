@@ -140,7 +140,7 @@ def test_an_english_query_finds_the_czech_note_and_says_so(dictionary_config, qu
     assert result.to_json()["translated"] == {"tea": ["čaj"], "milk": ["mléko"]}
     assert "English words also searched in Czech and Slovak: tea → čaj; milk → mléko" in result.notes
     assert "<mark>čaj</mark>" in result.hits[0].snippet and "<mark>mlékem</mark>" in result.hits[0].snippet
-    assert {"čaj", "mléko"} <= set(result.marked) and not result.weak
+    assert {"caj", "mlek"} <= set(result.marked) and not result.weak  # beginnings of čaj, mléko: mark mlékem too
     conn.close()
 
 

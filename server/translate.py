@@ -14,7 +14,8 @@ The dictionary is FreeDict's English–Czech (Debian ``dict-freedict-eng-ces``, 
 the package puts it, in the ``dictd`` format: ``<name>.index`` (headword, offset and length in
 base 64, a line each) and ``<name>.dict`` or ``<name>.dict.dz`` (gzip, the entries one after
 another). An entry is the headword line, then one sense: its translations, comma-separated, a
-``[domain]`` before them at times, a ``Note:`` after. A word's senses are many (``line``: 30)
+``[domain]`` before them or a ``(remark)`` beside one at times, a ``Note:`` after. The dictionary
+is read once per process (installed later, it is used from the next start). A word's senses are many (``line``: 30)
 and unordered, so the ones searched are the translations the notes hold most often
 (:data:`MAX_TRANSLATIONS`): in a programmer's notes ``line`` is ``řádek``, not ``vlasec``.
 """

@@ -57,6 +57,14 @@ def require_browser() -> None:
     require_module("playwright", "the dev extra: pip install -e '.[dev]'")
 
 
+def require_dictionary() -> None:
+    """FreeDict's English–Czech dictionary where Debian's dict-freedict-eng-ces puts it."""
+    from builder.core.config import DEFAULT_DICTIONARY, dictd_files
+
+    if dictd_files(DEFAULT_DICTIONARY) is None:
+        unavailable(f"FreeDict English-Czech (Debian package dict-freedict-eng-ces) is not installed ({DEFAULT_DICTIONARY})")
+
+
 def require_module(name: str, how: str) -> None:
     if importlib.util.find_spec(name) is None:
         unavailable(f"the Python package {name} is not installed ({how})")

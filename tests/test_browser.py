@@ -20,7 +20,7 @@ from urllib.parse import urljoin
 
 import pytest
 
-from tests.conftest import CHROMIUM, require_browser, require_module
+from tests.conftest import CHROMIUM, require_browser, require_dictionary, require_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -133,6 +133,23 @@ def test_the_landing_page_marks_the_searched_words_but_not_function_words(server
     assert page.url.split("?")[0] == f"{server}/notes/recepty/teh-tarik.html"
     texts = [t.lower() for t in page.locator("mark.search-hl").all_inner_texts()]
     assert "vody" in texts and "na" not in texts  # "Na 3–4 hrnky:" opens the section
+
+
+def test_an_english_question_says_what_it_searched_in_czech_and_marks_the_forms(server, browser):
+    require_dictionary()
+    page = browser.new_page()
+    page.goto(f"{server}/index.html")
+    page.keyboard.press("/")
+    page.locator("header form.search input[name=q]").type("tea with condensed milk", delay=20)
+    first = page.locator("header .search-results a.search-result").first
+    first.wait_for(state="visible", timeout=10_000)
+    assert "Teh Tarik" in first.inner_text()
+    note = page.locator("header .search-results .search-note").filter(has_text="English words").inner_text()
+    assert note == "English words also searched in Czech and Slovak: tea → čaj; condensed → kondenzovaný; milk → mléko"
+    with page.expect_navigation():
+        first.click()
+    texts = {t.lower() for t in page.locator("mark.search-hl").all_inner_texts()}
+    assert {"mléka", "kondenzovaného", "čaje"} <= texts  # the translations' forms the note writes
 
 
 def test_table_columns_keep_their_alignment_under_the_servers_csp(server, browser):

@@ -20,7 +20,15 @@ from server import spelling, translate
 from server.app import create_app
 from server.query import parse
 from server.search import search
-from tests.conftest import SHARED, HashEmbedder, ollama_yaml, require_shared, write_config, write_note
+from tests.conftest import (
+    SHARED,
+    HashEmbedder,
+    ollama_yaml,
+    require_dictionary,
+    require_shared,
+    write_config,
+    write_note,
+)
 
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
@@ -226,8 +234,7 @@ def test_config_names_a_bad_dictionary(tmp_path):
 def test_freedict_english_question_over_the_slovak_wiki(tmp_path, quiet_log):
     """Debian's dict-freedict-eng-ces over kemt-wiki, words only: an English question finds the Slovak
     page (the translations are Czech; the word keys fold them into the Slovak forms)."""
-    if dictd_files(DEFAULT_DICTIONARY) is None:
-        pytest.fail(f"no {DEFAULT_DICTIONARY}.index: apt-get install dict-freedict-eng-ces")
+    require_dictionary()
     wiki = require_shared(SHARED / "corpora" / "kemt-wiki")
     config = load_config(write_config(tmp_path, f"index: data/index.sqlite\nembedding:\n  provider: none\n"
                                                 f"sources:\n  wiki:\n    folder: {wiki}\n    paths: [\"pages/01.pvjc/**\"]\n"))

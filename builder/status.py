@@ -1,5 +1,6 @@
 """``notes-portal status``: per source notes, chunks, pending vectors, last sync, indexed rev and the
-broken links of the last render (each listed with its line on the site's ``broken-links.html``)."""
+broken links of the last render (each listed with its line on the site's ``broken-links.html``), and
+whether English questions are searched in Czech (the dictionary, see ``server.translate``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ def collect_status(config: Config) -> dict[str, Any]:
     status: dict[str, Any] = {"index": str(config.index), "exists": path is not None,
                               "embedding": {"provider": config.embedding.provider, "model": config.embedding.model,
                                             "dims": config.embedding.dims},
+                              "dictionary": str(config.dictionary) if config.dictionary is not None else None,
                               "sources": []}
     rows: dict[str, db.SourceRow] = {}
     stats: dict[str, dict[str, int]] = {}
@@ -70,4 +72,7 @@ def format_status(status: dict[str, Any]) -> str:
             lines.append(f"  last error{when}: {s['last_error']}")
         if s["uncovered"]:
             lines.append(f"  not covered by paths: {', '.join(d + '/' for d in s['uncovered'])}")
+    lines.append(f"English questions: also searched in Czech ({status['dictionary']})" if status.get("dictionary")
+                 else "English questions: not translated (no dictionary: apt-get install dict-freedict-eng-ces, "
+                      "or search.dictionary in the config)")
     return "\n".join(lines)

@@ -124,9 +124,10 @@ def test_read_bounds_one_huge_line(built, notes_dir, capsys):
 def test_status(built, capsys):
     code, body, err = run(capsys, "status", "--config", str(built.path))
     assert (code, err) == (0, "")
-    assert list(body) == ["schema", "command", "index", "exists", "embedding", "sources", "meta"]
+    assert list(body) == ["schema", "command", "index", "exists", "embedding", "dictionary", "sources", "meta"]
     assert (body["schema"], body["command"], body["exists"], body["embedding"]) == (
         SCHEMA, "status", True, {"provider": "none", "model": "none", "dims": 0})
+    assert body["dictionary"] == (str(built.dictionary) if built.dictionary else None)
     assert {k: body["sources"][0][k] for k in ("id", "kind", "files", "chunks", "pending_vectors", "last_error")} == {
         "id": "notes", "kind": "folder", "files": 3, "chunks": 5, "pending_vectors": 0, "last_error": None}
 

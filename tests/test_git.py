@@ -650,7 +650,7 @@ def test_status_shows_url_branch_rev_last_sync_and_last_error(tmp_path: Path) ->
                         "0 pending vectors, last sync never, rev -")
     assert lines[4].startswith(f"  last error ({rows['bad'].last_error_at}): git ls-remote failed (unable to access "
                                "'https://127.0.0.1:1/x.git/'")
-    assert len(lines) == 5
+    assert len(lines) == 6 and lines[5].startswith("English questions: ")
 
 
 # ---------------------------------------------------------------- 5. grep, our clone

@@ -15,6 +15,7 @@ from builder.core import index as db
 from builder.core.config import DEFAULT_DICTIONARY, dictd_files, load_config
 from builder.cli.evaluate import eval_config
 from builder.core.errors import ConfigError
+from builder.status import collect_status, format_status
 from builder.sync import build
 from server import spelling, translate
 from server.app import create_app
@@ -264,3 +265,13 @@ def test_the_eval_index_searches_with_the_configs_dictionary(dictionary_config, 
     (tmp_path / "corpora" / "wiki").mkdir(parents=True)
     evaluated = eval_config(config, tmp_path / "corpora", ["wiki"])
     assert evaluated.dictionary == config.dictionary == (base if dictionary == "base" else None)
+
+
+def test_status_says_whether_english_questions_are_searched_in_czech(dictionary_config, tmp_path):
+    on, off = dictionary_config(), dictionary_config("false")
+    assert collect_status(on)["dictionary"] == str(tmp_path / "dict" / "eng-ces")
+    assert f"English questions: also searched in Czech ({tmp_path / 'dict' / 'eng-ces'})" in \
+        format_status(collect_status(on)).splitlines()
+    assert collect_status(off)["dictionary"] is None
+    assert ("English questions: not translated (no dictionary: apt-get install dict-freedict-eng-ces, "
+            "or search.dictionary in the config)") in format_status(collect_status(off)).splitlines()

@@ -23,11 +23,11 @@ Weak: the answer is "nothing confident" when no note among BM25's best chunks ho
 query's content words (``COVERAGE``) *and* the two halves agree on no note among their first
 ``AGREEMENT_DEPTH``. Each signal alone is common in real answers (a paraphrase shares few words; a
 long question rarely has all its words in one chunk); together they mark questions the notes do not
-answer, and nonsense. With the words alone there is no second opinion (nor is there for a query whose
-words lead, as above), and a question in a person's
-own words carries several a note would not repeat (how, use, set up): the answer is then weak only
-when no note holds a third of the content words (``LEXICAL_ONLY_COVERAGE``). The thresholds and
-their sweep on the dev set are in docs/QUALITY.md.
+answer, and nonsense. With the words alone there is no second opinion (nor is there for a query typed
+without accents, whose vector list drifts as above; a query searched in translation keeps it), and a
+question in a person's own words carries several a note would not repeat (how, use, set up): the
+answer is then weak only when no note holds a third of the content words
+(``LEXICAL_ONLY_COVERAGE``). The thresholds and their sweep on the dev set are in docs/QUALITY.md.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def is_weak(best_coverage: float, lexical_notes: set[tuple[str, str]],
             semantic_notes: set[tuple[str, str]] | None) -> bool:
     """Nothing confident: no note holds most of the words, and the halves agree on no note. With no
     vector half to trust (``semantic_notes`` is None: mode bm25, provider none, a failed embedder, a
-    query typed without accents, or translated) the words
+    query typed without accents) the words
     alone decide, and a note holding a third of them is a lead worth showing."""
     if semantic_notes is None:
         return best_coverage < LEXICAL_ONLY_COVERAGE

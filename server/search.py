@@ -161,11 +161,11 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     rows = db.chunk_details(conn, [i for i, _ in lexical] + [i for i, _ in semantic])
     texts = _best_notes_texts(lexical, rows)
     best = max((coverage(text, terms) for text in texts), default=0.0)
-    words_lead = bool(translated) or typed_without_accents("\n".join(texts), terms)  # the model reads it poorly
+    unaccented = typed_without_accents("\n".join(texts), terms)
     ranked = fusion.fuse(lexical if mode != "vector" else [], semantic if mode != "bm25" else [], best,
-                         words_lead=words_lead)
+                         words_lead=unaccented or bool(translated))  # the model reads such a query poorly
     hits = _group(ranked, rows, terms, limit, max_per_note)
-    weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode, words_lead)
+    weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode, unaccented)
     if not hits and not db.counts(conn)["chunks"]:
         notes.append("the index is empty: run `notes-portal build`")
     return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected, tuple(marks(terms)), translated)
@@ -311,13 +311,16 @@ def _best_notes_texts(lexical: list[tuple[int, float]], rows: dict[int, Row]) ->
 
 
 def _weak(best_coverage: float, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
-          rows: dict[int, Row], mode: str, words_lead: bool) -> bool:
+          rows: dict[int, Row], mode: str, unaccented: bool) -> bool:
     def notes(found: list[tuple[int, float]]) -> set[tuple[str, str]]:
         return {(rows[i]["source_id"], rows[i]["path"]) for i, _ in found[:fusion.AGREEMENT_DEPTH] if i in rows}
 
-    # No vectors (provider none, a failed embedder), or a query the model reads poorly (typed without
-    # accents: its words are other tokens to it; English over Czech notes): the words alone decide.
-    with_vectors = mode != "bm25" and bool(semantic) and not words_lead
+    # No vectors (provider none, a failed embedder), or a query typed without accents (the model reads
+    # its words as other tokens, and its list drifts): the words alone decide. A query searched in
+    # translation keeps the vectors' second opinion: a note holding a third of the translated words
+    # says little (each word's four commonest senses are searched), while the model's list, weak
+    # across languages, does not drift (English questions the notes do not answer stay weak).
+    with_vectors = mode != "bm25" and bool(semantic) and not unaccented
     return fusion.is_weak(best_coverage, notes(lexical), notes(semantic) if with_vectors else None)
 
 

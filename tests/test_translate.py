@@ -12,11 +12,12 @@ from starlette.testclient import TestClient
 
 from builder import indexfile
 from builder.core import index as db
-from builder.core.config import DEFAULT_DICTIONARY, dictd_files, load_config
 from builder.cli.evaluate import eval_config
+from builder.core.config import DEFAULT_DICTIONARY, dictd_files, load_config
 from builder.core.errors import ConfigError
 from builder.status import collect_status, format_status
 from builder.sync import build
+from server import search as search_module
 from server import spelling, translate
 from server.app import create_app
 from server.query import parse
@@ -275,3 +276,18 @@ def test_status_says_whether_english_questions_are_searched_in_czech(dictionary_
     assert collect_status(off)["dictionary"] is None
     assert ("English questions: not translated (no dictionary: apt-get install dict-freedict-eng-ces, "
             "or search.dictionary in the config)") in format_status(collect_status(off)).splitlines()
+
+
+def test_a_translated_query_is_judged_weak_with_the_vectors_second_opinion(dictionary_config, quiet_log, monkeypatch):
+    """Its order follows the words, but a note holding some of the translated words (each word's
+    commonest senses) is not enough to call it confident: the halves must agree too, as for any
+    query with vectors (only a query typed without accents is judged by its words alone)."""
+    config = dictionary_config(embedding=ollama_yaml("http://127.0.0.1:9"))
+    conn = _built(config, quiet_log, embedder_factory=HashEmbedder)
+    asked: list[object] = []
+    real = search_module.fusion.is_weak
+    monkeypatch.setattr(search_module.fusion, "is_weak", lambda *args: asked.append(args[2]) or real(*args))
+    search(conn, config, "milk sauce", mode="hybrid", embedder=HashEmbedder())
+    search(conn, config, "caj s mlekem", mode="hybrid", embedder=HashEmbedder())
+    assert asked[0] is not None and asked[1] is None  # the vectors' notes; none for the unaccented query
+    conn.close()

@@ -230,4 +230,4 @@ def stem_text(text: str) -> str:
     >>> stem_text("Prepojenie kontajnerov sieťou; max485 a __init__!")
     'prepoj kontajnr siet max485 a __init__'
     """
-    return " ".join(stem_word(token) for token in tokens(unicodedata.normalize("NFC", text)))
+    return " ".join(map(stem_word, tokens(unicodedata.normalize("NFC", text))))  # map: no generator frame per token

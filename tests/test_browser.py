@@ -120,13 +120,20 @@ def test_type_a_query_pick_the_first_result_land_on_the_section(server, browser)
     assert errors == []
 
 
-def test_the_landing_page_marks_the_searched_words_but_not_function_words(server, browser):
+def typed(browser, server: str, query: str, key: str = "Control+k"):
+    """A new page of the home page with ``query`` typed into the search box (reached by ``key``),
+    and the first hit of the drop-down once it shows."""
     page = browser.new_page()
     page.goto(f"{server}/index.html")
-    page.keyboard.press("Control+k")
-    page.locator("header form.search input[name=q]").type("kolik vody na teh tarik", delay=20)
+    page.keyboard.press(key)
+    page.locator("header form.search input[name=q]").type(query, delay=20)
     first = page.locator("header .search-results a.search-result").first
     first.wait_for(state="visible", timeout=10_000)
+    return page, first
+
+
+def test_the_landing_page_marks_the_searched_words_but_not_function_words(server, browser):
+    page, first = typed(browser, server, "kolik vody na teh tarik")
     assert "Teh Tarik" in first.inner_text()
     with page.expect_navigation():
         first.click()
@@ -137,12 +144,7 @@ def test_the_landing_page_marks_the_searched_words_but_not_function_words(server
 
 def test_an_english_question_says_what_it_searched_in_czech_and_marks_the_forms(server, browser):
     require_dictionary()
-    page = browser.new_page()
-    page.goto(f"{server}/index.html")
-    page.keyboard.press("/")
-    page.locator("header form.search input[name=q]").type("tea with condensed milk", delay=20)
-    first = page.locator("header .search-results a.search-result").first
-    first.wait_for(state="visible", timeout=10_000)
+    page, first = typed(browser, server, "tea with condensed milk", key="/")
     assert "Teh Tarik" in first.inner_text()
     note = page.locator("header .search-results .search-note").filter(has_text="English words").inner_text()
     assert note == "English words also searched in Czech and Slovak: tea → čaj; condensed → kondenzovaný; milk → mléko"

@@ -19,8 +19,8 @@ import yaml
 from builder.core.errors import ConfigError
 from builder.core.yamlread import KeyLines, Reader, describe
 
-# Top-level site paths of the portal itself; a source with such an id would collide with them.
 DEFAULT_DICTIONARY = Path("/usr/share/dictd/freedict-eng-ces")  # Debian's dict-freedict-eng-ces
+# Top-level site paths of the portal itself; a source with such an id would collide with them.
 RESERVED_SOURCE_IDS = frozenset({"tags", "static", "api", "search", "auth"})
 SOURCE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 PROVIDERS = ("local", "ollama", "openai", "none")

@@ -60,7 +60,7 @@ def dense_leads(below: float, weight: float) -> Callable[..., list[fusion.Ranked
 
 def vectors_alone(below: float) -> Callable[..., list[fusion.Ranked]]:
     """The shipped fusion, except that when no note holds ``below`` of the query's content words the
-    vector list alone orders and BM25's chunks follow it (the mirror of the words_lead rule)."""
+    vector list alone orders and BM25's chunks follow it (the mirror of the rule for unaccented queries)."""
     shipped = fusion.fuse  # taken now: the run replaces the module's attribute by each variant
 
     def fuse(bm25: Pairs, vector: Pairs, best_coverage: float = 0.0, *,
@@ -107,11 +107,11 @@ VARIANTS = {
     "RRF k=10": rrf(10, False, 1.0),
     "RRF k=10 + strong BM25 leader": rrf(10, True, 1.0),
     "RRF k=10 + strong leader + confident words ×1.5": rrf(10, True, 1.5),
-    "RRF k=10 + strong leader + confident or words_lead words ×1.5 (ties: the smaller id)": rrf(10, True, 1.5, True),
+    "RRF k=10 + strong leader + confident or unaccented words ×1.5 (ties: the smaller id)": rrf(10, True, 1.5, True),
     "the same, a tie to the half trusted more": rrf(10, True, 1.5, True, trusted_ties=True),
     "the same, a query typed without accents ordered by its words (shipped)": fusion.fuse,
     "shipped, the vectors alone order when no note holds 1/3 of the words": vectors_alone(1 / 3),
-    "RRF k=10 + strong leader + confident or words_lead words ×2": rrf(10, True, 2.0, True),
+    "RRF k=10 + strong leader + confident or unaccented words ×2": rrf(10, True, 2.0, True),
     "RRF k=10 + strong leader + confident words ×2": rrf(10, True, 2.0),
     "RRF k=60 + strong leader + confident words ×1.5": rrf(60, True, 1.5),
     "×1.5 row, the vectors ×2 when no note holds 1/3 of the words": dense_leads(0.34, 2.0),

@@ -11,13 +11,13 @@ unaccented word as another, rarer token, and its list drifts (the weak rule belo
 for such a query either). So is a query written in English whose words were searched in Czech and
 Slovak as well (:mod:`server.translate`): the dictionary crosses the languages, while the small
 model connects few English questions to Czech and Slovak text (on the dev set's crosslang queries,
-vector MRR 0.50 against the translated words' 0.84). And a lexical winner stays first when its BM25 score is ``STRONG_RATIO``
-times its runner-up's: the words point at it unmistakably, and a vector list that missed it must not
-push it down. Equal fused scores are common
-(with both lists counting the same, ranks 1 and 2 in one and 2 and 1 in the other): the tie goes to
-the list trusted more, the words when they count more, else the meaning. The variants measured on
-the dev set (other k, a bonus for first places, a convex combination of normalised scores, the
-dense half leading when BM25 matches little) are in docs/QUALITY.md.
+vector MRR 0.50 against the translated words' 0.84; its weak mark still asks the vectors, below).
+And a lexical winner stays first when its BM25 score is ``STRONG_RATIO`` times its runner-up's: the
+words point at it unmistakably, and a vector list that missed it must not push it down. Equal fused
+scores are common (with both lists counting the same, ranks 1 and 2 in one and 2 and 1 in the
+other): the tie goes to the list trusted more, the words when they count more, else the meaning.
+The variants measured on the dev set (other k, a bonus for first places, a convex combination of
+normalised scores, the dense half leading when BM25 matches little) are in docs/QUALITY.md.
 
 Weak: the answer is "nothing confident" when no note among BM25's best chunks holds most of the
 query's content words (``COVERAGE``) *and* the two halves agree on no note among their first

@@ -219,10 +219,10 @@ def _any_word(conn: Connection, terms: list[Term], stems: bool, source: str | No
 def _common_split(conn: Connection, terms: list[Term], stems: bool,
                   counts: spelling.KeyCounts | None = None) -> tuple[list[Term], list[Term]]:
     """The content words split into rare and common (a word key in more than :data:`COMMON_CHUNKS`
-    chunks; an English word with its translations' chunks as well); no split (nothing common) unless the common words together are in at least
-    :data:`COMMON_SAVED` chunks, where leaving them out of the candidates pays, and some chunk
-    holds a rare word's key (else the rare words could find nothing and the common ones nothing
-    more)."""
+    chunks; an English word with its translations' chunks as well); no split (nothing common) unless
+    the common words together are in at least :data:`COMMON_SAVED` chunks, where leaving them out of
+    the candidates pays, and some chunk holds a rare word's key (else the rare words could find
+    nothing and the common ones nothing more)."""
     words = content(terms)
     if not stems or len(words) < 2 or not db.has_vocabulary(conn):  # no counts before schema step 4
         return words, []

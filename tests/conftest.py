@@ -62,7 +62,8 @@ def require_dictionary() -> None:
     from builder.core.config import DEFAULT_DICTIONARY, dictd_files
 
     if dictd_files(DEFAULT_DICTIONARY) is None:
-        unavailable(f"FreeDict English-Czech (Debian package dict-freedict-eng-ces) is not installed ({DEFAULT_DICTIONARY})")
+        unavailable(f"FreeDict English-Czech (Debian package dict-freedict-eng-ces) is not installed "
+                    f"({DEFAULT_DICTIONARY})")
 
 
 def require_module(name: str, how: str) -> None:

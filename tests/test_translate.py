@@ -72,7 +72,8 @@ def write_dictd(base: Path, entries: list[tuple[str, str]] = ENTRIES, *, compres
         raw = text.encode("utf-8")
         lines.append(f"{headword}\t{_b64(len(data))}\t{_b64(len(raw))}")
         data += raw
-    base.with_name(base.name + ".index").write_text("\n".join(sorted(lines, key=lambda line: line.split("\t")[0])) + "\n", encoding="utf-8")
+    in_order = sorted(lines, key=lambda line: line.split("\t")[0])  # by headword; a headword's senses as written
+    base.with_name(base.name + ".index").write_text("\n".join(in_order) + "\n", encoding="utf-8")
     if compressed:
         base.with_name(base.name + ".dict.dz").write_bytes(gzip.compress(data))
     else:
@@ -239,7 +240,8 @@ def test_freedict_english_question_over_the_slovak_wiki(tmp_path, quiet_log):
     require_dictionary()
     wiki = require_shared(SHARED / "corpora" / "kemt-wiki")
     config = load_config(write_config(tmp_path, f"index: data/index.sqlite\nembedding:\n  provider: none\n"
-                                                f"sources:\n  wiki:\n    folder: {wiki}\n    paths: [\"pages/01.pvjc/**\"]\n"))
+                                                f"sources:\n  wiki:\n    folder: {wiki}\n"
+                                                f"    paths: [\"pages/01.pvjc/**\"]\n"))
     conn = _built(config, quiet_log, render=False)
     result = search(conn, config, "ICPC 2015 task about cutting a block of holey cheese into slices of equal weight")
     assert dict(result.translated)["cheese"] == ("sýr",)

@@ -183,8 +183,8 @@ def tools(config: Config) -> dict[str, Tool]:
 
 SEARCH = """\
 Search the user's notes through the index: by words (BM25; any Czech or Slovak word form, diacritics \
-optional; the words of an English question also in Czech translation) and by meaning (vectors; paraphrases and other languages), fused by rank. The first tool for any \
-question about what the notes say.
+optional; the words of an English question also in Czech translation) and by meaning (vectors; \
+paraphrases and other languages), fused by rank. The first tool for any question about what the notes say.
 Returns up to `limit` hits, best first, each one section of a note: source, path, title, breadcrumb (the \
 section's headings), anchor, line_start and line_end, snippet (HTML-escaped, matched words in <mark>), \
 provenance ("words #2, meaning #1": which half found it, at which rank), url (the note's page on the portal, \

@@ -1,4 +1,5 @@
-"""``/api/health``: the index, its sources, the query embedder and the in-memory vectors.
+"""``/api/health``: the index, its sources, the query embedder, the in-memory vectors and the
+dictionary English questions are searched in Czech through.
 
 It reads the index and reports what the server already knows; it never runs a
 model inference and never raises (an unhealthy portal still answers).
@@ -11,6 +12,7 @@ from typing import Any
 from builder.core import index as db
 from builder.core.config import Config
 from builder.core.errors import UserError
+from server import translate
 from server.embedder import QueryEmbedder
 from server.reader import IndexReader
 from server.vectors import VectorMemory
@@ -25,8 +27,9 @@ def health(config: Config, reader: IndexReader, embedder: QueryEmbedder, memory:
         body["error"] = str(exc)
     body["embedding"] = embedder.state()
     body["vector_memory"] = memory.state()
+    body["dictionary"] = translate.state(config.dictionary)  # English questions searched in Czech
     healthy = (body["index"] and "error" not in body and body["embedding"]["reachable"] is not False
-               and body["vector_memory"]["error"] is None)
+               and body["vector_memory"]["error"] is None and body["dictionary"]["error"] is None)
     body["status"] = "ok" if healthy else "degraded"
     return body
 

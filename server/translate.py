@@ -96,22 +96,33 @@ def read(path: Path) -> Dictionary:
     return Dictionary(entries, data)
 
 
-_LOADED: dict[Path, Dictionary | None] = {}
+_LOADED: dict[Path, Dictionary | str] = {}  # a dictionary read, or why it could not be
 _LOCK = threading.Lock()
 
 
 def load(path: Path | None) -> Dictionary | None:
     """The dictionary at ``path``, read once per process; None when there is none or it cannot be
-    read (the search then goes on without translations)."""
+    read (the search then goes on without translations, and :func:`state` says why)."""
     if path is None:
         return None
     with _LOCK:
         if path not in _LOADED:
             try:
                 _LOADED[path] = read(path)
-            except (OSError, ValueError, KeyError, EOFError, gzip.BadGzipFile):
-                _LOADED[path] = None
-        return _LOADED[path]
+            except (OSError, ValueError, KeyError, EOFError, gzip.BadGzipFile) as exc:
+                _LOADED[path] = f"cannot read the dictionary ({type(exc).__name__}: {exc})"
+        found = _LOADED[path]
+    return found if isinstance(found, Dictionary) else None
+
+
+def state(path: Path | None) -> dict[str, object]:
+    """For ``/api/health``: the dictionary's path, whether this process has read it (None: not yet),
+    and why it could not be read."""
+    with _LOCK:
+        found = _LOADED.get(path) if path is not None else None
+    return {"path": str(path) if path is not None else None,
+            "loaded": None if path is not None and found is None else isinstance(found, Dictionary),
+            "error": found if isinstance(found, str) else None}
 
 
 def is_english(words: list[str], dictionary: Dictionary) -> bool:

@@ -293,3 +293,22 @@ def test_a_translated_query_is_judged_weak_with_the_vectors_second_opinion(dicti
     search(conn, config, "caj s mlekem", mode="hybrid", embedder=HashEmbedder())
     assert asked[0] is not None and asked[1] is None  # the vectors' notes; none for the unaccented query
     conn.close()
+
+
+def test_health_says_whether_the_dictionary_was_read(dictionary_config, quiet_log, tmp_path):
+    config = dictionary_config()
+    _built(config, quiet_log).close()
+    with TestClient(create_app(config)) as client:
+        client.get("/api/search", params={"q": "tea"})  # read by then, whether or not the start-up thread was first
+        health = client.get("/api/health").json()
+    assert health["dictionary"] == {"path": str(tmp_path / "dict" / "eng-ces"), "loaded": True, "error": None}
+    assert health["status"] == "ok"
+    broken = write_dictd(tmp_path / "broken" / "eng-ces")
+    broken.with_name("eng-ces.dict.dz").write_bytes(b"not gzip at all")
+    with TestClient(create_app(dictionary_config(str(broken)))) as client:
+        client.get("/api/search", params={"q": "tea"})
+        health = client.get("/api/health").json()
+    assert health["dictionary"]["loaded"] is False and health["status"] == "degraded"
+    assert health["dictionary"]["error"].startswith("cannot read the dictionary (BadGzipFile: ")
+    with TestClient(create_app(dictionary_config("false"))) as client:
+        assert client.get("/api/health").json()["dictionary"] == {"path": None, "loaded": False, "error": None}

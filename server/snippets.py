@@ -50,7 +50,7 @@ def _exact(term: Term) -> Callable[[str], bool]:
 def _matcher(terms: list[Term]) -> Callable[[str], bool]:
     wanted = content(terms)
     exact = [_exact(t) for t in wanted]
-    keys = {t.key for t in wanted} | {key for t in wanted for keys in t.translation_keys for key in keys.split()}
+    keys = {t.key for t in wanted} | {key for t in wanted for phrase in t.translation_keys for key in phrase.split()}
     translated = {fold(word) for t in wanted for text in t.translations for word in _WORD.findall(text)}
 
     def is_match(word: str) -> bool:

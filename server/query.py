@@ -71,6 +71,12 @@ class Term:
         """Each translation as the stems column holds it: its words' keys, space-separated (a phrase)."""
         return tuple(keys_of(translation) for translation in self.translations)
 
+    @property
+    def translation_words(self) -> tuple[str, ...]:
+        """The words of its translations, function words left out (``se`` of ``rovnající se``)."""
+        return tuple(word for translation in self.translations for word in _WORD.findall(translation)
+                     if word.lower() not in FUNCTION_WORDS)
+
 
 def keys_of(text: str) -> str:
     """The word keys of ``text``'s words, space-separated."""
@@ -119,6 +125,5 @@ def marks(terms: list[Term]) -> list[str]:
     """What snippets and the landing page mark: the content words as searched (never a function
     word), and of each translation's words the beginning their forms share (``mlek`` for ``mléko``:
     the page marks words that begin with one, and a note writes ``mléka``, ``mlékem``)."""
-    translated = [inflection_base(word) for t in content(terms) for translation in t.translations
-                  for word in _WORD.findall(translation) if word.lower() not in FUNCTION_WORDS]
+    translated = [inflection_base(word) for t in content(terms) for word in t.translation_words]
     return [word for t in content(terms) for word in t.searched] + translated

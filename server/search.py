@@ -127,7 +127,8 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     notes: list[str] = []
     corrections: dict[str, str] = {}
     counts = spelling.KeyCounts(conn)  # the words' chunk counts, for translations, the typo check and BM25
-    if config.dictionary is not None and db.has_stems(conn) and db.has_vocabulary(conn):  # searched by word keys
+    stems = db.has_stems(conn)
+    if config.dictionary is not None and stems and db.has_vocabulary(conn):  # translations are searched by word keys
         terms = translate.translated(terms, config.dictionary, counts)
     translated = tuple((t.text, t.translations) for t in terms if t.translations)
     if translated:
@@ -145,7 +146,7 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     unknown = spelling.unknown_names(conn, terms)
     if unknown:
         notes.append(f"no note mentions {', '.join(repr(w) for w in unknown)}")
-    lexical = _bm25(conn, terms, source, tag, counts)
+    lexical = _bm25(conn, terms, stems, source, tag, counts)
     semantic: list[tuple[int, float]] = []
     if mode in ("hybrid", "vector"):
         if query_vector is None and vector_later is not None:
@@ -179,10 +180,9 @@ def embed_query(embedder: Embedder, query: str) -> tuple[bytes | None, str | Non
         return None, str(exc)
 
 
-def _bm25(conn: Connection, terms: list[Term], source: str | None, tag: str | None,
-          counts: spelling.KeyCounts | None = None) -> list[tuple[int, float]]:
-    """Chunks holding every word (in some form), then chunks holding any content word."""
-    stems = db.has_stems(conn)
+def _bm25(conn: Connection, terms: list[Term], stems: bool, source: str | None, tag: str | None,
+          counts: spelling.KeyCounts) -> list[tuple[int, float]]:
+    """Chunks holding every word (in some form; ``stems``: or its key), then chunks holding any content word."""
     found = db.fts_search(conn, match_all(terms, stems), CANDIDATES, source, tag, stems)
     if len(found) < CANDIDATES and (len(content(terms)) > 1 or not found):
         seen = {chunk_id for chunk_id, _ in found}
@@ -227,10 +227,10 @@ def _common_split(conn: Connection, terms: list[Term], stems: bool,
     if not stems or len(words) < 2 or not db.has_vocabulary(conn):  # no counts before schema step 4
         return words, []
     counts = counts or spelling.KeyCounts(conn)
-    keys = {t: [t.key] + [phrase.split() for phrase in t.translation_keys] for t in words}
-    found = counts.of([key for t in words for key in [t.key, *(k for phrase in keys[t][1:] for k in phrase)]])
+    phrases = {t: [phrase.split() for phrase in t.translation_keys] for t in words}
+    found = counts.of([key for t in words for key in [t.key, *(k for phrase in phrases[t] for k in phrase)]])
     # a word's chunks: its key's, plus each translation's (at most its rarest key's): a bound, not a count
-    chunks = {t: found[t.key] + sum(min(found[k] for k in phrase) for phrase in keys[t][1:]) for t in words}
+    chunks = {t: found[t.key] + sum(min(found[k] for k in phrase) for phrase in phrases[t]) for t in words}
     common = [t for t in words if chunks[t] > COMMON_CHUNKS]
     rare = [t for t in words if t not in common]
     if sum(chunks[t] for t in common) < COMMON_SAVED or not any(chunks[t] for t in rare):

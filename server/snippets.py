@@ -51,7 +51,7 @@ def _matcher(terms: list[Term]) -> Callable[[str], bool]:
     wanted = content(terms)
     exact = [_exact(t) for t in wanted]
     keys = {t.key for t in wanted} | {key for t in wanted for phrase in t.translation_keys for key in phrase.split()}
-    translated = {fold(word) for t in wanted for text in t.translations for word in _WORD.findall(text)}
+    translated = {fold(word) for t in wanted for word in t.translation_words}
 
     def is_match(word: str) -> bool:
         folded = fold(word)
@@ -120,6 +120,7 @@ def coverage(text: str, terms: list[Term]) -> float:
     found = 0
     for term in wanted:
         exact = _exact(term)
+        # a word of 3 letters or fewer is its own key (folded): ``keys`` leaves such words out, ``words`` has them
         translated = any(all(key in keys or key in words for key in phrase.split()) for phrase in term.translation_keys)
         if term.key in keys or translated or any(exact(w) for w in words):
             found += 1

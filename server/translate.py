@@ -118,10 +118,11 @@ def load(path: Path | None) -> Dictionary | None:
 def state(path: Path | None) -> dict[str, object]:
     """For ``/api/health``: the dictionary's path, whether this process has read it (None: not yet),
     and why it could not be read."""
+    if path is None:
+        return {"path": None, "loaded": False, "error": None}
     with _LOCK:
-        found = _LOADED.get(path) if path is not None else None
-    return {"path": str(path) if path is not None else None,
-            "loaded": None if path is not None and found is None else isinstance(found, Dictionary),
+        found = _LOADED.get(path)
+    return {"path": str(path), "loaded": None if found is None else isinstance(found, Dictionary),
             "error": found if isinstance(found, str) else None}
 
 
@@ -153,7 +154,7 @@ def translated(terms: list[Term], dictionary: Path | None, counts: KeyCounts) ->
     out = []
     for term in terms:
         chosen: dict[str, tuple[int, int, str]] = {}  # keys -> (-chunks, order, text)
-        for order, (text, keys) in enumerate(offered.get(term.text, ()) if not term.function else ()):
+        for order, (text, keys) in enumerate(offered.get(term.text, ())):  # content words only
             if not keys or keys == term.key or keys in chosen:
                 continue
             chunks = min(held[key] for key in keys.split())

@@ -69,7 +69,8 @@ def rows(results: dict[str, Any]) -> list[Row]:
     labels = {"bm25 dev": "bm25, dev-set queries", "bm25 prefix3": "bm25, 3-letter prefixes",
               "bm25 common": "bm25, common words", "bm25 all": "bm25, all of these",
               "vector": "vector (precomputed query vector)", "hybrid": "hybrid (precomputed query vector)",
-              "hybrid+embed": "hybrid with the query embedding", "embed": "query embedding alone",
+              "hybrid+embed": "hybrid with the query embedding", "embed": "query embedding alone (one core)",
+              "embed every core": "query embedding alone (every core)",
               "server hybrid": "hybrid, the server's path (precomputed query vector)",
               "server hybrid+embed": "hybrid, the server's path, with the query embedding",
               "vec0": "vec0 scan of the same vectors (k=30)"}

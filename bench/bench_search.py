@@ -109,6 +109,7 @@ def _one_query(timer: _Timer, lease: Any, config: Any, memory: Any, embedder: An
     """Every mode for one query on one connection, back to back (the same noise for each)."""
     from builder.core import index as db
     from server.search import search
+    from server.searcher import ALONE_THREADS
 
     nearest = functools.partial(memory.nearest, lease.conn, lease.identity)
     timer(f"bm25 {kind}", search, lease.conn, config, query, mode="bm25")
@@ -116,6 +117,7 @@ def _one_query(timer: _Timer, lease: Any, config: Any, memory: Any, embedder: An
     timer("hybrid", search, lease.conn, config, query, mode="hybrid", query_vector=vector, nearest=nearest)
     timer("hybrid+embed", _hybrid_embedding, embedder, lease.conn, config, query, nearest)
     timer("embed", embedder.embed, query)
+    timer("embed every core", embedder.embed, query, ALONE_THREADS)
     timer("vec0", db.knn_search, lease.conn, vector, CANDIDATES, None, None)
 
 

@@ -1,8 +1,9 @@
 """The query embedder of the server: the configured provider, used by one thread, waited for briefly.
 
 Every query vector is computed on one worker thread of its own (the in-process
-model is not made for concurrent calls) while the search reads its words (the
-model lets go of the GIL: on two cores the two overlap). A request waits at most
+model is not made for concurrent calls), with as many cores as the caller gives it
+(see ``server.searcher``: every core for a search alone on the server, else one,
+while the search reads its words: the model lets go of the GIL). A request waits at most
 ``time_limit_s`` for it, and that wait is not counted in the SQL's time limit
 (see ``server.reader.SqlClock``); a slow or failing
 provider turns into a note and BM25-only results, never an error. What is known
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from builder.core.clock import now_iso
 from builder.core.config import EmbeddingConfig
@@ -56,16 +57,23 @@ class QueryEmbedder:
         self._lock = threading.Lock()  # guards _state
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embedder")
 
-    def embed(self, text: str) -> tuple[bytes | None, str | None]:
-        """The query's vector, or None and the reason (None, None: embeddings are disabled)."""
-        return self.submit(text)()
+    @property
+    def multicore(self) -> bool:
+        """Can the provider spread one query over several cores (the in-process model can, a server
+        over HTTP cannot)? Known once the provider is made: False before the first query."""
+        return isinstance(self._embedder, MultiCore)
 
-    def submit(self, text: str) -> Callable[[], tuple[bytes | None, str | None]]:
-        """Start embedding ``text`` now; the function returned waits for :meth:`embed`'s answer (the
-        time limit counts from now), so a search can read its words meanwhile."""
+    def embed(self, text: str, threads: int = 1) -> tuple[bytes | None, str | None]:
+        """The query's vector, or None and the reason (None, None: embeddings are disabled)."""
+        return self.submit(text, threads)()
+
+    def submit(self, text: str, threads: int = 1) -> Callable[[], tuple[bytes | None, str | None]]:
+        """Start embedding ``text`` now, on ``threads`` cores when the provider is :attr:`multicore`;
+        the function returned waits for :meth:`embed`'s answer (the time limit counts from now), so
+        a search can read its words meanwhile."""
         if not self.config.enabled:
             return lambda: (None, None)
-        job = self._worker.submit(self._embed, text)
+        job = self._worker.submit(self._embed, text, threads)
         started = time.monotonic()
 
         def result() -> tuple[bytes | None, str | None]:
@@ -81,9 +89,11 @@ class QueryEmbedder:
 
         return result
 
-    def _embed(self, text: str) -> bytes:
+    def _embed(self, text: str, threads: int) -> bytes:
         embedder = self._provider()
         try:
+            if isinstance(embedder, MultiCore):
+                embedder.use_threads(threads)  # on this thread, the one that embeds: OpenMP keeps it per thread
             vector = embedder.embed_query(text)
         except EmbeddingError as exc:
             raise self._failed(str(exc)) from None
@@ -127,6 +137,13 @@ class QueryEmbedder:
             return {"provider": self.config.provider, "created": s.created, "reachable": reachable,
                     "error": s.last_error if reachable is False else None, "last_error": s.last_error,
                     "last_error_at": s.last_error_at, "last_success_at": s.last_success_at}
+
+
+@runtime_checkable
+class MultiCore(Protocol):
+    """A provider that can compute the next vectors on several threads (:class:`LocalEmbedder`)."""
+
+    def use_threads(self, count: int) -> None: ...
 
 
 class _Failed(Exception):

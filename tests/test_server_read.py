@@ -17,7 +17,9 @@ from builder.core import index as db
 from builder.core.embedding import EmbeddingError
 from builder.sync import build
 from server.app import create_app
+from server.embedder import QueryEmbedder
 from server.reader import IndexReader
+from server.searcher import ALONE_THREADS, Searcher
 from server.vectors import VectorMemory
 from tests.conftest import HashEmbedder, ollama_yaml
 from tests.test_server import build_and_render
@@ -79,6 +81,78 @@ def test_the_query_is_embedded_while_its_words_are_searched(portal, monkeypatch)
     body = client.get("/api/search", params={"q": "powerbanka"}).json()
     assert seen == [True] and body["notes"] == []
     assert body["hits"][0]["ranks"]["vector"] is not None
+
+
+class MultiCoreEmbedder(HashEmbedder):
+    """Like the in-process model: it can be told how many threads to compute the next vector on."""
+
+    def __init__(self, config: object = None) -> None:
+        super().__init__(config)
+        self.threads: list[int] = []
+        self.words_read_before: list[bool] = []  # per query: had its words been read when it was embedded?
+        self.hold: threading.Event | None = None  # set: the next query waits for it while being embedded
+
+    def use_threads(self, count: int) -> None:
+        self.threads.append(count)
+
+    def embed_query(self, text: str) -> bytes:
+        hold = self.hold
+        self.words_read_before.append(WORDS_READ.is_set())
+        if hold is not None:
+            self.words_read_before.append(hold.wait(timeout=5.0))
+        return super().embed_query(text)
+
+
+WORDS_READ = threading.Event()
+
+
+@pytest.fixture
+def searcher(portal, monkeypatch):
+    """A server's searcher over ``portal`` and its :class:`MultiCoreEmbedder`; ``WORDS_READ`` is set
+    whenever BM25 runs."""
+    real_fts_search = db.fts_search
+    made: list[MultiCoreEmbedder] = []
+
+    def factory(config: object) -> MultiCoreEmbedder:
+        made.append(MultiCoreEmbedder(config))
+        return made[-1]
+
+    def fts_search(*args, **kwargs):
+        WORDS_READ.set()
+        return real_fts_search(*args, **kwargs)
+
+    monkeypatch.setattr(db, "fts_search", fts_search)
+    reader = IndexReader(portal.index)
+    found = Searcher(portal, reader, QueryEmbedder(portal.embedding, factory), VectorMemory(reader.open_fresh))
+    found.search("warm-up")  # makes the provider: whether it can use the cores is known from then on
+    WORDS_READ.clear()
+    made[0].threads.clear(), made[0].words_read_before.clear()
+    return found, made[0]
+
+
+def test_a_search_alone_on_the_server_embeds_on_every_core_before_reading_its_words(searcher):
+    searcher, model = searcher
+    body = searcher.search("powerbanka")
+    assert model.threads == [ALONE_THREADS]
+    assert model.words_read_before == [False]  # the model had the cores to itself
+    assert body.hits[0].path == "cestovani/snezka.md" and body.hits[0].ranks["vector"] is not None
+
+
+def test_searches_side_by_side_embed_on_one_core_while_their_words_are_read(searcher):
+    """The first search holds the model until the second has read its words: the second did not wait
+    for its vector before searching, and it was embedded on one thread."""
+    searcher, model = searcher
+    model.hold = WORDS_READ
+    first = threading.Thread(target=searcher.search, args=("powerbanka",))
+    first.start()
+    while not model.words_read_before:  # the first query is being embedded, alone on the server
+        time.sleep(0.01)
+    model.hold = None
+    second = searcher.search("sněžka")
+    first.join()
+    assert model.threads == [ALONE_THREADS, 1]
+    assert model.words_read_before == [False, True, True]  # the second's words were read while the first was embedded
+    assert second.hits[0].ranks["vector"] is not None
 
 
 def test_an_embedder_slower_than_its_limit_gives_word_results_with_a_note(portal):

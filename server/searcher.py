@@ -81,12 +81,14 @@ class Searcher:
                mode: str = "hybrid", correct: bool = True) -> SearchResult:
         """:func:`server.search.search`, the query's vector computed before or while its words are read."""
         with self.in_flight.entered() as alone:
+            threads = 1
+            if mode != "bm25" and alone and self.embedder.multicore:
+                threads = min(ALONE_THREADS, free_cores())
             pending = None
-            threads = min(ALONE_THREADS, free_cores()) if mode != "bm25" and alone and self.embedder.multicore else 1
-            if threads > 1:
-                first = self.embedder.submit(query, threads)()  # the model alone on the free cores
+            if threads > 1:  # the model alone on the free cores, then the words
+                first = self.embedder.submit(query, threads)()
                 pending = lambda: first  # noqa: E731
-            elif mode != "bm25":
+            elif mode != "bm25":  # the model on one core while the words are read
                 pending = self.embedder.submit(query)
             return self._search(query, pending, limit=limit, source=source, tag=tag, mode=mode, correct=correct)
 

@@ -16,10 +16,10 @@ from builder import indexfile
 from builder.core import index as db
 from builder.core.embedding import EmbeddingError
 from builder.sync import build
+from server import searcher as searcher_module
 from server.app import create_app
 from server.embedder import QueryEmbedder
 from server.reader import IndexReader
-from server import searcher as searcher_module
 from server.searcher import Searcher
 from server.vectors import VectorMemory
 from tests.conftest import HashEmbedder, ollama_yaml
@@ -138,7 +138,7 @@ def test_free_cores_without_proc_is_one(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def searcher(portal, monkeypatch, tmp_path):
+def searching(portal, monkeypatch, tmp_path):
     """A server's searcher over ``portal`` and its :class:`MultiCoreEmbedder`, on an idle machine of two
     cores; ``WORDS_READ`` is set whenever BM25 runs."""
     running_now(tmp_path, monkeypatch, runnable=1)
@@ -155,41 +155,44 @@ def searcher(portal, monkeypatch, tmp_path):
 
     monkeypatch.setattr(db, "fts_search", fts_search)
     reader = IndexReader(portal.index)
-    found = Searcher(portal, reader, QueryEmbedder(portal.embedding, factory), VectorMemory(reader.open_fresh))
-    found.search("warm-up")  # makes the provider: whether it can use the cores is known from then on
+    searcher = Searcher(portal, reader, QueryEmbedder(portal.embedding, factory), VectorMemory(reader.open_fresh))
+    searcher.search("warm-up")  # makes the provider: whether it can use the cores is known from then on
     WORDS_READ.clear()
     made[0].threads.clear(), made[0].words_read_before.clear()
-    return found, made[0]
+    return searcher, made[0]
 
 
-def test_a_search_alone_on_the_server_embeds_on_every_core_before_reading_its_words(searcher):
-    searcher, model = searcher
+def test_a_search_alone_on_the_server_embeds_on_every_core_before_reading_its_words(searching):
+    searcher, model = searching
     body = searcher.search("powerbanka")
     assert model.threads == [2]
     assert model.words_read_before == [False]  # the model had the cores to itself
     assert body.hits[0].path == "cestovani/snezka.md" and body.hits[0].ranks["vector"] is not None
 
 
-def test_a_search_alone_on_a_busy_machine_embeds_on_one_core_while_its_words_are_read(searcher, tmp_path,
+def test_a_search_alone_on_a_busy_machine_embeds_on_one_core_while_its_words_are_read(searching, tmp_path,
                                                                                       monkeypatch):
     """A build embedding on both cores: OpenMP threads sharing them would stall for seconds."""
-    searcher, model = searcher
+    searcher, model = searching
     running_now(tmp_path, monkeypatch, runnable=3)
     model.hold = WORDS_READ
     body = searcher.search("powerbanka")
     assert model.threads == [1]
-    assert model.words_read_before == [False, True]  # embedding went on while the words were read
+    # held until the words were read: they were read while the query was being embedded (had the
+    # search waited for its vector first, the hold would have run out: False)
+    assert len(model.words_read_before) == 2 and model.words_read_before[1] is True
     assert body.hits[0].ranks["vector"] is not None
 
 
-def test_searches_side_by_side_embed_on_one_core_while_their_words_are_read(searcher):
+def test_searches_side_by_side_embed_on_one_core_while_their_words_are_read(searching):
     """The first search holds the model until the second has read its words: the second did not wait
     for its vector before searching, and it was embedded on one thread."""
-    searcher, model = searcher
+    searcher, model = searching
     model.hold = WORDS_READ
     first = threading.Thread(target=searcher.search, args=("powerbanka",))
     first.start()
-    while not model.words_read_before:  # the first query is being embedded, alone on the server
+    deadline = time.monotonic() + 5
+    while not model.words_read_before and time.monotonic() < deadline:  # the first is being embedded, alone
         time.sleep(0.01)
     model.hold = None
     second = searcher.search("sněžka")

@@ -32,8 +32,19 @@ from server.reader import IndexReader
 from server.search import CANDIDATES, SearchResult, search
 from server.vectors import Scan, VectorMemory
 
-ALONE_THREADS = min(os.cpu_count() or 1, 4)  # the model's threads for a search alone on the server
 LOADAVG = Path("/proc/loadavg")
+
+
+def cores() -> int:
+    """The cores this process may run on: its CPU affinity where the system tells it (a container's
+    cpuset), else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no sched_getaffinity outside Linux
+        return os.cpu_count() or 1
+
+
+ALONE_THREADS = min(cores(), 4)  # the model's threads for a search alone on the server, at most
 
 
 def free_cores() -> int:
@@ -44,7 +55,7 @@ def free_cores() -> int:
         runnable = int(LOADAVG.read_bytes().split()[3].split(b"/")[0])
     except (OSError, ValueError, IndexError):
         return 1
-    return max(1, (os.cpu_count() or 1) - max(0, runnable - 1))
+    return max(1, cores() - max(0, runnable - 1))
 
 
 class InFlight:

@@ -113,7 +113,7 @@ def running_now(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runnable: int, 
     loadavg = tmp_path / "loadavg"
     loadavg.write_text(f"0.52 0.61 0.70 {runnable}/312 4242\n", encoding="ascii")
     monkeypatch.setattr(searcher_module, "LOADAVG", loadavg)
-    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(searcher_module, "cores", lambda: cores)
     monkeypatch.setattr(searcher_module, "ALONE_THREADS", min(cores, 4))
 
 
@@ -128,8 +128,16 @@ def running_now(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runnable: int, 
 def test_free_cores_are_the_cores_less_what_runs_now(tmp_path, monkeypatch, text, cores, free):
     (tmp_path / "loadavg").write_text(text, encoding="ascii")
     monkeypatch.setattr(searcher_module, "LOADAVG", tmp_path / "loadavg")
-    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(searcher_module, "cores", lambda: cores)
     assert searcher_module.free_cores() == free
+
+
+def test_the_cores_are_those_the_process_may_run_on(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
+    assert searcher_module.cores() == 3
+    monkeypatch.delattr(os, "sched_getaffinity")
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    assert searcher_module.cores() == 6
 
 
 def test_free_cores_without_proc_is_one(tmp_path, monkeypatch):

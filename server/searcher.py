@@ -48,7 +48,7 @@ ALONE_THREADS = min(cores(), 4)  # the model's threads for a search alone on the
 
 
 def free_cores() -> int:
-    """The cores no other task is running on right now: the machine's, less the tasks runnable now
+    """The cores no other task is running on right now: :func:`cores`, less the tasks runnable now
     besides the caller (the fourth field of Linux's ``/proc/loadavg``); 1 where that cannot be read.
     A build embedding on every core would stall a query's OpenMP threads for seconds."""
     try:

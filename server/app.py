@@ -34,7 +34,7 @@ from server.embedder import QueryEmbedder
 from server.health import health
 from server.mcp_mount import McpFactory, mcp_route
 from server.reader import IndexReader, QueryTimeout
-from server.search import SearchResult, check_limit, check_mode, provenance
+from server.search import SearchResult, check_limit, check_mode
 from server.searcher import Searcher
 from server.site import SiteFiles
 from server.sync_api import SyncDesk, sync_routes
@@ -158,6 +158,8 @@ class Portal:
 
     def search_page(self, request: Request) -> Response:
         """``GET /search``: the results page for browsers without JavaScript."""
+        from server.pages import page_hits
+
         query = request.query_params.get("q", "")
         if not query.strip():
             return HTMLResponse(self.pages.render(query="", notes=[], hits=None))
@@ -166,9 +168,7 @@ class Portal:
         except UserError as exc:
             return HTMLResponse(self.pages.render(query=query[:MAX_Q], notes=[str(exc)], hits=[]),
                                 status_code=_status_of(exc))
-        hits = [{"url": h.url, "title": h.title, "breadcrumb": h.breadcrumb, "snippet": h.snippet,
-                 "provenance": provenance(h), "more": list(h.more), "copies": list(h.copies)}
-                for h in result.hits]
+        hits = page_hits(result)
         # the words as typed, with the page's other parameters (mode, source, tag, limit) kept
         as_typed = f"search?{urlencode({**request.query_params, 'correct': '0'})}" if result.corrected else None
         return HTMLResponse(self.pages.render(query=query, notes=list(result.notes), hits=hits,

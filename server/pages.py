@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
+from urllib.parse import urlencode
 
 from builder.core import urls
 from builder.core.config import Config
 from builder.core.templates import TEMPLATE_DIR, Page, Templates, asset_version
-from server.search import WEAK
+from server.search import WEAK, SearchResult, provenance
 
 # The sign-in form exists only on a running server, so its template lives here, not in templates/.
 AUTH_TEMPLATE = """{% extends "base.html" %}
@@ -33,6 +35,26 @@ def _templates(config: Config) -> Templates:
     templates.env.loader = jinja2.ChoiceLoader([jinja2.DictLoader({"server/auth.html": AUTH_TEMPLATE}),
                                                 jinja2.FileSystemLoader(str(TEMPLATE_DIR))])
     return templates
+
+
+def landing(url: str, words: Iterable[str]) -> str:
+    """``url`` (``page#anchor``) with ``?hl=``: the page marks the words that begin with one of
+    ``words`` in the section it opens at (``search.js``)."""
+    page, hash_mark, anchor = url.partition("#")
+    return f"{page}?{urlencode({'hl': ' '.join(dict.fromkeys(words))})}{hash_mark}{anchor}"
+
+
+def page_hits(result: SearchResult) -> list[dict[str, Any]]:
+    """The hits as ``search.html`` shows them; each link to a section (the hit's, the note's other
+    matching ones, the copies') marks the query's words and the forms the hit's section holds."""
+    hits = []
+    for hit in result.hits:
+        words = (*result.marked, *hit.words)
+        hits.append({"url": hit.url, "href": landing(hit.url, words), "title": hit.title,
+                     "breadcrumb": hit.breadcrumb, "snippet": hit.snippet, "provenance": provenance(hit),
+                     "more": [{**other, "href": landing(other["url"], words)} for other in hit.more],
+                     "copies": [{**copy, "href": landing(copy["url"], words)} for copy in hit.copies]})
+    return hits
 
 
 class SearchPage:

@@ -39,7 +39,7 @@ from server.query import (
     match_any,
     parse,
 )
-from server.snippets import coverage, snippet, typed_without_accents
+from server.snippets import coverage, excerpt, typed_without_accents
 
 if TYPE_CHECKING:
     from sqlite3 import Connection, Row
@@ -70,6 +70,7 @@ class Hit:
     url: str  # the note page, site-relative, with the section anchor
     more: tuple[dict[str, Any], ...] = ()  # the note's other matching sections: breadcrumb, anchor, url
     copies: tuple[dict[str, Any], ...] = ()  # the same text elsewhere: source, path, url, breadcrumb, lines
+    words: tuple[str, ...] = ()  # the chunk's words that match (snippets.excerpt): the page it leads to marks them
 
 
 @dataclass(frozen=True)
@@ -292,11 +293,12 @@ def _group(ranked: list[fusion.Ranked], rows: dict[int, Row], terms: list[Term],
 
 def _hit(found: dict[str, Any], terms: list[Term]) -> Hit:
     row, item = found["row"], found["item"]
+    shown = excerpt(row["text"], terms)
     return Hit(source=row["source_id"], path=row["path"], title=row["title"], breadcrumb=row["breadcrumb"],
                anchor=row["anchor"], line_start=row["line_start"], line_end=row["line_end"],
-               snippet=snippet(row["text"], terms), score=round(item.score, 6),
+               snippet=shown.snippet, score=round(item.score, 6),
                ranks={"bm25": item.bm25_rank, "vector": item.vector_rank}, url=found["url"],
-               more=tuple(found["more"]), copies=tuple(found["copies"]))
+               more=tuple(found["more"]), copies=tuple(found["copies"]), words=shown.words)
 
 
 def _best_notes_texts(lexical: list[tuple[int, float]], rows: dict[int, Row]) -> list[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 
 from builder.core.analysis import stem_word
@@ -62,12 +63,31 @@ def _matcher(terms: list[Term]) -> Callable[[str], bool]:
     return is_match
 
 
+MAX_MARKED_WORDS = 20  # of one hit's words for its landing page: a URL stays short
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """A chunk's snippet and the words it marks."""
+
+    snippet: str  # a window of the text, HTML-escaped, the matches in <mark>
+    words: tuple[str, ...]  # every word of the whole text that is a match, lower-cased, each once, in order
+
+
 def snippet(text: str, terms: list[Term], width: int = 36) -> str:
     """A window of ``width`` words around the densest matches, HTML-escaped, matches in <mark>."""
+    return excerpt(text, terms, width).snippet
+
+
+def excerpt(text: str, terms: list[Term], width: int = 36) -> Excerpt:
+    """:func:`snippet`, and the words of all of ``text`` that it would mark (at most
+    :data:`MAX_MARKED_WORDS`): the page a hit leads to marks them, the forms that only share
+    the query's word key (``převodník`` for ``prevodniku``) among them."""
     text = plain_text(text)
     is_match = _matcher(terms)
     words = list(_WORD.finditer(text))
     flags = [is_match(m.group()) for m in words]
+    found = tuple(dict.fromkeys(m.group().lower() for m, flag in zip(words, flags) if flag))[:MAX_MARKED_WORDS]
     best, best_score = 0, -1
     for start in range(0, max(1, len(words) - width + 1), 4):
         score = sum(flags[start:start + width])
@@ -75,7 +95,7 @@ def snippet(text: str, terms: list[Term], width: int = 36) -> str:
             best, best_score = start, score
     window = words[best:best + width]
     if not window:
-        return html.escape(text[:240])
+        return Excerpt(html.escape(text[:240]), found)
     at_start, at_end = best == 0, best + width >= len(words)
     begin = 0 if at_start else window[0].start()
     end = len(text) if at_end else window[-1].end()
@@ -86,7 +106,7 @@ def snippet(text: str, terms: list[Term], width: int = 36) -> str:
         pos = m.end()
     out.append(html.escape(text[pos:end]))
     body = " ".join("".join(out).split())
-    return ("…" if begin > 0 else "") + body + ("…" if end < len(text) else "")
+    return Excerpt(("…" if begin > 0 else "") + body + ("…" if end < len(text) else ""), found)
 
 
 def typed_without_accents(text: str, terms: list[Term]) -> bool:

@@ -45,7 +45,8 @@ def test_search(built, capsys):
                   "breadcrumb": "Balicí seznam – Sněžka", "anchor": "", "line_start": 5, "line_end": 7,
                   "snippet": "rozbočovač do zásuvky <mark>powerbanka</mark> sluchátka Sony s ANC",
                   "score": body["hits"][0]["score"], "ranks": {"bm25": 1, "vector": None},
-                  "url": "notes/cestovani/snezka.html", "more": [], "copies": [], "provenance": "words #1"}]}
+                  "url": "notes/cestovani/snezka.html", "more": [], "copies": [], "words": ["powerbanka"],
+                  "provenance": "words #1"}]}
 
 
 def test_toc(built, capsys):

@@ -17,7 +17,7 @@ from server import spelling
 from server.fusion import fuse
 from server.query import match_all, parse
 from server.search import search
-from server.snippets import snippet, typed_without_accents
+from server.snippets import MAX_MARKED_WORDS, excerpt, snippet, typed_without_accents
 from tests.conftest import HashEmbedder, ollama_yaml, write_note
 
 EMBED = ollama_yaml("http://127.0.0.1:9")
@@ -54,7 +54,8 @@ def test_hit_shape_and_provenance(indexed):
     assert "<mark>dvě</mark>" in top.snippet and "<mark>čaje</mark>" in top.snippet
     assert set(result.to_json()) == {"query", "mode", "weak", "corrected", "translated", "marked", "notes", "hits"}
     assert set(result.to_json()["hits"][0]) == {"source", "path", "title", "breadcrumb", "anchor", "line_start",
-                                               "line_end", "snippet", "score", "ranks", "url", "more", "copies"}
+                                               "line_end", "snippet", "score", "ranks", "url", "more", "copies",
+                                               "words"}
 
 
 def test_fusion_orders_by_summed_reciprocal_ranks():
@@ -222,6 +223,16 @@ def test_snippets_drop_markdown_punctuation_but_keep_identifiers():
             "- [ ] koupit [MAX485](https://x.cz) a [[sauter-bus|Sauter]]\n\nMetoda `__init__`")
     assert snippet(text, parse("max485 init")) == ("Zapojení Pin Signál P0 TX koupit <mark>MAX485</mark> a Sauter "
                                                    "Metoda __<mark>init</mark>__")
+
+
+def test_an_excerpt_names_every_form_it_marks_once_for_the_landing_page():
+    text = ("Každý segment má vlastní převodník.\n\nSvorky A/B převodníku na vodiče, GND převodníku na zem. "
+            "Bez převodníků to nejde a na prevodníku nezáleží.")
+    found = excerpt(text, parse("na prevodniku"))
+    assert found.words == ("převodník", "převodníku", "převodníků", "prevodníku")  # never the function word "na"
+    assert found.snippet == snippet(text, parse("na prevodniku"))
+    assert excerpt(" ".join(f"slovo{i} převodník{i}" for i in range(30)), parse("převodník")).words == tuple(
+        f"převodník{i}" for i in range(MAX_MARKED_WORDS))
 
 
 def test_function_words_are_neither_searched_alone_nor_marked():

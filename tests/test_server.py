@@ -53,10 +53,10 @@ def test_search_result_shape_and_url_lands_on_the_section(client):
         "Zapojení převodník", "hybrid", False, None, ["zapojení", "převodník"], [])
     top = body["hits"][0]
     assert set(top) == {"source", "path", "title", "breadcrumb", "anchor", "line_start", "line_end", "snippet",
-                        "score", "ranks", "url", "more", "copies"}
+                        "score", "ranks", "url", "more", "copies", "words"}
     assert top["url"] == "notes/projekty/sauter-bus.html#zapojeni"
     assert top["ranks"]["bm25"] == 1 and isinstance(top["ranks"]["vector"], int)
-    assert "<mark>Převodník</mark>" in top["snippet"]
+    assert "<mark>Převodník</mark>" in top["snippet"] and top["words"] == ["převodník"]
     page = client.get("/" + top["url"].split("#")[0])
     assert page.status_code == 200 and "zapojeni" in ids_in(page.text)
 
@@ -431,6 +431,15 @@ def test_a_fresh_server_answers_concurrent_first_queries_with_vectors(portal, fa
     assert len(answers) == 16
     assert [a["notes"] for a in answers] == [[]] * 16
     assert all(any(h["ranks"]["vector"] for h in a["hits"]) for a in answers)
+
+
+def test_the_results_pages_links_mark_the_forms_their_sections_hold(client):
+    """``prevodniku`` begins none of the section's words: its page is told the form the section
+    holds, which the search matched by its word key."""
+    page = client.get("/search", params={"q": "prevodniku"})
+    assert page.status_code == 200
+    assert ('<a class="hit-title" href="/notes/projekty/sauter-bus.html?hl=prevodniku+p%C5%99evodn%C3%ADk#zapojeni">'
+            in page.text)
 
 
 def test_the_results_page_and_the_api_say_when_nothing_matches(client):

@@ -188,7 +188,8 @@ paraphrases and other languages), fused by rank. The first tool for any question
 Returns up to `limit` hits, best first, each one section of a note: source, path, title, breadcrumb (the \
 section's headings), anchor, line_start and line_end, snippet (HTML-escaped, matched words in <mark>), \
 provenance ("words #2, meaning #1": which half found it, at which rank), url (the note's page on the portal, \
-relative to its root), more (other matching sections of the same note) and copies (the same text elsewhere).
+relative to its root), more (other matching sections of the same note), copies (the same text elsewhere) \
+and words (the section's words that matched, each form once: the forms to grep for).
 weak: true means nothing confident matched: the hits are only the closest by meaning and probably do not \
 answer. Then tell the user there is nothing in their notes on it (check with grep for an exact word first). \
 `notes` holds remarks (a corrected typo, English words searched in translation, embeddings unavailable so \

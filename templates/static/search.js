@@ -51,9 +51,18 @@
     return container;
   }
 
-  function hitHref(root, hit, query) {
+  // ``words``: what the page marks (words that begin with one of them), space-separated.
+  function hitHref(root, hit, words) {
     var parts = hit.url.split("#");
-    return root + parts[0] + "?hl=" + encodeURIComponent(query) + (parts[1] ? "#" + parts[1] : "");
+    return root + parts[0] + "?hl=" + encodeURIComponent(words) + (parts[1] ? "#" + parts[1] : "");
+  }
+
+  // The query's words as searched, and the forms the hits' sections hold (``převodník`` for
+  // ``prevodniku``: the same word, which the server matched by its key, not by its beginning).
+  function landingWords(marked, hits) {
+    var out = [marked];
+    hits.forEach(function (hit) { if (hit.words && hit.words.length) out.push(hit.words.join(" ")); });
+    return out.join(" ");
   }
 
   function setupBox(form) {
@@ -83,7 +92,7 @@
     // (the first of a note's sections carries the note's title).
     function sectionLink(hit, marked, first) {
       var a = el("a", "search-result");
-      a.href = hitHref(root, hit, marked);
+      a.href = hitHref(root, hit, landingWords(marked, [hit]));
       a.setAttribute("role", "option");
       if (first) a.appendChild(el("span", "hit-title", hit.title));
       var head = el("span", "hit-head");
@@ -124,7 +133,7 @@
         extra.forEach(function (x) {
           var item = el("li");
           var a = el("a", "search-result " + x.cls, x.text);
-          a.href = hitHref(root, x, marked);
+          a.href = hitHref(root, x, landingWords(marked, hits));
           a.setAttribute("role", "option");
           item.appendChild(a);
           list.appendChild(item);

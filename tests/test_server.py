@@ -438,7 +438,7 @@ def test_the_results_pages_links_mark_the_forms_their_sections_hold(client):
     holds, which the search matched by its word key."""
     page = client.get("/search", params={"q": "prevodniku"})
     assert page.status_code == 200
-    assert ('<a class="hit-title" href="/notes/projekty/sauter-bus.html?hl=prevodniku+p%C5%99evodn%C3%ADk#zapojeni">'
+    assert ('<a class="hit-title" href="notes/projekty/sauter-bus.html?hl=prevodniku+p%C5%99evodn%C3%ADk#zapojeni">'
             in page.text)
 
 

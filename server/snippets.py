@@ -48,17 +48,23 @@ def _exact(term: Term) -> Callable[[str], bool]:
     return (lambda word: word.startswith(typed)) if len(typed) >= 3 else typed.__eq__
 
 
-def _matcher(terms: list[Term]) -> Callable[[str], bool]:
+def matcher(terms: list[Term]) -> Callable[[str], bool]:
+    """Is a word (as written) one the snippets of ``terms`` mark? Each word is decided once: the
+    hits of one query share most of their words, so a query makes one and hands it to every
+    :func:`excerpt`."""
     wanted = content(terms)
     exact = [_exact(t) for t in wanted]
     keys = {t.key for t in wanted} | {key for t in wanted for phrase in t.translation_keys for key in phrase.split()}
     translated = {fold(word) for t in wanted for word in t.translation_words}
+    decided: dict[str, bool] = {}
 
     def is_match(word: str) -> bool:
-        folded = fold(word)
-        if folded in translated or any(matches(folded) for matches in exact):
-            return True
-        return len(folded) > 3 and stem_word(word) in keys
+        found = decided.get(word)
+        if found is None:
+            folded = fold(word)
+            found = decided[word] = (folded in translated or any(matches(folded) for matches in exact)
+                                     or len(folded) > 3 and stem_word(word) in keys)
+        return found
 
     return is_match
 
@@ -79,12 +85,14 @@ def snippet(text: str, terms: list[Term], width: int = 36) -> str:
     return excerpt(text, terms, width).snippet
 
 
-def excerpt(text: str, terms: list[Term], width: int = 36) -> Excerpt:
+def excerpt(text: str, terms: list[Term], width: int = 36, *,
+            is_match: Callable[[str], bool] | None = None) -> Excerpt:
     """:func:`snippet`, and the words of all of ``text`` that it would mark (at most
     :data:`MAX_MARKED_WORDS`): the page a hit leads to marks them, the forms that only share
-    the query's word key (``převodník`` for ``prevodniku``) among them."""
+    the query's word key (``převodník`` for ``prevodniku``) among them. ``is_match``: the
+    query's :func:`matcher`, when it has one."""
     text = plain_text(text)
-    is_match = _matcher(terms)
+    is_match = is_match or matcher(terms)
     words = list(_WORD.finditer(text))
     flags = [is_match(m.group()) for m in words]
     found = tuple(dict.fromkeys(m.group().lower() for m, flag in zip(words, flags) if flag))[:MAX_MARKED_WORDS]

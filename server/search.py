@@ -39,7 +39,7 @@ from server.query import (
     match_any,
     parse,
 )
-from server.snippets import coverage, excerpt, typed_without_accents
+from server.snippets import coverage, excerpt, matcher, typed_without_accents
 
 if TYPE_CHECKING:
     from sqlite3 import Connection, Row
@@ -288,12 +288,13 @@ def _group(ranked: list[fusion.Ranked], rows: dict[int, Row], terms: list[Term],
         hits.append(hit)
         shown.append(hit)
         by_text[text_key] = {**where, "copies": hit["copies"]}
-    return [_hit(h, terms) for h in hits]
+    is_match = matcher(terms)  # one for all the snippets: their words recur
+    return [_hit(h, terms, is_match) for h in hits]
 
 
-def _hit(found: dict[str, Any], terms: list[Term]) -> Hit:
+def _hit(found: dict[str, Any], terms: list[Term], is_match: Callable[[str], bool]) -> Hit:
     row, item = found["row"], found["item"]
-    shown = excerpt(row["text"], terms)
+    shown = excerpt(row["text"], terms, is_match=is_match)
     return Hit(source=row["source_id"], path=row["path"], title=row["title"], breadcrumb=row["breadcrumb"],
                anchor=row["anchor"], line_start=row["line_start"], line_end=row["line_end"],
                snippet=shown.snippet, score=round(item.score, 6),

@@ -15,8 +15,8 @@ before anyone builds one into the server:
    reproduced in its own order of floating-point operations (``fts5_aux.c``: per phrase an idf
    from the rows it matches, a weighted term frequency over the columns, the row's length over
    all columns against the average);
-3. **time**: the whole ``search(mode="bm25")`` of each query with FTS5 and with the memory path,
-   alternating, on the same connection.
+3. **time**: each statement alone (the best of 3), and the whole ``search(mode="bm25")`` of each
+   query with FTS5 and with the memory path, alternating, on the same connection.
 
 The memory path here is the plainest exact one (dense per-phrase sums, no pruning): what a first
 version would cost, not the floor. A phrase of several words (a translation such as

@@ -65,23 +65,49 @@ class _Candidates:
 _CANDIDATES = _Candidates()
 
 
+class _KnownCounts:
+    """Word keys' chunk counts, kept while the index's content is the same (as :class:`_Candidates`):
+    ``fts5vocab`` reads a key's whole list of chunks to count them (~1 ms for ``na``, 40,312 chunks, at
+    100,000), and the common keys that cost the most come back in query after query."""
+
+    MAX_KEYS = 100_000  # ~10 MB at most; past it the counts are read again
+
+    def __init__(self) -> None:
+        self._index: tuple[str, str] | None = None
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def of_index(self, conn: Connection) -> dict[str, int]:
+        """The counts known for the content behind ``conn`` (a dict shared by the searches)."""
+        index = (db.database_file(conn), db.content_token(conn))  # the token first: counts read after are as new
+        with self._lock:
+            if index != self._index or len(self._counts) > self.MAX_KEYS:
+                self._index, self._counts = index, {}
+            return self._counts
+
+
+_KNOWN_COUNTS = _KnownCounts()
+
+
 class KeyCounts:
-    """How many chunks hold each word key (the stems column), read from ``chunks_vocab`` once per key
-    for one query: the typo check and BM25's common-terms split ask about the same words, and
-    ``fts5vocab`` reads a key's whole list of chunks to count them (``/api/search`` bm25 p50 ~1 ms
-    less at 100,000 chunks: BENCHMARKS, session 11)."""
+    """How many chunks hold each word key (the stems column) for one query: the typo check, the
+    translations and BM25's common-terms split ask about the same words. Each key is read from
+    ``chunks_vocab`` once per content of the index (:class:`_KnownCounts`)."""
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
-        self._known: dict[str, int] = {}
+        self._known: dict[str, int] | None = None  # looked up on the first question
 
     def of(self, keys: list[str]) -> dict[str, int]:
         """The chunk count of each of ``keys`` (0 for a key no chunk holds)."""
-        missing = [key for key in dict.fromkeys(keys) if key not in self._known]
+        if self._known is None:
+            self._known = _KNOWN_COUNTS.of_index(self._conn)
+        known = self._known
+        missing = [key for key in dict.fromkeys(keys) if key not in known]
         if missing:
             found = db.key_chunk_counts(self._conn, missing)
-            self._known.update({key: found.get(key, 0) for key in missing})
-        return {key: self._known[key] for key in keys}
+            known.update({key: found.get(key, 0) for key in missing})
+        return {key: known[key] for key in keys}
 
 
 def distance(a: str, b: str, limit: int) -> int:

@@ -235,6 +235,25 @@ def test_an_excerpt_names_every_form_it_marks_once_for_the_landing_page():
         f"převodník{i}" for i in range(MAX_MARKED_WORDS))
 
 
+def test_word_key_counts_are_read_once_while_the_index_holds_the_same(config_for, notes_dir, quiet_log,
+                                                                     monkeypatch):
+    config = config_for(EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    monkeypatch.setattr(spelling, "_KNOWN_COUNTS", spelling._KnownCounts())
+    assert spelling.KeyCounts(conn).of(["prevodnik"]) == {"prevodnik": 1}
+    reads: list[list[str]] = []
+    read = db.key_chunk_counts
+    monkeypatch.setattr(db, "key_chunk_counts", lambda conn, keys: reads.append(list(keys)) or read(conn, keys))
+    assert spelling.KeyCounts(conn).of(["prevodnik", "nikdy"]) == {"prevodnik": 1, "nikdy": 0}
+    assert reads == [["nikdy"]]  # another query: the key read before is known
+    write_note(notes_dir, "projekty/druhy.md", "# Druhý převodník\n\nJeště jeden převodník.\n")
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    assert spelling.KeyCounts(conn).of(["prevodnik"]) == {"prevodnik": 2}  # the notes changed: read again
+    assert reads == [["nikdy"], ["prevodnik"]]
+    conn.close()
+
+
 def test_function_words_are_neither_searched_alone_nor_marked():
     assert snippet("Čaj na cestu a kafe na doma.", parse("čaj na doma")) == (
         "<mark>Čaj</mark> na cestu a kafe na <mark>doma</mark>.")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from builder.core import index as db
 from builder.core.analysis import inflection_base, stem_word
@@ -34,6 +34,29 @@ MAX_WORD = 1000  # longer than any word FTS5 holds
 SHORTEST = MIN_LETTERS - 1  # the shortest candidate: one edit from the shortest word corrected
 
 
+MAX_KNOWN_KEYS = 100_000  # word keys' counts kept (~10 MB at most); past it they are read again
+
+
+class _PerContent:
+    """A dict shared by the searches while the index's content is the same: a new one for another
+    index file or content token (or once it holds ``limit`` items). Reading the token before what
+    is kept makes what is kept at least as new as the token says."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._index: tuple[str, str] | None = None
+        self._items: dict[Any, Any] = {}
+        self._lock = threading.Lock()
+
+    def of(self, conn: Connection) -> dict[Any, Any]:
+        """What is kept for the content behind ``conn``."""
+        index = (db.database_file(conn), db.content_token(conn))
+        with self._lock:
+            if index != self._index or len(self._items) >= self._limit:
+                self._index, self._items = index, {}
+            return self._items
+
+
 class _Candidates:
     """The candidate words of an index by first letter (the ``MAX_CANDIDATES`` most frequent, by
     length), kept while the index's content is the same: reading the words from ``chunks_vocab``
@@ -43,56 +66,30 @@ class _Candidates:
     length, so a long-running server reads each letter once per content version."""
 
     def __init__(self) -> None:
-        self._lists: dict[tuple[str, str, str], dict[int, list[tuple[str, int]]]] = {}
-        self._lock = threading.Lock()
+        self._lists = _PerContent(limit=64)
 
     def get(self, conn: Connection, letter: str, lengths: tuple[int, int]) -> list[tuple[str, int]]:
         """The letter's candidate words of ``lengths[0]`` to ``lengths[1]`` letters, with their chunk counts."""
-        key = (db.database_file(conn), db.content_token(conn), letter)
-        with self._lock:
-            by_length = self._lists.get(key)
+        lists = self._lists.of(conn)
+        by_length: dict[int, list[tuple[str, int]]] | None = lists.get(letter)
         if by_length is None:
             by_length = {}
             for word, chunks in db.frequent_words(conn, letter, SHORTEST, MAX_CANDIDATES):
                 by_length.setdefault(len(word), []).append((word, chunks))
-            with self._lock:
-                for stale in [k for k in self._lists if k[:2] != key[:2]]:  # another index or content
-                    del self._lists[stale]
-                self._lists[key] = by_length
+            lists[letter] = by_length
         return [found for length in range(lengths[0], lengths[1] + 1) for found in by_length.get(length, ())]
 
 
 _CANDIDATES = _Candidates()
-
-
-class _KnownCounts:
-    """Word keys' chunk counts, kept while the index's content is the same (as :class:`_Candidates`):
-    ``fts5vocab`` reads a key's whole list of chunks to count them (~1 ms for ``na``, 40,312 chunks, at
-    100,000), and the common keys that cost the most come back in query after query."""
-
-    MAX_KEYS = 100_000  # ~10 MB at most; past it the counts are read again
-
-    def __init__(self) -> None:
-        self._index: tuple[str, str] | None = None
-        self._counts: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def of_index(self, conn: Connection) -> dict[str, int]:
-        """The counts known for the content behind ``conn`` (a dict shared by the searches)."""
-        index = (db.database_file(conn), db.content_token(conn))  # the token first: counts read after are as new
-        with self._lock:
-            if index != self._index or len(self._counts) > self.MAX_KEYS:
-                self._index, self._counts = index, {}
-            return self._counts
-
-
-_KNOWN_COUNTS = _KnownCounts()
+# Word keys' chunk counts: ``fts5vocab`` reads a key's whole list of chunks to count them (~1 ms for
+# ``na``, 40,312 chunks, at 100,000), and the common keys that cost the most come back query after query.
+_KNOWN_COUNTS = _PerContent(limit=MAX_KNOWN_KEYS)
 
 
 class KeyCounts:
     """How many chunks hold each word key (the stems column) for one query: the typo check, the
     translations and BM25's common-terms split ask about the same words. Each key is read from
-    ``chunks_vocab`` once per content of the index (:class:`_KnownCounts`)."""
+    ``chunks_vocab`` once per content of the index (:data:`_KNOWN_COUNTS`)."""
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
@@ -101,7 +98,7 @@ class KeyCounts:
     def of(self, keys: list[str]) -> dict[str, int]:
         """The chunk count of each of ``keys`` (0 for a key no chunk holds)."""
         if self._known is None:
-            self._known = _KNOWN_COUNTS.of_index(self._conn)
+            self._known = _KNOWN_COUNTS.of(self._conn)
         known = self._known
         missing = [key for key in dict.fromkeys(keys) if key not in known]
         if missing:

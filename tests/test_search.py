@@ -240,7 +240,7 @@ def test_word_key_counts_are_read_once_while_the_index_holds_the_same(config_for
     config = config_for(EMBED)
     build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
-    monkeypatch.setattr(spelling, "_KNOWN_COUNTS", spelling._KnownCounts())
+    monkeypatch.setattr(spelling, "_KNOWN_COUNTS", spelling._PerContent(spelling.MAX_KNOWN_KEYS))
     assert spelling.KeyCounts(conn).of(["prevodnik"]) == {"prevodnik": 1}
     reads: list[list[str]] = []
     read = db.key_chunk_counts

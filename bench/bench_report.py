@@ -73,6 +73,7 @@ def rows(results: dict[str, Any]) -> list[Row]:
               "embed every core": "query embedding alone (every core)",
               "server hybrid": "hybrid, the server's path (precomputed query vector)",
               "server hybrid+embed": "hybrid, the server's path, with the query embedding",
+              "server hybrid+embed again": "hybrid, the server's path, a query asked before (its vector kept)",
               "vec0": "vec0 scan of the same vectors (k=30)"}
     for chunks, q in results.get("queries", {}).items():
         size = f"{_n(int(chunks))} chunks"

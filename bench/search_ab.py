@@ -26,6 +26,9 @@ from builder.core.config import load_config
 import server.search
 assert server.search.__file__.startswith(root), server.search.__file__
 config = load_config(config_path)
+if hasattr(config, "query_cache"):  # every pass embeds every query, as a checkout from before the cache does
+    import dataclasses
+    config = dataclasses.replace(config, query_cache=0)
 queries = [json.loads(line)["query"] for line in open(queries_path, encoding="utf-8") if line.strip()]
 if mode.startswith("app-"):  # the web app's whole path (its embedder, pool, vectors in memory), no HTTP
     from starlette.testclient import TestClient

@@ -22,6 +22,21 @@ from pathlib import Path
 import server_load
 
 
+def _config_for(root: Path, config: Path) -> Path:
+    """``config`` as the checkout at ``root`` is to read it. The clients repeat queries: a checkout
+    whose server keeps the latest queries' vectors gets a copy beside it with ``search.query_cache: 0``,
+    so that every request costs its whole work, as in a checkout from before that cache."""
+    if "query_cache" not in (root / "builder" / "core" / "config.py").read_text("utf-8"):
+        return config
+    import yaml
+
+    data = yaml.safe_load(config.read_text("utf-8")) or {}
+    data["search"] = {**(data.get("search") or {}), "query_cache": 0}
+    copy = config.with_name(f".{config.stem}.no-query-cache.yaml")  # beside it: relative paths still hold
+    copy.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    return copy
+
+
 def _serve(root: Path, config: Path, port: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(root.resolve())}
     server = subprocess.Popen([sys.executable, "-m", "builder.cli", "serve", "--config", str(config),
@@ -52,7 +67,7 @@ def main() -> None:
     args = parser.parse_args()
     for _ in range(args.rounds):
         for root in args.checkouts:
-            server = _serve(root, args.config.resolve(), args.port)
+            server = _serve(root, _config_for(root, args.config.resolve()), args.port)
             try:
                 one = server_load.load(args.port, "hybrid", 1, args.one)
                 eight = server_load.load(args.port, "hybrid", 8, args.eight)

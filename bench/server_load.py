@@ -34,6 +34,11 @@ SHARED = ROOT.parent / "shared"
 QUERIES = [json.loads(line)["query"] for line in (SHARED / "eval" / "dev.jsonl").read_text("utf-8").splitlines()]
 
 
+# The clients draw the dev queries at random, so they repeat; a server keeping the latest queries'
+# vectors would not embed a repeat again. These figures measure every query's whole work.
+NO_QUERY_CACHE = "search:\n  query_cache: 0\n"
+
+
 def _corpus_lines() -> list[list[str]]:
     """Non-empty lines of every markdown file in the shared corpora, file by file."""
     files = sorted((SHARED / "corpora").rglob("*.md"))
@@ -61,7 +66,7 @@ def synthetic_index(work: Path, chunks: int) -> Path:
     (work / "notes").mkdir(parents=True)
     config_path = work / "portal.yaml"
     config_path.write_text("index: data/index.sqlite\nembedding:\n  provider: local\n"
-                           "sources:\n  notes:\n    folder: notes\n", encoding="utf-8")
+                           "sources:\n  notes:\n    folder: notes\n" + NO_QUERY_CACHE, encoding="utf-8")
     config = load_config(config_path)
     config.index.parent.mkdir(parents=True)
     claim(config.site.output)  # the portal's own site folder, as a render marks it
@@ -106,7 +111,7 @@ def examples_index(work: Path) -> Path:
     shutil.copytree(ROOT / "examples" / "notes", work / "notes")
     config = work / "portal.yaml"
     config.write_text("index: data/index.sqlite\nembedding:\n  provider: local\n"
-                      "sources:\n  notes:\n    folder: notes\n", encoding="utf-8")
+                      "sources:\n  notes:\n    folder: notes\n" + NO_QUERY_CACHE, encoding="utf-8")
     subprocess.run(["notes-portal", "build", "--config", str(config)], check=True)
     return config
 

@@ -106,7 +106,8 @@ class Portal:
 
         self.config = config
         self.reader = IndexReader(config.index, time_limit_s=time_limit_s)
-        self.embedder = QueryEmbedder(config.embedding, embedder_factory, time_limit_s=embed_time_limit_s)
+        self.embedder = QueryEmbedder(config.embedding, embedder_factory, time_limit_s=embed_time_limit_s,
+                                      cache_size=config.query_cache)
         self.memory = VectorMemory(self.reader.open_fresh, min_vectors=min_vectors)
         self.searcher = Searcher(config, self.reader, self.embedder, self.memory)
         self.key = ApiKey(config.api_key)

@@ -9,12 +9,17 @@ while the search reads its words: the model lets go of the GIL). A request waits
 provider turns into a note and BM25-only results, never an error. What is known
 about the provider (created or not, the last failure and the last success) is
 kept for ``/api/health``, which never runs an inference itself.
+
+The vectors of the latest queries are kept (``search.query_cache`` of them): a query's vector
+depends only on its text and the model, so a query asked again (a page reloaded, an agent asking
+twice, a second reader) is not embedded again, and the vector is there at once.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -48,13 +53,15 @@ class QueryEmbedder:
     RETRY_AFTER_S = 30.0
 
     def __init__(self, config: EmbeddingConfig, factory: EmbedderFactory | None = None,
-                 time_limit_s: float = 2.0) -> None:
+                 time_limit_s: float = 2.0, cache_size: int = 0) -> None:
         self.config = config
         self.factory = factory or (lambda embedding: make_embedder(embedding, for_queries=True))
         self.time_limit_s = time_limit_s
         self._embedder: Embedder | None = None
         self._state = _State()
-        self._lock = threading.Lock()  # guards _state
+        self._lock = threading.Lock()  # guards _state and _recent
+        self.cache_size = cache_size
+        self._recent: OrderedDict[str, bytes] = OrderedDict()  # text → vector, the latest used last
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embedder")
 
     @property
@@ -73,6 +80,9 @@ class QueryEmbedder:
         a search can read its words meanwhile."""
         if not self.config.enabled:
             return lambda: (None, None)
+        known = self.cached(text)
+        if known is not None:
+            return lambda: (known, None)
         job = self._worker.submit(self._embed, text, threads)
         started = time.monotonic()
 
@@ -101,7 +111,19 @@ class QueryEmbedder:
             raise self._failed(f"{type(exc).__name__}: {exc}") from None
         with self._lock:
             self._state.last_ok, self._state.last_success_at = True, now_iso()
+            if self.cache_size > 0:
+                self._recent[text] = vector
+                while len(self._recent) > self.cache_size:
+                    self._recent.popitem(last=False)  # the one used longest ago
         return vector
+
+    def cached(self, text: str) -> bytes | None:
+        """The vector of ``text`` if it is among the latest queries' (it counts as used now)."""
+        with self._lock:
+            vector = self._recent.get(text)
+            if vector is not None:
+                self._recent.move_to_end(text)
+            return vector
 
     def _provider(self) -> Embedder:
         if self._embedder is not None:

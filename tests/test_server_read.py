@@ -272,6 +272,61 @@ def test_health_never_runs_the_embedder_and_reports_what_queries_found(portal):
     assert ISO_TIME.fullmatch(embedding["last_success_at"])
 
 
+class Counting(HashEmbedder):
+    """Records every query it embeds; ``broken`` makes it fail as an unreachable server would."""
+
+    def __init__(self, config: object = None) -> None:
+        super().__init__(config)
+        self.embedded: list[str] = []
+        self.broken = False
+
+    def embed_query(self, text: str) -> bytes:
+        if self.broken:
+            raise EmbeddingError("Ollama at http://127.0.0.1:9: connection refused or host unreachable")
+        self.embedded.append(text)
+        return super().embed_query(text)
+
+
+@pytest.mark.parametrize("cache_size, embedded", [
+    (2, ["čaj", "sýr", "káva", "sýr"]),  # when káva came, sýr was the one used longest ago: it was let go
+    (3, ["čaj", "sýr", "káva"]),
+    (0, ["čaj", "sýr", "čaj", "káva", "sýr"]),
+])
+def test_the_latest_queries_vectors_are_kept(portal, cache_size, embedded):
+    model = Counting()
+    embedder = QueryEmbedder(portal.embedding, lambda _: model, cache_size=cache_size)
+    vectors = [embedder.embed(text) for text in ("čaj", "sýr", "čaj", "káva", "sýr")]
+    assert model.embedded == embedded
+    assert vectors[0] == vectors[2] == (HashEmbedder().embed_query("čaj"), None)
+    assert vectors[1] == vectors[4] == (HashEmbedder().embed_query("sýr"), None)
+
+
+def test_a_query_asked_again_is_not_embedded_again_and_keeps_its_vector_when_the_embedder_fails(config_for,
+                                                                                                 quiet_log):
+    config = config_for(ollama_yaml("http://127.0.0.1:9"), extra="search:\n  query_cache: 10\n")
+    build_and_render(config, quiet_log(config))
+    made: list[Counting] = []
+    client = TestClient(create_app(config, embedder_factory=lambda _: made.append(Counting()) or made[-1]))
+
+    def answer(query: str) -> dict:
+        body = client.get("/api/search", params={"q": query}).json()
+        del body["took_ms"]
+        return body
+
+    first = answer("powerbanka")
+    assert answer("powerbanka") == first
+    assert made[0].embedded == ["powerbanka"]
+    assert first["notes"] == [] and first["hits"][0]["ranks"]["vector"] is not None
+    made[0].broken = True  # the Ollama server went away: a query seen before still has its vector
+    assert answer("powerbanka") == first
+    other = answer("sněžka")
+    assert other["notes"] == ["embeddings unavailable (Ollama at http://127.0.0.1:9: connection refused or host "
+                              "unreachable): FTS-only results"]
+    made[0].broken = False  # a failure is not kept: the next time, the query is embedded
+    assert answer("sněžka")["notes"] == []
+    assert made[0].embedded == ["powerbanka", "sněžka"]
+
+
 def _wait_for_vector_loader(timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while any(t.name == "vector-memory" for t in threading.enumerate()):

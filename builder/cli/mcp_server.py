@@ -111,7 +111,7 @@ def run_stdio(config: Config) -> None:
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="notes-portal mcp: %(message)s")
     reader = IndexReader(config.index, time_limit_s=QUERY_TIME_LIMIT_S)
-    embedder = QueryEmbedder(config.embedding, time_limit_s=EMBED_TIME_LIMIT_S)
+    embedder = QueryEmbedder(config.embedding, time_limit_s=EMBED_TIME_LIMIT_S, cache_size=config.query_cache)
     searcher = Searcher(config, reader, embedder, VectorMemory(reader.open_fresh))
     server = make_server(config, reads.for_server(searcher))
 

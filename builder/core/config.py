@@ -110,6 +110,7 @@ class Config:
     api_key: str | None = None
     max_per_note: int = 2  # search: at most this many sections of one note among the hits
     dictionary: Path | None = None  # search: English words also searched in Czech (server.translate), or None
+    query_cache: int = 1000  # search: the vectors of this many latest queries kept by a server (0: none)
     sync_key: str | None = field(default=None, repr=False)  # POST /api/sync and the job status
     hook_max_bytes: int = HOOK_MAX_BYTES
     watch: WatchConfig = field(default_factory=WatchConfig)
@@ -188,7 +189,7 @@ def _build(r: Reader, raw: Any, base: Path) -> Config:
     git = r.mapping(top.get("git"), ("git",), {"timeout"})
     render = r.mapping(top.get("render"), ("render",), {"allow_html"})
     server = r.mapping(top.get("server"), ("server",), {"api_key", "sync_key", "hook_max_bytes"})
-    search = r.mapping(top.get("search"), ("search",), {"max_per_note", "dictionary"})
+    search = r.mapping(top.get("search"), ("search",), {"max_per_note", "dictionary", "query_cache"})
     watch = r.mapping(top.get("watch"), ("watch",), {"debounce", "git_poll"})
     sources = _sources(r, top.get("sources"), base)
     _check_site_output(r, site.output, index.parent, sources)
@@ -206,6 +207,7 @@ def _build(r: Reader, raw: Any, base: Path) -> Config:
         api_key=api_key,
         max_per_note=r.number(search, ("search", "max_per_note"), 2, integer=True, minimum=1),
         dictionary=_dictionary(r, search, base),
+        query_cache=r.number(search, ("search", "query_cache"), 1000, integer=True, minimum=0),
         sync_key=sync_key,
         hook_max_bytes=r.number(server, ("server", "hook_max_bytes"), HOOK_MAX_BYTES, integer=True, minimum=1024),
         watch=WatchConfig(

@@ -8,7 +8,10 @@ before anyone builds one into the server:
 
 1. **load**: every (term, chunk, column) posting of ``chunks_fts`` read out of FTS5 itself
    (``fts5vocab`` ``instance``), so that the words are exactly the ones FTS5 tokenized, into
-   numpy arrays; how long that takes and how much memory the arrays hold;
+   numpy arrays; how long that takes and how much memory the arrays hold. ``--load text`` makes
+   the same arrays from the chunks' own text instead, tokenized in Python by a table of what
+   FTS5's tokenizer makes of each code point (asked of FTS5 once); ``--load both`` (the default)
+   makes both and checks that they are the same, term for term;
 2. **exactness**: each BM25 statement the search makes (its every-word, any-word and common-terms
    statements, run through :func:`server.search.search` in mode ``bm25``) answered both by FTS5
    and from memory: the same chunks in the same order with the same scores, FTS5's ``bm25()``
@@ -97,6 +100,76 @@ def load(conn: Any) -> Postings:
     start = np.searchsorted(slot[order], np.arange(len(terms) * 3 + 1))
     return Postings(terms, start.astype(np.int64), np.array(docs, dtype=np.int32)[order],
                     np.array(counts, dtype=np.uint16)[order], lengths, rows, float(lengths.sum()) / rows)
+
+
+def load_from_text(conn: Any) -> Postings:
+    """The same postings made from the chunks' own text, tokenized here as FTS5 tokenizes it: every
+    code point is looked up in what FTS5's tokenizer makes of it (:func:`fold_table`), so no
+    ``fts5vocab`` instance rows are read."""
+    from array import array
+    from collections import Counter
+
+    table = fold_table()
+    astral = re.compile("[\U00010000-\U0010ffff]")
+    ids: dict[str, int] = {}
+    slots, docs, counts = array("q"), array("i"), array("H")
+    lengths: dict[int, int] = {}
+    factory, conn.row_factory = conn.row_factory, None
+    for row in conn.execute("SELECT id, breadcrumb, text, stems FROM chunks ORDER BY id"):
+        length = 0
+        for column, text in enumerate(row[1:]):
+            if astral.search(text):
+                _probe(table, {ord(c) for c in astral.findall(text)} - table.keys())
+            words = text.translate(table).split()
+            length += len(words)
+            for word, count in Counter(words).items():
+                slots.append(ids.setdefault(word, len(ids)) * 3 + column)
+                docs.append(row[0])
+                counts.append(count)
+        lengths[row[0]] = length
+    conn.row_factory = factory
+    terms = sorted(ids)  # code point order: FTS5's (the bytes of UTF-8 sort the same)
+    rank = np.empty(len(terms), dtype=np.int64)
+    rank[[ids[t] for t in terms]] = np.arange(len(terms))
+    slot = np.frombuffer(slots, dtype=np.int64)
+    slot = rank[slot // 3] * 3 + slot % 3
+    order = np.argsort(slot, kind="stable")  # rows were read in id order: each list keeps its chunks ascending
+    start = np.searchsorted(slot[order], np.arange(len(terms) * 3 + 1))
+    by_id = np.zeros(max(lengths, default=0) + 1, dtype=np.float64)
+    by_id[list(lengths)] = list(lengths.values())
+    return Postings(terms, start.astype(np.int64), np.frombuffer(docs, dtype=np.int32)[order],
+                    np.frombuffer(counts, dtype=np.uint16)[order], by_id, len(lengths),
+                    float(by_id.sum()) / len(lengths))
+
+
+def fold_table() -> dict[int, str]:
+    """What FTS5's unicode61 tokenizer (remove_diacritics 2) makes of each code point of the Basic
+    Multilingual Plane, asked of FTS5 itself: ``" "`` for a separator, the folded form of a token
+    character where it differs (``""`` for a combining mark, which it drops), for ``str.translate``."""
+    table: dict[int, str] = {0: " "}
+    _probe(table, [c for c in range(1, 0x10000) if not 0xD800 <= c < 0xE000])
+    return table
+
+
+def _probe(table: dict[int, str], code_points: Any) -> None:
+    """Add ``code_points`` to ``table``: each put between two letters (``qXq``) and tokenized by FTS5,
+    which gives one token (a token character, folded) or two (a separator)."""
+    conn = _tokenizer()
+    conn.execute("CREATE TABLE IF NOT EXISTS probe_rows (c INTEGER PRIMARY KEY)")
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS probe USING fts5(x, tokenize='unicode61 remove_diacritics 2')")
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS probe_v USING fts5vocab(probe, 'instance')")
+    conn.execute("DELETE FROM probe")
+    conn.executemany("INSERT INTO probe (rowid, x) VALUES (?, ?)", [(c, f"q{chr(c)}q") for c in code_points])
+    found: dict[int, list[str]] = {}
+    for term, doc in conn.execute("SELECT term, doc FROM probe_v"):
+        found.setdefault(doc, []).append(term)
+    for c in code_points:
+        terms = found.get(c, [])
+        if len(terms) == 1:
+            if terms[0][1:-1] != chr(c):
+                table[c] = terms[0][1:-1]
+        else:
+            table[c] = " "
 
 
 def _lengths(conn: Any) -> tuple[np.ndarray, int]:
@@ -268,6 +341,8 @@ def _ms(call: Any) -> float:
 def main() -> None:
     parser = query_bench_parser(__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--load", choices=("fts5", "text", "both"), default="both",
+                        help="postings out of FTS5's index, made from the chunks' text, or both (compared)")
     args = parser.parse_args()
     from builder.core import index as db
     from builder.core.config import load_config
@@ -277,14 +352,24 @@ def main() -> None:
     conn = db.open_index(config.index, vec=False)
     queries = read_queries(args.queries)
 
-    tracemalloc.start()
-    started = time.perf_counter()
-    postings = load(conn)
-    load_s = time.perf_counter() - started
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    print(f"load: {load_s:.1f} s; {len(postings.terms):,} terms, {len(postings.docs):,} postings, "
-          f"{postings.rows:,} rows; arrays {postings.nbytes() / 1e6:.1f} MB; peak while loading {peak / 1e6:.0f} MB")
+    loaded = {}
+    for name, loader in (("fts5", load), ("text", load_from_text)):
+        if args.load not in (name, "both"):
+            continue
+        tracemalloc.start()
+        started = time.perf_counter()
+        postings = loaded[name] = loader(conn)
+        load_s = time.perf_counter() - started
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        print(f"load from {name}: {load_s:.1f} s; {len(postings.terms):,} terms, {len(postings.docs):,} postings, "
+              f"{postings.rows:,} rows; arrays {postings.nbytes() / 1e6:.1f} MB; peak while loading "
+              f"{peak / 1e6:.0f} MB")
+    if len(loaded) == 2:
+        a, b = loaded["fts5"], loaded["text"]
+        same = (a.terms == b.terms and a.rows == b.rows and a.average == b.average
+                and all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("start", "docs", "counts", "lengths")))
+        print(f"the postings made from the text are those of FTS5's index, term for term: {same}")
 
     reference = db.fts_search
     statements: list[tuple[str, int, list[tuple[int, float]], list[tuple[int, float]] | None]] = []

@@ -1,8 +1,11 @@
-"""The server's compact in-memory copy of a large index's vectors, for a fast exact KNN scan.
+"""The server's compact in-memory copy of an index's vectors, for a fast exact KNN scan.
 
-sqlite-vec's ``vec0`` scans every vector from the database pages on each query:
-fine for a personal corpus (about 10 ms at 10,000 chunks) but 70–110 ms at
-100,000 on two cores. Above ``MIN_VECTORS`` the long-running server keeps each
+sqlite-vec's ``vec0`` scans every vector from the database pages on each query: about
+1 µs a vector (median 3.5 ms at 3,000 chunks, 10.4 ms at 10,000, 60–110 ms at 100,000), where
+this copy, re-scoring included, takes 2.2 ms at 3,000 and 3.1 ms at 10,000 (the whole
+``/api/search`` path at 10,000 chunks: p50 60.4 → 49.8 ms, ``bench/search_ab.py --mode
+app-hybrid``). From ``MIN_VECTORS`` on (below it ``vec0`` is as fast as the copy's own
+re-scoring) the long-running server keeps each
 vector in one byte per dimension (each dimension quantized to 256 steps over its
 own range: 38 MB per 100,000 vectors of 384 dimensions instead of 154 MB as
 float32), scans that with numpy, and re-scores its best candidates
@@ -43,7 +46,7 @@ if TYPE_CHECKING:
 
 SnapshotKey = tuple[Identity, str]  # (index file identity, vectors_version)
 
-MIN_VECTORS = 20_000
+MIN_VECTORS = 2_000  # 20,000 until session 15: a personal corpus of 10,000 chunks paid vec0's 10 ms
 SCAN_ROWS = 1024  # rows widened to float32 at a time: 1.5 MB per query thread at 384 dimensions
 SCAN_THREADS = 4  # scans waiting for their query's vector hold one each (the embedder is one thread)
 SCAN_PARTS = min(os.cpu_count() or 1, 4)  # threads one scan runs on

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 
 from builder.core.analysis import stem_word
 from builder.core.slug import fold as _fold_text
@@ -94,11 +95,12 @@ def excerpt(text: str, terms: list[Term], width: int = 36, *,
     text = plain_text(text)
     is_match = is_match or matcher(terms)
     words = list(_WORD.finditer(text))
-    flags = [is_match(m.group()) for m in words]
+    flags = list(map(is_match, map(re.Match.group, words)))
     found = tuple(dict.fromkeys(m.group().lower() for m, flag in zip(words, flags) if flag))[:MAX_MARKED_WORDS]
+    marked = list(accumulate(flags, initial=0))  # marked[i]: the matches among the first i words
     best, best_score = 0, -1
     for start in range(0, max(1, len(words) - width + 1), 4):
-        score = sum(flags[start:start + width])
+        score = marked[min(start + width, len(words))] - marked[start]
         if score > best_score:
             best, best_score = start, score
     window = words[best:best + width]
@@ -143,8 +145,9 @@ def coverage(text: str, terms: list[Term]) -> float:
     wanted = content(terms)
     if not wanted:
         return 0.0
-    words = {fold(w) for w in _WORD.findall(text)}
-    keys = {stem_word(w) for w in _WORD.findall(text) if len(w) > 3}
+    written = set(_WORD.findall(text))  # each word once: a note repeats most of its words
+    words = {fold(w) for w in written}
+    keys = {stem_word(w) for w in written if len(w) > 3}
     found = 0
     for term in wanted:
         exact = _exact(term)

@@ -155,7 +155,6 @@ def _probe(table: dict[int, str], code_points: Any) -> None:
     """Add ``code_points`` to ``table``: each put between two letters (``qXq``) and tokenized by FTS5,
     which gives one token (a token character, folded) or two (a separator)."""
     conn = _tokenizer()
-    conn.execute("CREATE TABLE IF NOT EXISTS probe_rows (c INTEGER PRIMARY KEY)")
     conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS probe USING fts5(x, tokenize='unicode61 remove_diacritics 2')")
     conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS probe_v USING fts5vocab(probe, 'instance')")
     conn.execute("DELETE FROM probe")

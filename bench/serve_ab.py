@@ -67,7 +67,10 @@ def main() -> None:
     args = parser.parse_args()
     for _ in range(args.rounds):
         for root in args.checkouts:
-            server = _serve(root, _config_for(root, args.config.resolve()), args.port)
+            config = _config_for(root, args.config.resolve())
+            server = _serve(root, config, args.port)
+            if config != args.config.resolve():
+                config.unlink()  # read at the server's start: no copy is left beside the user's config
             try:
                 one = server_load.load(args.port, "hybrid", 1, args.one)
                 eight = server_load.load(args.port, "hybrid", 8, args.eight)

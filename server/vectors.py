@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 SnapshotKey = tuple[Identity, str]  # (index file identity, vectors_version)
 
-MIN_VECTORS = 2_000  # 20,000 until session 15: a personal corpus of 10,000 chunks paid vec0's 10 ms
+MIN_VECTORS = 2_000
 SCAN_ROWS = 1024  # rows widened to float32 at a time: 1.5 MB per query thread at 384 dimensions
 SCAN_THREADS = 4  # scans waiting for their query's vector hold one each (the embedder is one thread)
 SCAN_PARTS = min(os.cpu_count() or 1, 4)  # threads one scan runs on

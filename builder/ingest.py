@@ -17,7 +17,6 @@ from builder.core.textdecode import decode_note
 
 if TYPE_CHECKING:
     from builder.forkpool import Pool
-    from builder.render.early import EarlyRender, Parsed
 
 
 @dataclass(frozen=True)
@@ -25,8 +24,6 @@ class Ingested:
     record: FileRecord
     chunks: tuple[dict[str, Any], ...]
     warnings: tuple[str, ...]
-    body: bytes | None = None  # the note's body rendered from the same parse (builder.render.bodycache.pack)
-    code_blocks: dict[str, str] | None = None  # the code blocks highlighted for that body
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -47,10 +44,9 @@ def _record(path: str, data: bytes, size: int, mtime_ns: int | None, changed_at:
 
 
 def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | None,
-           max_bytes: int, fits: Callable[[str], bool] | None = None, early: EarlyRender | None = None) -> Ingested:
+           max_bytes: int, fits: Callable[[str], bool] | None = None) -> Ingested:
     """Parse and chunk one note given its bytes; problems become a status and warnings. ``fits``
-    (see :func:`builder.chunker.chunk_note`) sizes chunks by the embedding model's own tokens. With
-    ``early``, the note's body is rendered from the same parse (see :mod:`builder.render.early`)."""
+    (see :func:`builder.chunker.chunk_note`) sizes chunks by the embedding model's own tokens."""
     size = len(data)
     if size > max_bytes:
         reason = f"{size / 1e6:.1f} MB is over limits.max_note_bytes ({max_bytes:,} bytes); not indexed"
@@ -65,12 +61,8 @@ def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | No
     from builder.chunker import chunk_note
     from builder.parse import parse_note
 
-    made = None
-    if early is not None and (digest := sha256_bytes(data)) not in early.rendered:
-        made = _parse_and_render(path, text, early)
-        early.rendered.add(digest)
     try:
-        note = parse_note(path, text) if made is None else made.note
+        note = parse_note(path, text)
         chunks = chunk_note(note, fits) if note.published else []
     except RecursionError:
         reason = "nested too deeply for the markdown parser; not indexed"
@@ -88,27 +80,7 @@ def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | No
                   "line_start": c.line_start, "line_end": c.line_end, "text": c.text,
                   "embed_sha": sha256_text(c.embed_text), "stems": chunk_stems(c.breadcrumb, c.text)}
                  for c in chunks)  # the word keys here too: this runs on every core, the writer on one
-    record = _record(path, data, size, mtime_ns, changed_at, **fields)
-    if made is None or early is None:
-        return Ingested(record, rows, tuple(warnings))
-    from builder.core import urls
-    from builder.core.index import json_text
-    from builder.render import bodycache
-
-    kept_for = bodycache.key_of(record.sha256, urls.note_url(early.source_id, path), json_text(record.headings))
-    return Ingested(record, rows, tuple(warnings), bodycache.pack(kept_for, made.body, made.code),
-                    made.new_blocks or None)
-
-
-def _parse_and_render(path: str, text: str, early: EarlyRender) -> Parsed | None:
-    """:func:`builder.render.early.parse_and_render`, or None when it fails: then the note is parsed
-    for the index alone (which says why, when it fails too) and the render renders it on its own."""
-    from builder.render.early import parse_and_render
-
-    try:
-        return parse_and_render(path, text, early)
-    except Exception:  # e.g. RecursionError on absurd nesting
-        return None
+    return Ingested(_record(path, data, size, mtime_ns, changed_at, **fields), rows, tuple(warnings))
 
 
 @dataclass(frozen=True)
@@ -121,20 +93,19 @@ class NoteFile:
     changed_at: str | None
 
 
-# (max_bytes, fits, early): workers inherit them by fork
-_OPTIONS: list[tuple[int, Callable[[str], bool] | None, EarlyRender | None]] = []
+_OPTIONS: list[tuple[int, Callable[[str], bool] | None]] = []  # (max_bytes, fits): workers inherit them by fork
 
 
 def ingest_all(pool: Pool, files: list[NoteFile], *, max_bytes: int,
-               fits: Callable[[str], bool] | None = None, early: EarlyRender | None = None) -> Iterator[Ingested]:
+               fits: Callable[[str], bool] | None = None) -> Iterator[Ingested]:
     """:func:`ingest` of each file, in order, each as soon as it is ready: on ``pool``'s forked
     workers (every core) when there are many, started at once, so this process can store the notes
     of an earlier call while they parse these."""
-    _OPTIONS[:] = [(max_bytes, fits, early)]  # the same for every call on one pool: its workers fork once
+    _OPTIONS[:] = [(max_bytes, fits)]  # the same for every call of a build: workers fork once
     return pool.imap(_ingest_job, files)
 
 
 def _ingest_job(file: NoteFile) -> Ingested:
-    max_bytes, fits, early = _OPTIONS[0]
+    max_bytes, fits = _OPTIONS[0]
     return ingest(file.path, file.data, mtime_ns=file.mtime_ns, changed_at=file.changed_at, max_bytes=max_bytes,
-                  fits=fits, early=early)
+                  fits=fits)

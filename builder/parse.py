@@ -38,7 +38,7 @@ class Note:
     headings: tuple[Heading, ...]
     published: bool
     source_lines: tuple[str, ...]
-    tokens: tuple[Token, ...] = field(repr=False)  # blocks; a top-level heading's inline token has children
+    tokens: tuple[Token, ...] = field(repr=False)  # blocks; only a heading's inline token has children
     front_matter: dict[str, Any] = field(default_factory=dict, repr=False)
     warnings: tuple[str, ...] = ()
 
@@ -72,32 +72,6 @@ def _outline(text: str) -> list[Token]:
             inline.children = []
             md.inline.parse(inline.content, md, env, inline.children)
     return tokens
-
-
-# Block tokens of the renderer's grammar (footnotes, definition lists) that the index's grammar lacks.
-_RENDER_ONLY_BLOCKS = ("footnote", "dl_", "dt_", "dd_")
-
-
-def outline_from(tokens: list[Token], env: dict[str, Any]) -> list[Token] | None:
-    """What :func:`_outline` gives for a text, made from ``tokens``, the text parsed whole (``env``: that
-    parse's) with a grammar that only adds block rules to :func:`make_markdown`'s (the renderer's);
-    None when the text uses one of them (then the blocks differ and only :func:`_outline` tells them).
-
-    A grammar's added rule that does not match leaves the blocks as the other grammar makes them, so
-    the blocks are shared as they are. A heading's words are parsed again by the index's own inline
-    grammar: the renderer's reads ``[[wikilinks]]`` and footnote references, which change its words.
-    """
-    if any(token.type.startswith(_RENDER_ONLY_BLOCKS) for token in tokens):
-        return None
-    md = _outline_parser()
-    outline_env: dict[str, Any] = {"references": env["references"]} if "references" in env else {}
-    blocks = list(tokens)
-    for i, token in enumerate(tokens):
-        if token.type == "heading_open" and token.level == 0:
-            children: list[Token] = []
-            blocks[i + 1] = tokens[i + 1].copy(children=children)
-            md.inline.parse(tokens[i + 1].content, md, outline_env, children)
-    return blocks
 
 
 # "text_special" (an escaped character, an entity) is text: a whole parse joins it into its text token
@@ -169,16 +143,10 @@ def _is_false(value: Any) -> bool:
     return value is False or (isinstance(value, str) and value.strip().lower() in ("false", "no", "off"))
 
 
-def normalize_newlines(text: str) -> str:
-    """The line breaks markdown-it numbers lines by."""
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def parse_note(path: str, text: str, blocks: list[Token] | None = None) -> Note:
-    """Parse one note; never raises for bad markdown or bad front matter (those become warnings).
-    ``blocks``: the text's outline when it is known already (see :func:`outline_from`)."""
-    text = normalize_newlines(text)
-    tokens = _outline(text) if blocks is None else blocks
+def parse_note(path: str, text: str) -> Note:
+    """Parse one note; never raises for bad markdown or bad front matter (those become warnings)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # the line numbering markdown-it uses
+    tokens = _outline(text)
     front, warnings = _front_matter(tokens, path)
     headings = headings_of(tokens)
     title = front.get("title")

@@ -47,7 +47,6 @@ class Indexed:
     code: int  # EXIT_OK or EXIT_PARTIAL
     changed: bool  # a note entered, changed or left the index
     failed: tuple[str, ...] = ()  # sources whose changes could not be scanned or applied
-    bodies: Mapping[str, bytes] | None = None  # note key → its body rendered while parsing (builder.render.early)
 
 
 def build(config: Config, *, full: bool = False, source_id: str | None = None,
@@ -103,7 +102,7 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, index
     from builder.render.site import render_site
 
     try:
-        render_site(config, conn, full=full, log=log, early=indexed.bodies)
+        render_site(config, conn, full=full, log=log)
     except OSError as exc:
         state = "the index is up to date" if not indexed.failed else "the index holds what could be indexed"
         log.warn(f"site: cannot write {config.site.output} ({exc.strerror or exc}); {state}; "
@@ -125,9 +124,7 @@ def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: S
                                "created_at": now_iso(), "generation": new_path.name})
         if config.embedding.enabled:
             db.ensure_vec_table(conn, config.embedding.dims)
-        bodies: dict[str, bytes] | None = {} if render and _render_while_parsing(config) else None
-        indexed = _incremental(conn, config, list(config.sources), True, embedder_factory, log, report, force=True,
-                               bodies=bodies)
+        indexed = _incremental(conn, config, list(config.sources), True, embedder_factory, log, report, force=True)
         db.checkpoint(conn)
         if indexed.failed and indexfile.resolve(config.index) is not None:
             log.warn(f"full build not swapped in: {', '.join(indexed.failed)} could not be indexed; "
@@ -150,30 +147,14 @@ def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: S
         conn.close()
 
 
-def _render_while_parsing(config: Config) -> bool:
-    """Should a full build render the notes' bodies as it parses them (:mod:`builder.render.early`)?
-    Yes, unless the site keeps bodies from an earlier render: a ``--full`` build over a rendered site
-    meets the same texts, and parsing each whole would cost more than its blocks alone. (Bodies kept by
-    another version of the renderer count too: the build does not write into the site to name this one's.)"""
-    from builder.render import highlight
-    from builder.render.output import CACHE_DIR
-
-    site = config.site.output
-    if any((site / CACHE_DIR).glob("bodies-*.sqlite")):
-        return False
-    highlight.use(highlight.cache_file(site))  # the parsing workers fork from here: code seen before is not lexed again
-    return True
-
-
 class _Abandoned(Exception):
     """A full build that must not replace the index it was meant to replace."""
 
 
 def _incremental(conn: Connection, config: Config, selected: list[SourceConfig], all_sources: bool,
                  embedder_factory: EmbedderFactory | None, log: SyncLog, report: BuildReport,
-                 force: bool = False, bodies: dict[str, bytes] | None = None) -> Indexed:
-    """Index what changed in the selected sources. With ``bodies``, render each changed note's body
-    as it is parsed and put it there (see :mod:`builder.render.early`)."""
+                 force: bool = False) -> Indexed:
+    """Index what changed in the selected sources."""
     code = EXIT_OK
     failed: list[str] = []
     db.migrate(conn)  # an index from before a schema step gains it here; a single SELECT when current
@@ -216,7 +197,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
         if not scan.empty:
             try:
                 with db.WriteBatch(conn, WRITE_BATCH_S):
-                    partial = _apply(conn, config, scan, log, report, bodies)
+                    partial = _apply(conn, config, scan, log, report)
                 if partial:
                     code = EXIT_PARTIAL
             except Exception as exc:  # one source's failure must not stop the others
@@ -231,7 +212,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
         report.enter("embed")
         if not embed_pending(conn, config, embedder_factory, log):
             code = EXIT_PARTIAL
-    return Indexed(code, changed, tuple(failed), bodies)
+    return Indexed(code, changed, tuple(failed))
 
 
 def _load_vec(conn: Connection, config: Config) -> None:
@@ -251,10 +232,8 @@ def _record_error(conn: Connection, source: SourceConfig, reason: str, log: Sync
         log.warn(f"{source.id}: cannot record the failure in the index ({exc})")
 
 
-def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, report: BuildReport,
-           bodies: dict[str, bytes] | None) -> int:
-    """Write one source's changes into the index; returns how many changed files could not be indexed.
-    With ``bodies``, also render each changed note's body as it is parsed, into ``bodies``."""
+def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, report: BuildReport) -> int:
+    """Write one source's changes into the index; returns how many changed files could not be indexed."""
     from builder.forkpool import Pool
     from builder.ingest import Ingested, NoteFile, ingest_all, sha256_bytes
 
@@ -268,14 +247,6 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
     for name in scan.undecodable:
         log.warn(f"{source.id}: {name}: the file name is not valid UTF-8, so it cannot be indexed; rename it")
     fits: Callable[[str], bool] | None = None
-    early = None
-    if bodies is not None:
-        from builder.render.early import for_source
-        from builder.render.highlight import remember
-
-        deleted = set(scan.deleted)
-        paths = {path for path in states if path not in deleted} | {stat.path for stat in scan.changed}
-        early = for_source(source, root, paths, config.allow_html)
 
     def store(todo: list[NoteFile], results: Iterator[Ingested]) -> None:
         nonlocal notes, chunks
@@ -288,10 +259,6 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
             after[file.path] = db.FileState(record.sha256, record.size, record.mtime_ns)
             notes += 1
             chunks += len(result.chunks)
-            if bodies is not None and result.body is not None:
-                bodies[f"{source.id}:{file.path}"] = result.body
-                if result.code_blocks:
-                    remember(result.code_blocks)
 
     with Pool(None) as pool:
         parsing: tuple[list[NoteFile], Iterator[Ingested]] | None = None
@@ -317,7 +284,7 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
             if todo and fits is None and config.embedding.provider == "local":
                 fits = passage_fits(config.embedding)  # loads the model's tokenizer once, and only for new text
             # the workers parse this batch while this process stores the one before
-            ahead = (todo, ingest_all(pool, todo, max_bytes=config.max_note_bytes, fits=fits, early=early))
+            ahead = (todo, ingest_all(pool, todo, max_bytes=config.max_note_bytes, fits=fits))
             if parsing is not None:
                 store(*parsing)
             parsing = ahead

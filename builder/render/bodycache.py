@@ -49,40 +49,25 @@ def cache_file(site: Path, code: Iterable[Path], trusted: bool) -> Path:
 
 def key(note: NoteInfo) -> str:
     """What a note's body is made of besides its links: its text, its page and its headings."""
-    return key_of(note.sha256, note.url, note.headings_json)
-
-
-def key_of(sha256: str, url: str, headings_json: str) -> str:
-    """:func:`key` of the note with this text (sha256), page and headings (as the index stores them)."""
-    return hashlib.sha256(f"{sha256}\0{url}\0{headings_json}".encode()).hexdigest()
-
-
-def pack(kept_for: str, body: Body, code: tuple[str, ...]) -> bytes:
-    """A body kept under the key ``kept_for``, with the keys of its highlighted code blocks."""
-    return marshal.dumps((kept_for, body.html, [list(link) for link in body.links],
-                          [r.as_list() for r in body.results], [list(at) for at in body.lines], list(code)))
+    return hashlib.sha256(f"{note.sha256}\0{note.url}\0{note.headings_json}".encode()).hexdigest()
 
 
 def lookup(path: Path, note: NoteInfo, resolve: Callable[[str, str], Link]) -> tuple[Body, tuple[str, ...]] | None:
     """The body kept for ``note`` when its links (``resolve(kind, raw)``) render as it shows them, with
     the keys of its highlighted code blocks; else None."""
-    data = read_body(path, key(note))
-    return usable(data, note, resolve) if data is not None else None
-
-
-def usable(data: bytes, note: NoteInfo, resolve: Callable[[str, str], Link]) -> tuple[Body, tuple[str, ...]] | None:
-    """The body packed in ``data`` (:func:`pack`) as ``note``'s, when it was kept for its text, page and
-    headings and its links (``resolve(kind, raw)``) render as it shows them, with the keys of its
-    highlighted code blocks; else None."""
     from builder.render.links import Link
     from builder.render.markdown import Body, same_body
 
+    wanted = key(note)
+    data = read_body(path, wanted)
+    if data is None:
+        return None
     try:
         kept_for, html, links, results, lines, code = marshal.loads(data)
         body = Body(html, tuple((kind, raw) for kind, raw in links), tuple(Link(*r) for r in results),
                     tuple(tuple(at) for at in lines))
-        if kept_for != key(note) or not isinstance(html, str) or len(body.results) != len(body.links):
-            return None  # a damaged file, or a body of another text, page or headings
+        if kept_for != wanted or not isinstance(html, str) or len(body.results) != len(body.links):
+            return None  # a damaged file
         code = tuple(str(block) for block in code)
     except (ValueError, EOFError, TypeError):  # not ours
         return None
@@ -95,7 +80,8 @@ def save(path: Path, made: dict[str, tuple[Body, tuple[str, ...]]], keep: set[st
     every other key (a render that saw every note); drop other versions' files."""
     def rows() -> Iterator[tuple[str, bytes]]:
         for k, (body, code) in made.items():
-            yield k, pack(k, body, code)
+            yield k, marshal.dumps((k, body.html, [list(link) for link in body.links],
+                                    [r.as_list() for r in body.results], [list(at) for at in body.lines], list(code)))
 
     if write_bodies(path, rows, keep):
         for other in path.parent.glob("bodies-*.sqlite"):

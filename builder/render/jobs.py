@@ -5,8 +5,7 @@ is enough of it. Workers inherit the render's :class:`Context` by fork instead o
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +31,6 @@ class Context:
     built_at: str
     site: Path
     kept_bodies: Path | None = None  # the bodies kept by earlier renders (builder.render.bodycache), if used
-    early: Mapping[str, bytes] = field(default_factory=dict)  # note key → a body the build rendered (render.early)
 
 
 @dataclass(frozen=True)
@@ -80,11 +78,10 @@ def page_job(job: tuple[NoteInfo, str, list[NoteInfo], Local]) -> str:
 
 
 def body_job(notes: list[NoteInfo]) -> list[Outcome]:
-    """The bodies of notes that share one text: the first readable one is rendered (or its body was
-    kept), the others reuse its HTML wherever their links render the same (kemt-wiki keeps copies of
-    whole courses)."""
+    """The bodies of notes that share one text: the first readable one is rendered, the others
+    reuse its HTML wherever their links render the same (kemt-wiki keeps copies of whole courses)."""
     outcomes: list[Outcome] = []
-    model: tuple[NoteInfo, Outcome] | None = None  # a note's body made from its indexed text, and the note
+    model: tuple[NoteInfo, Outcome] | None = None  # a note rendered from its indexed text, and its body
     for note in notes:
         data, outcome = _read(note)
         indexed = outcome is None and hashlib.sha256(data).hexdigest() == note.sha256
@@ -94,28 +91,21 @@ def body_job(notes: list[NoteInfo]) -> list[Outcome]:
             outcome = _kept(note)
         if outcome is None:
             outcome, indexed = _render(note, data)
-        if indexed and outcome.body is not None and model is None:
-            model = (note, outcome)
+            if indexed and outcome.body is not None and model is None:
+                model = (note, outcome)
         outcomes.append(outcome)
     return outcomes
 
 
 def _kept(note: NoteInfo) -> Outcome | None:
-    """The body this build rendered for the note as it parsed it, or an earlier render kept for this
-    text and page, when its links still render the same."""
+    """The body an earlier render kept for this text and page, when its links still render the same."""
     ctx = context()
-    early = ctx.early.get(note.key)
-    if early is None and ctx.kept_bodies is None:
+    if ctx.kept_bodies is None:
         return None
     from builder.render import bodycache
 
-    def resolve(kind: str, raw: str) -> Link:
-        return ctx.resolver.resolve(note.source_id, note.path, kind, raw)
-
-    found = bodycache.usable(early, note, resolve) if early is not None else None
-    if found is not None:  # new: kept for the next full render
-        return Outcome(found[0], None, found[1], new=True)
-    found = bodycache.lookup(ctx.kept_bodies, note, resolve) if ctx.kept_bodies is not None else None
+    found = bodycache.lookup(ctx.kept_bodies, note,
+                             lambda kind, raw: ctx.resolver.resolve(note.source_id, note.path, kind, raw))
     return Outcome(found[0], None, found[1]) if found is not None else None
 
 

@@ -31,7 +31,7 @@ from mdit_py_plugins.tasklists import tasklists_plugin
 from builder.core import urls
 from builder.core.slug import Slugger
 from builder.core.textdecode import decode_note
-from builder.parse import inline_text, normalize_newlines
+from builder.parse import inline_text
 from builder.render.highlight import highlight_code
 from builder.render.links import Link
 
@@ -159,27 +159,18 @@ _NOT_IN_HTML = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ufdd0-\ufdef\ufffe\u
 def note_text(data: bytes) -> str:
     """The text as the indexer saw it (same decoding, BOM and newline handling, so the same lines),
     with characters that HTML forbids replaced by U+FFFD."""
-    return page_text(decode_note(data).text)
+    text = decode_note(data).text
+    return _NOT_IN_HTML.sub("\ufffd", text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
-def page_text(text: str) -> str:
-    """A note's decoded text as its page shows it (see :func:`note_text`)."""
-    return _NOT_IN_HTML.sub("\ufffd", normalize_newlines(text))
-
-
-Anchors = dict[int, str]  # the 0-based line of each top-level heading → its anchor
-Outline = Callable[[list[Token], dict[str, Any]], Anchors]  # (the parsed blocks, the parse's env) → anchors
-
-
-def render_body(md: MarkdownIt, text: str, *, page_url: str, anchors: Anchors | Outline,
+def render_body(md: MarkdownIt, text: str, *, page_url: str, anchors: dict[int, str],
                 resolve: Callable[[str, str], Link], trusted: bool) -> Body:
-    """Render one note. ``anchors`` maps the 0-based line of each top-level heading to its anchor, or
-    makes that map from the parsed text (called once, before any heading gets its id);
+    """Render one note. ``anchors`` maps the 0-based line of each top-level heading to its anchor;
     ``resolve(kind, raw)`` answers links of this note."""
     env: dict[str, Any] = {"page_url": page_url, "anchors": anchors, "links": {}, "lines": {}, "emitted": set(),
                            "resolve": resolve}
     out = md.render(text, env)
-    missing = [a for a in env["anchors"].values() if a not in env["emitted"]]
+    missing = [a for a in anchors.values() if a not in env["emitted"]]
     if missing:  # a heading the indexer saw that this grammar nests differently: keep its target alive
         out = "".join(f'<span id="{html.escape(a)}"></span>' for a in missing) + out
     if not trusted:
@@ -230,9 +221,7 @@ def _wiki_href(target: str, env: Any) -> tuple[str | None, str]:
 
 
 def _heading_ids(state: Any) -> None:
-    anchors = state.env.get("anchors", {})
-    if callable(anchors):
-        anchors = state.env["anchors"] = anchors(state.tokens, state.env)
+    anchors: dict[int, str] = state.env.get("anchors", {})
     slugger = Slugger()
     for taken in anchors.values():  # nested headings must not take a section's anchor
         slugger.slug(taken)

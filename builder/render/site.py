@@ -23,7 +23,7 @@ import gc
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,23 +93,22 @@ def _code_fingerprint(config: Config, files: list[Path]) -> str:
 
 
 def render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog,
-                workers: int | None = None, early: Mapping[str, bytes] | None = None) -> RenderReport:
-    """Bring ``config.site.output`` up to date with the index behind ``conn`` (``full``: rewrite all).
-    ``early``: bodies the build rendered as it parsed the notes (see :mod:`builder.render.early`)."""
+                workers: int | None = None) -> RenderReport:
+    """Bring ``config.site.output`` up to date with the index behind ``conn`` (``full``: rewrite all)."""
     started = time.perf_counter()
     # The render keeps ~10^6 objects alive (manifest, notes) and makes no reference cycles worth
     # collecting: the collector would rescan them all again and again (~12% of an incremental render).
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _render(config, conn, full=full, log=log, workers=workers, started=started, early=early or {})
+        return _render(config, conn, full=full, log=log, workers=workers, started=started)
     finally:
         if collecting:
             gc.enable()
 
 
 def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, workers: int | None,
-            started: float, early: Mapping[str, bytes]) -> RenderReport:
+            started: float) -> RenderReport:
     site = config.site.output
     claimed = output.claimed(site)
     output.claim(site)
@@ -147,8 +146,7 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     kept: Path | None = None  # the note bodies kept between big renders (builder.render.bodycache)
     jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds),
                                 cache_dir=site / output.CACHE_DIR / "jinja")
-    jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site,
-                                  early=early))
+    jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site))
     try:
         with Pool(workers) as pool:
             entries, stale = state.recheck(notes, old, trust and previous.get("universe") == universe, resolver)

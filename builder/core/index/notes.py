@@ -181,8 +181,8 @@ def replace_file(conn: Connection, source_id: str, record: FileRecord, chunks: S
               status_note = excluded.status_note, sha256 = excluded.sha256, size = excluded.size,
               mtime_ns = excluded.mtime_ns, changed_at = excluded.changed_at,
               changed_by = excluded.changed_by, encoding = excluded.encoding, indexed_at = excluded.indexed_at
-        """), {**key, "title": record.title, "tags": json_text(record.tags), "headings": json_text(record.headings),
-               "front_matter": json_text(record.front_matter),
+        """), {**key, "title": record.title, "tags": _json(record.tags), "headings": _json(record.headings),
+               "front_matter": _json(record.front_matter),
                "status": record.status, "status_note": record.status_note, "sha256": record.sha256,
                "size": record.size, "mtime_ns": record.mtime_ns, "changed_at": record.changed_at,
                "changed_by": record.changed_by, "encoding": record.encoding, "indexed_at": now})
@@ -197,8 +197,7 @@ def replace_file(conn: Connection, source_id: str, record: FileRecord, chunks: S
         _content_changed(conn, source_id, record.path)
 
 
-def json_text(value: Any) -> str:
-    """A value as the index stores JSON (``files.headings``, ``tags``, ``front_matter``)."""
+def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 

@@ -42,17 +42,22 @@ def _serve(root: Path, config: Path, port: int) -> subprocess.Popen[bytes]:
     server = subprocess.Popen([sys.executable, "-m", "builder.cli", "serve", "--config", str(config),
                                "--port", str(port), "--no-mcp"], env=env, cwd=root,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(300):
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-            connection.request("GET", "/api/health")
-            connection.getresponse().read()
-            break
-        except OSError:
-            time.sleep(0.1)
-    server_load.load(port, "hybrid", 1, 10)  # the model, the page cache; starts loading the vectors
-    time.sleep(4)
-    server_load.load(port, "hybrid", 1, 10)
+    try:
+        for _ in range(300):
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+                connection.request("GET", "/api/health")
+                connection.getresponse().read()
+                break
+            except OSError:
+                time.sleep(0.1)
+        server_load.load(port, "hybrid", 1, 10)  # the model, the page cache; starts loading the vectors
+        time.sleep(4)
+        server_load.load(port, "hybrid", 1, 10)
+    except BaseException:  # a server that never answered is not left running
+        server.terminate()
+        server.wait(timeout=10)
+        raise
     return server
 
 
@@ -68,9 +73,11 @@ def main() -> None:
     for _ in range(args.rounds):
         for root in args.checkouts:
             config = _config_for(root, args.config.resolve())
-            server = _serve(root, config, args.port)
-            if config != args.config.resolve():
-                config.unlink()  # read at the server's start: no copy is left beside the user's config
+            try:
+                server = _serve(root, config, args.port)
+            finally:  # read at the server's start (or it failed): no copy is left beside the user's config
+                if config != args.config.resolve():
+                    config.unlink(missing_ok=True)
             try:
                 one = server_load.load(args.port, "hybrid", 1, args.one)
                 eight = server_load.load(args.port, "hybrid", 8, args.eight)

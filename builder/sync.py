@@ -193,12 +193,14 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     for sid in stale:
         db.delete_source(conn, sid)
         log.info(f"{sid}: source removed from the config, its notes left the index")
+    written = 0
     for scan in scans:
         if not scan.empty:
             try:
                 with db.WriteBatch(conn, WRITE_BATCH_S):
-                    partial = _apply(conn, config, scan, log, report)
-                if partial:
+                    applied = _apply(conn, config, scan, log, report)
+                written += applied.chunks
+                if applied.failed:
                     code = EXIT_PARTIAL
             except Exception as exc:  # one source's failure must not stop the others
                 reason = f"indexing failed ({type(exc).__name__}: {exc}); the next build tries again"
@@ -206,6 +208,8 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
                 _record_error(conn, scan.source, reason, log)
                 code = EXIT_PARTIAL
                 failed.append(scan.source.id)
+    if written:
+        _merge_words(conn, written, log)
     if config.embedding.enabled and db.count_pending(conn):
         from builder.embed_run import embed_pending
 
@@ -213,6 +217,18 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
         if not embed_pending(conn, config, embedder_factory, log):
             code = EXIT_PARTIAL
     return Indexed(code, changed, tuple(failed))
+
+
+def _merge_words(conn: Connection, written: int, log: SyncLog) -> None:
+    """Merge the full-text index into one segment after a build that wrote at least half of its
+    chunks (a first build, ``--full``, a large new source): there the merge costs a few percent of
+    the build, and every query is faster for it. Smaller builds leave it to FTS5's own merging."""
+    if written * 2 < db.count_chunks(conn):
+        return
+    try:
+        db.merge_words(conn)
+    except db.sqlite_module().Error as exc:  # a full disk: the index stays as it was, only slower to query
+        log.warn(f"the full-text index could not be merged ({exc}); searches work, a little slower")
 
 
 def _load_vec(conn: Connection, config: Config) -> None:
@@ -232,8 +248,16 @@ def _record_error(conn: Connection, source: SourceConfig, reason: str, log: Sync
         log.warn(f"{source.id}: cannot record the failure in the index ({exc})")
 
 
-def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, report: BuildReport) -> int:
-    """Write one source's changes into the index; returns how many changed files could not be indexed."""
+@dataclass(frozen=True)
+class Applied:
+    """What writing one source's changes did."""
+
+    failed: int  # changed files that could not be indexed
+    chunks: int  # chunks written
+
+
+def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, report: BuildReport) -> Applied:
+    """Write one source's changes into the index."""
     from builder.forkpool import Pool
     from builder.ingest import Ingested, NoteFile, ingest_all, sha256_bytes
 
@@ -314,7 +338,7 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
         elif source.kind == "folder" and (notes or scan.deleted or touched):
             values.update(indexed_rev=_folder_rev(after), last_sync_at=now_iso())
         db.update_source(conn, source.id, **values)
-    return len(unreadable) + len(scan.undecodable)
+    return Applied(failed=len(unreadable) + len(scan.undecodable), chunks=chunks)
 
 
 def _folder_rev(states: Mapping[str, db.FileState]) -> str:

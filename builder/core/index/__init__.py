@@ -14,7 +14,7 @@ own (``jobs.sqlite``) beside the index, and :mod:`.renderstate` that of the
 render's manifest (``<site>/.render-state``); each is imported by its full name.
 """
 
-from builder.core.index.batch import WriteBatch
+from builder.core.index.batch import WriteBatch, merge_words, word_segments
 from builder.core.index.connection import (
     checkpoint,
     connect,
@@ -34,6 +34,7 @@ from builder.core.index.notes import (
     code_pages,
     content_changes,
     content_token,
+    count_chunks,
     count_pending,
     counts,
     delete_file,
@@ -90,14 +91,14 @@ from builder.core.index.schema import (
 __all__ = [
     "check_identity", "checkpoint", "chunk_details", "chunk_stems", "CHUNKER_VERSION", "code_pages", "connect",
     "content_changes", "content_token",
-    "count_pending", "count_vectors", "counts", "database_file", "delete_file", "delete_source",
+    "count_chunks", "count_pending", "count_vectors", "counts", "database_file", "delete_file", "delete_source",
     "ensure_vec_table", "expected_identity", "identity_diffs", "file_states", "file_status", "FileRecord", "FileState",
     "filter_chunk_ids", "frequent_words", "fts_integrity_error", "fts_search", "get_meta", "get_sources", "has_stems",
     "has_chunk_vectors", "has_vec_table", "has_vocabulary", "has_word_or_key", "iter_chunk_vectors", "knn_search",
-    "load_vec", "migrate",
+    "load_vec", "merge_words", "migrate",
     "note_headings", "NoteRow", "notes_for_render", "notes_for_toc", "open_index", "pending_chunks", "read_snapshot",
     "replace_file", "set_last_change", "set_meta", "snapshot_only", "source_stats", "SourceRow",
     "sqlite_module", "store_vectors", "touch_file", "transaction", "unpublished_notes", "update_source",
-    "upsert_source", "vec_version", "vector_candidates", "vectors_of", "vectors_version", "words_starting",
-    "WriteBatch",
+    "upsert_source", "vec_version", "vector_candidates", "vectors_of", "vectors_version", "word_segments",
+    "words_starting", "WriteBatch",
 ]

@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from builder.core.index.connection import transaction
+
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
@@ -100,3 +102,17 @@ def before_deleting(conn: Connection, where: str, params: dict[str, Any]) -> Non
     batch: WriteBatch | None = getattr(conn, "batch", None)
     if batch is not None and batch.unindexed:
         batch.index_words(row[0] for row in conn.execute(f"SELECT id FROM chunks WHERE {where}", params))
+
+
+def merge_words(conn: Connection) -> None:
+    """Merge ``chunks_fts`` into one segment (FTS5's ``optimize``). Each commit adds a segment and
+    FTS5's own merging leaves several; a query looks each word up in every one. After a first build
+    of 10,000 notes (9 segments) BM25 queries took ~10 % less time once merged; the merge rewrites
+    the whole full-text index (~1 s at 45,000 chunks), so builds that wrote most of the index run it."""
+    with transaction(conn):
+        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
+
+
+def word_segments(conn: Connection) -> int:
+    """How many segments ``chunks_fts`` is made of (each has at least one row in its ``_idx`` table)."""
+    return conn.execute("SELECT count(DISTINCT segid) FROM chunks_fts_idx").fetchone()[0]

@@ -248,6 +248,11 @@ def pending_chunks(conn: Connection, limit: int) -> list[Row]:
     """), {"limit": limit}).fetchall()
 
 
+def count_chunks(conn: Connection) -> int:
+    """How many chunks the index holds."""
+    return int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+
 def count_pending(conn: Connection) -> int:
     """How many chunks still wait for a vector."""
     return int(conn.execute("SELECT count(*) FROM chunks WHERE embedded_at IS NULL").fetchone()[0])

@@ -227,7 +227,7 @@ def _merge_words(conn: Connection, written: int, log: SyncLog) -> None:
         return
     try:
         db.merge_words(conn)
-    except db.sqlite_module().Error as exc:  # a full disk: the index stays as it was, only slower to query
+    except db.sqlite_module().Error as exc:  # a full disk, a lock: the index stays as it was, slower to query
         log.warn(f"the full-text index could not be merged ({exc}); searches work, a little slower")
 
 

@@ -16,7 +16,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from urllib.parse import urljoin
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
 
@@ -139,6 +139,8 @@ def test_the_landing_page_marks_the_searched_words_but_not_function_words(server
     with page.expect_navigation():
         first.click()
     assert page.url.split("?")[0] == f"{server}/notes/recepty/teh-tarik.html"
+    words = parse_qs(urlsplit(page.url).query)["hl"][0].split()
+    assert "vody" in words and len(words) == len(set(words))  # each word once in the link
     texts = [t.lower() for t in page.locator("mark.search-hl").all_inner_texts()]
     assert "vody" in texts and "na" not in texts  # "Na 3–4 hrnky:" opens the section
 

@@ -59,9 +59,14 @@
 
   // The query's words as searched, and the forms the hits' sections hold (``převodník`` for
   // ``prevodniku``: the same word, which the server matched by its key, not by its beginning).
+  // Each word once: a long query's link stays short, as the search page's links (``pages.landing``).
   function landingWords(marked, hits) {
-    var out = [marked];
-    hits.forEach(function (hit) { if (hit.words && hit.words.length) out.push(hit.words.join(" ")); });
+    var all = [marked];
+    hits.forEach(function (hit) { if (hit.words && hit.words.length) all.push(hit.words.join(" ")); });
+    var seen = Object.create(null), out = [];
+    all.join(" ").split(/\s+/).forEach(function (word) {
+      if (word && !seen[word]) { seen[word] = true; out.push(word); }
+    });
     return out.join(" ");
   }
 

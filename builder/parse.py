@@ -125,18 +125,56 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def _front_matter(tokens: list[Token], path: str) -> tuple[dict[str, Any], list[str]]:
     if not tokens or tokens[0].type != "front_matter":
         return {}, []
+    content = tokens[0].content
     try:
-        data = yaml.load(tokens[0].content, Loader=_YAML_LOADER)  # noqa: S506 (a safe loader)
+        data = yaml.load(content, Loader=_YAML_LOADER)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        last = tokens[0].content.count("\n")  # an error at the end (an unclosed bracket) is on the last line
+        last = content.count("\n")  # an error at the end (an unclosed bracket) is on the last line
         where = f" at line {min(mark.line, last) + 2}" if mark else ""
-        return {}, [f"{path}: broken front matter{where}, indexed from the body"]
+        return _read_loosely(content, f"{path}: broken front matter{where}")
     if data is None:
         return {}, []
     if not isinstance(data, dict):
-        return {}, [f"{path}: front matter is not a mapping, ignored"]
+        return _read_loosely(content, f"{path}: front matter is not a mapping")
     return data, []
+
+
+# A front matter line as people write it when YAML refuses it: ``title: Týždeň 4: Obrazy`` (a colon
+# in a plain value), ``title:Vetvenie`` (no space after the colon). Grav's wikis hold both.
+_LOOSE_LINE = re.compile(r"([A-Za-z_][\w-]*)[ \t]*:[ \t]*(.*?)[ \t]*")
+_YAML_SYNTAX = tuple("[]{}\"'|>&*!%@`#,")  # a value opening with one of these is YAML gone wrong, not text
+_UNPUBLISHED = re.compile(r"[ \t]*published[ \t]*:[ \t]*[\"']?(false|no|off)[\"']?[ \t]*", re.IGNORECASE)
+
+
+def _read_loosely(content: str, problem: str) -> tuple[dict[str, Any], list[str]]:
+    """Front matter YAML refused, read as one ``key: value`` per line when every line is one.
+    Otherwise only ``published: false`` is kept: a note its author meant to hide stays hidden."""
+    data: dict[str, Any] = {}
+    for line in content.split("\n"):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = _LOOSE_LINE.fullmatch(line)
+        value = _loose_value(match[2]) if match else None
+        if match is None or value is None:
+            hidden = any(_UNPUBLISHED.fullmatch(line) for line in content.split("\n"))
+            return ({"published": False} if hidden else {}), [f"{problem}, indexed from the body"]
+        data[match[1]] = value
+    return data, [f"{problem}, read line by line as key: value"]
+
+
+def _loose_value(raw: str) -> Any:
+    """A value of a loosely read line: what YAML makes of it (``true``, ``3``, ``[a, b]``), else the
+    text itself (``Týždeň 4: Obrazy``); None for what looks like broken YAML syntax (``[unclosed``)."""
+    if not raw:
+        return ""
+    try:
+        value = yaml.load(raw, Loader=_YAML_LOADER)  # noqa: S506 (a safe loader)
+    except yaml.YAMLError:
+        return None if raw.startswith(_YAML_SYNTAX) else raw
+    if value is None:
+        return ""
+    return raw if isinstance(value, dict) and not raw.startswith("{") else value  # "Týždeň 4: Obrazy"
 
 
 def _is_false(value: Any) -> bool:

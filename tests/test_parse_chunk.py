@@ -55,6 +55,24 @@ def test_broken_front_matter_warns_and_keeps_the_body():
     assert n.title == "Tělo" and n.warnings == ("dir/my-note.md: broken front matter at line 2, indexed from the body",)
 
 
+# Front matter YAML refuses, as written in kemt-wiki's Grav pages: read line by line when every line
+# is ``key: value``; a ``published: false`` line is kept whatever else is broken.
+@pytest.mark.parametrize("front, title, published, tags, warning", [
+    ("title: Týždeň 4: Vytváranie obrazov\npublished: true", "Týždeň 4: Vytváranie obrazov", True, (),
+     "broken front matter at line 2, read line by line as key: value"),
+    ("title:Vetvenie a cykly\npublished: true\n", "Vetvenie a cykly", True, (),
+     "broken front matter at line 3, read line by line as key: value"),
+    ("# a comment\ntitle: Čas: 3 h\ntags: [docker, k8s]", "Čas: 3 h", True, ("docker", "k8s"),
+     "broken front matter at line 3, read line by line as key: value"),
+    ("published:false", "Tělo", False, (), "front matter is not a mapping, read line by line as key: value"),
+    ("title: [oops\npublished: 'no'", "Tělo", False, (), "broken front matter at line 3, indexed from the body"),
+    ("title: a: b\ntaxonomy:\n  tag: [x]", "Tělo", True, (), "broken front matter at line 2, indexed from the body"),
+])
+def test_front_matter_yaml_refuses_is_read_line_by_line(front, title, published, tags, warning):
+    n = note(f"---\n{front}\n---\n# Tělo\n\ntext\n")
+    assert (n.title, n.published, n.tags, n.warnings) == (title, published, tags, (f"dir/my-note.md: {warning}",))
+
+
 def test_published_false():
     n = note("---\npublished: false\n---\n[a](../x.md) [[Wiki|label]] ![i](img.png)\n```\n[[not a link]]\n```\n")
     assert n.published is False

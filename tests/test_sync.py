@@ -315,9 +315,11 @@ def test_broken_front_matter_is_indexed_from_the_body(config_for, notes_dir, qui
     assert conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'jednorozec'").fetchone()[0] == 1
 
 
-def test_unpublished_note_leaves_no_trace_in_chunks(config_for, notes_dir, quiet_log):
+@pytest.mark.parametrize("front", ["published: false", "published:false", "title: [unclosed\npublished: false"])
+def test_unpublished_note_leaves_no_trace_in_chunks(config_for, notes_dir, quiet_log, front):
+    """Also when the front matter is not YAML (``published:false`` is one string to a YAML parser)."""
     config = config_for(EMBED)
-    write_note(notes_dir, "osobni/koncept.md", "---\npublished: false\n---\n# Tajné\n\nDatamax smlouva\n")
+    write_note(notes_dir, "osobni/koncept.md", f"---\n{front}\n---\n# Tajné\n\nDatamax smlouva\n")
     run(config, quiet_log)
     conn = open_index(config)
     assert conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'datamax'").fetchone()[0] == 0

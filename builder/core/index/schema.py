@@ -22,10 +22,12 @@ from builder.core.index.connection import load_vec, sqlite_module, transaction
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-# Bump whenever builder/chunker.py would cut a note differently: the next build then makes a new
-# index (vectors of unchanged texts from the cache) instead of holding chunks of two kinds; the old
-# one answers queries meanwhile.
-CHUNKER_VERSION = "3"  # 2: chunks fit the local model's 512 tokens; 3: pieces name the H4–H6 they start under
+# Bump whenever builder/chunker.py (or builder/parse.py) would cut a note differently: the next build
+# then makes a new index (vectors of unchanged texts from the cache) instead of holding chunks of two
+# kinds; the old one answers queries meanwhile.
+# 2: chunks fit the local model's 512 tokens; 3: pieces name the H4–H6 they start under;
+# 4: front matter YAML refuses is read line by line (its title, its ``published: false``).
+CHUNKER_VERSION = "4"
 # What the stems column holds: the analysis's keys, laid out by chunk_stems (/2: the breadcrumb twice).
 # An index whose stems were made otherwise has them made again when a build opens it.
 STEMS_VERSION = f"{ANALYSIS_VERSION}/2"

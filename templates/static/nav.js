@@ -46,6 +46,7 @@
       var item = el("li", "tree-folder");
       var details = el("details");
       var summary = el("summary", null, name);
+      summary.title = name;  // a long name is cut short on screen, as the notes' are
       details.appendChild(summary);
       var filled = false;
       function fill() {

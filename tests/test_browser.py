@@ -259,6 +259,10 @@ def test_the_tree_opens_at_the_current_notes_folder(server, browser):
     assert open_folders == ["recepty", "napoje"]  # the note's folders, and no other
     closed = page.locator("#site-nav li.tree-folder > details:not([open]) > summary").all_inner_texts()
     assert "cestovani" in closed and "polevky" in closed
+    folder = page.locator("#site-nav summary", has_text="polevky").element_handle()
+    one_line = folder.bounding_box()["height"]
+    folder.evaluate("el => { el.textContent = el.title = '05.install_k8sdesktop_and_a_longer_name'; }")
+    assert folder.bounding_box()["height"] == one_line  # a long name is cut short, not wrapped under its arrow
     page.locator("#site-nav summary", has_text="cestovani").click()  # a closed folder fills in when opened
     link = page.locator("#site-nav a", has_text="Vlaky Praha – Krkonoše")
     link.wait_for(state="visible")

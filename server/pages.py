@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlencode
@@ -46,11 +47,15 @@ def landing(url: str, words: Iterable[str]) -> str:
 
 def page_hits(result: SearchResult) -> list[dict[str, Any]]:
     """The hits as ``search.html`` shows them; each link to a section (the hit's, the note's other
-    matching ones, the copies') marks the query's words and the forms the hit's section holds."""
+    matching ones, the copies') marks the query's words and the forms the hit's section holds; a
+    note whose title another note among the hits has too names its source and path (``where``)."""
+    notes = {(hit.source, hit.path): hit.title for hit in result.hits}
+    titled = Counter(notes.values())  # two notes of one title: each says where it is
     hits = []
     for hit in result.hits:
         words = (*result.marked, *hit.words)
-        hits.append({"url": hit.url, "href": landing(hit.url, words), "title": hit.title,
+        where = f"{hit.source}: {hit.path}" if titled[hit.title] > 1 else None
+        hits.append({"url": hit.url, "href": landing(hit.url, words), "title": hit.title, "where": where,
                      "breadcrumb": hit.breadcrumb, "snippet": hit.snippet, "provenance": provenance(hit),
                      "more": [{**other, "href": landing(other["url"], words)} for other in hit.more],
                      "copies": [{**copy, "href": landing(copy["url"], words)} for copy in hit.copies]})

@@ -52,6 +52,10 @@ def free_port() -> int:
 def server(tmp_path_factory):
     work = tmp_path_factory.mktemp("portal")
     shutil.copytree(ROOT / "examples" / "notes", work / "notes")
+    for year in ("2023", "2024"):  # two notes of one title, as a course's exercises year after year
+        (work / "notes" / "skola" / year).mkdir(parents=True)
+        (work / "notes" / "skola" / year / "cviceni.md").write_text(
+            f"# Cvičení\n\nKrystalový oscilátor a jeho zapojení, ročník {year}.\n", encoding="utf-8")
     config = work / "portal.yaml"
     config.write_text("site:\n  title: Poznámky\nindex: data/index.sqlite\nembedding:\n  provider: local\n"
                       "sources:\n  notes:\n    folder: notes\n", encoding="utf-8")
@@ -143,6 +147,17 @@ def test_the_landing_page_marks_the_searched_words_but_not_function_words(server
     assert "vody" in words and len(words) == len(set(words))  # each word once in the link
     texts = [t.lower() for t in page.locator("mark.search-hl").all_inner_texts()]
     assert "vody" in texts and "na" not in texts  # "Na 3–4 hrnky:" opens the section
+
+
+def test_notes_of_one_title_in_the_drop_down_say_where_they_are(server, browser):
+    page, first = typed(browser, server, "krystalový oscilátor")
+    titles = page.locator("header .search-results .search-group .hit-title")
+    expect(titles.first).to_have_text("Cvičení")
+    where = page.locator("header .search-results .hit-where").all_inner_texts()
+    assert sorted(where) == ["notes: skola/2023/cviceni.md", "notes: skola/2024/cviceni.md"]
+    assert titles.all_inner_texts().count("Cvičení") == 2
+    page, first = typed(browser, server, "kolik vody na teh tarik")  # titles no other hit has
+    assert page.locator("header .search-results .hit-where").count() == 0
 
 
 def test_an_english_question_says_what_it_searched_in_czech_and_marks_the_forms(server, browser):
@@ -316,7 +331,7 @@ def test_the_filter_box_narrows_the_table_of_contents(server, browser):
     page.goto(f"{server}/notes/index.html")
     notes = page.locator("li.toc-note:not([hidden])")  # (off screen, a note's inside is not laid out)
     everything = notes.count()
-    assert everything == 32
+    assert everything == 34  # the 32 example notes and the two exercises of one title
     box = page.locator(".toc-filter-input")
     status = page.locator(".toc-filter-status")
     box.type("napoje", delay=20)  # a tag of one note, a tag and the folder of another

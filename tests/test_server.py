@@ -17,7 +17,7 @@ from builder.core.config import load_config
 from builder.render.site import render_site
 from builder.sync import build
 from server.app import SECURITY_HEADERS, create_app
-from tests.conftest import HashEmbedder, ollama_yaml
+from tests.conftest import HashEmbedder, ollama_yaml, write_note
 
 
 def build_and_render(config, log):
@@ -440,6 +440,18 @@ def test_the_results_pages_links_mark_the_forms_their_sections_hold(client):
     assert page.status_code == 200
     assert ('<a class="hit-title" href="notes/projekty/sauter-bus.html?hl=prevodniku+p%C5%99evodn%C3%ADk#zapojeni">'
             in page.text)
+
+
+def test_notes_of_one_title_on_the_results_page_say_where_they_are(portal, notes_dir, quiet_log):
+    for year in ("2023", "2024"):
+        write_note(notes_dir, f"cviceni/{year}.md", f"# Cvičení\n\nMeteostanice s ESP32, ročník {year}.\n")
+    write_note(notes_dir, "meteostanice.md", "# Meteostanice\n\nESP32 a čidlo BME280.\n")
+    build_and_render(portal, quiet_log(portal))
+    page = TestClient(create_app(portal, embedder_factory=HashEmbedder)).get(
+        "/search", params={"q": "meteostanice", "mode": "bm25"}).text
+    titles = re.findall(r'class="note-link"[^>]*>([^<]*)</a>(?: <span class="hit-where">([^<]*)</span>)?', page)
+    assert sorted(titles) == [("Cvičení", "notes: cviceni/2023.md"), ("Cvičení", "notes: cviceni/2024.md"),
+                              ("Meteostanice", "")]  # a title no other hit has stands alone
 
 
 def test_the_results_page_and_the_api_say_when_nothing_matches(client):

@@ -95,11 +95,13 @@
 
     // One option: a matching section of a note, with the words that say which half found it
     // (the first of a note's sections carries the note's title).
-    function sectionLink(hit, marked, first) {
+    // ``where``: the note's place too, when another note among the hits has the same title.
+    function sectionLink(hit, marked, first, where) {
       var a = el("a", "search-result");
       a.href = hitHref(root, hit, landingWords(marked, [hit]));
       a.setAttribute("role", "option");
       if (first) a.appendChild(el("span", "hit-title", hit.title));
+      if (first && where) a.appendChild(el("span", "hit-where", hit.source + ": " + hit.path));
       var head = el("span", "hit-head");
       head.appendChild(el("span", "hit-breadcrumb", section(hit)));
       if (hit.ranks.bm25) head.appendChild(el("span", "badge badge-words", "words #" + hit.ranks.bm25));
@@ -118,11 +120,11 @@
 
     // A note's title once, its matching sections under it, then its other sections and the
     // copies of the same text elsewhere as plain links; ``marked``: the words their pages mark.
-    function noteGroup(hits, marked) {
+    function noteGroup(hits, marked, where) {
       var group = el("div", "search-group");
       group.setAttribute("role", "group");
       group.setAttribute("aria-label", hits[0].title);
-      hits.forEach(function (hit, i) { group.appendChild(sectionLink(hit, marked, i === 0)); });
+      hits.forEach(function (hit, i) { group.appendChild(sectionLink(hit, marked, i === 0, where)); });
       var extra = [];
       hits.forEach(function (hit) {
         (hit.more || []).forEach(function (m) {
@@ -174,7 +176,9 @@
       else if (data.weak) panel.appendChild(el("p", "search-weak", "Nothing in your notes matches these words; closest by meaning:"));
       // the landing page marks the words the snippets mark (as searched, without function words)
       var marked = data.marked && data.marked.length ? data.marked.join(" ") : query;
-      byNote(data.hits).forEach(function (hits) { panel.appendChild(noteGroup(hits, marked)); });
+      var groups = byNote(data.hits), notesTitled = Object.create(null);
+      groups.forEach(function (hits) { notesTitled[hits[0].title] = (notesTitled[hits[0].title] || 0) + 1; });
+      groups.forEach(function (hits) { panel.appendChild(noteGroup(hits, marked, notesTitled[hits[0].title] > 1)); });
       var all = el("a", "search-all", "All results for “" + query + "”");
       all.href = root + "search?q=" + encodeURIComponent(query);
       all.setAttribute("role", "option");

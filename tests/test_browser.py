@@ -53,8 +53,8 @@ def server(tmp_path_factory):
     work = tmp_path_factory.mktemp("portal")
     shutil.copytree(ROOT / "examples" / "notes", work / "notes")
     for year in ("2023", "2024"):  # two notes of one title, as a course's exercises year after year
-        (work / "notes" / "skola" / year).mkdir(parents=True)
-        (work / "notes" / "skola" / year / "cviceni.md").write_text(
+        (work / "notes" / "skola" / "kurz" / year).mkdir(parents=True)
+        (work / "notes" / "skola" / "kurz" / year / "cviceni.md").write_text(
             f"# Cvičení\n\nKrystalový oscilátor a jeho zapojení, ročník {year}.\n", encoding="utf-8")
     config = work / "portal.yaml"
     config.write_text("site:\n  title: Poznámky\nindex: data/index.sqlite\nembedding:\n  provider: local\n"
@@ -154,7 +154,7 @@ def test_notes_of_one_title_in_the_drop_down_say_where_they_are(server, browser)
     titles = page.locator("header .search-results .search-group .hit-title")
     expect(titles.first).to_have_text("Cvičení")
     where = page.locator("header .search-results .hit-where").all_inner_texts()
-    assert sorted(where) == ["notes: skola/2023/cviceni.md", "notes: skola/2024/cviceni.md"]
+    assert sorted(where) == ["notes: skola/kurz/2023/cviceni.md", "notes: skola/kurz/2024/cviceni.md"]
     assert titles.all_inner_texts().count("Cvičení") == 2
     page, first = typed(browser, server, "kolik vody na teh tarik")  # titles no other hit has
     assert page.locator("header .search-results .hit-where").count() == 0
@@ -278,6 +278,10 @@ def test_the_tree_opens_at_the_current_notes_folder(server, browser):
     one_line = folder.bounding_box()["height"]
     folder.evaluate("el => { el.textContent = el.title = '05.install_k8sdesktop_and_a_longer_name'; }")
     assert folder.bounding_box()["height"] == one_line  # a long name is cut short, not wrapped under its arrow
+    page.locator("#site-nav summary", has_text="skola").click()  # its only content, kurz/, opens with it
+    expect(page.locator("#site-nav summary", has_text="2024")).to_be_visible()
+    assert page.locator("#site-nav li.tree-folder > details[open] > summary").all_inner_texts() == [
+        "recepty", "napoje", "skola", "kurz"]
     page.locator("#site-nav summary", has_text="cestovani").click()  # a closed folder fills in when opened
     link = page.locator("#site-nav a", has_text="Vlaky Praha – Krkonoše")
     link.wait_for(state="visible")

@@ -293,6 +293,22 @@ def test_a_big_source_shows_its_folders_closed(tmp_path, monkeypatch):
     assert [d.get("open") for d in doc.iter("details")] == [None, None, None]
 
 
+def test_a_big_sources_folder_alone_in_its_parent_is_open(tmp_path, monkeypatch):
+    """A Grav wiki keeps every page under ``pages/``: that folder, and each folder alone in it down to
+    where the tree branches or holds notes, is open; the rest stay closed."""
+    from builder.render import toc
+
+    monkeypatch.setattr(toc, "OPEN_MAX", 2)
+    root = tmp_path / "notes"
+    for path in ("pages/kurz/a/n.md", "pages/kurz/b/n.md", "pages/kurz/b/c/n.md", "pages/kurz/n.md"):
+        write(root, path, f"# {path}\n")
+    config = make_config(tmp_path, {"notes": root})
+    build_and_render(config)
+    doc = parse_page(config.site.output / "notes/index.html")
+    shown = [(d.find("summary/span").text, d.get("open") is not None) for d in doc.iter("details")]
+    assert shown == [("pages/", True), ("kurz/", True), ("a/", False), ("b/", False), ("c/", False)]
+
+
 def test_every_page_carries_the_navigation_without_the_tree(tmp_path):
     root = linked_notes(tmp_path, {"a": ["b"], "b": []})
     write(root, "sub/c.md", "# C\n")

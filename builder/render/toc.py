@@ -167,10 +167,14 @@ def plan(env_fp: str, source_id: str, kind: str, notes: list[NoteInfo], entry_di
 def toc_page(source_id: str, kind: str, toc: TocPlan) -> Page:
     """The page's skeleton: each folder's note list is a marker that :func:`splice` replaces."""
 
-    def node(folder: Folder) -> dict[str, Any]:
+    def node(folder: Folder, lone: bool = False) -> dict[str, Any]:
         notes_html = _MARK.format(toc.folder_fps[folder.path]) if folder.notes else ""
+        # a folder alone beside nothing (``pages/`` holding a whole Grav wiki) is open: a click that
+        # shows nothing new would be the first thing every visit asks for
+        alone = len(folder.children) == 1 and not folder.notes
         return {"path": folder.path, "name": folder.name or source_id, "anchor": dir_anchor(folder.path),
-                "count": folder.count, "notes_html": notes_html, "children": [node(c) for c in folder.children]}
+                "count": folder.count, "notes_html": notes_html, "lone": lone,
+                "children": [node(c, alone) for c in folder.children]}
 
     tree = node(toc.root)
     context = {"source_id": source_id, "kind": kind, "note_count": toc.root.count,

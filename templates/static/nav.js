@@ -37,9 +37,11 @@
     else fetch(url, { cache: "no-cache" }).then(add, add);
   }
 
-  // One folder's contents: subfolders first (each a <details>), then its notes.
+  // One folder's contents: subfolders first (each a <details>), then its notes. A folder alone in
+  // its parent (``pages/`` holding a whole Grav wiki) opens with it: a click would show nothing else.
   function contents(tree, source, base, path, nav) {
     var list = el("ul", "tree");
+    var alone = (tree.d || []).length === 1 && !(tree.n || []).length;
     (tree.d || []).forEach(function (folder) {
       var name = folder[0], segment = folder[1], sub = folder[2];
       var folderPath = path ? path + "/" + name : name;
@@ -55,7 +57,7 @@
         details.appendChild(contents(sub, source, base + segment + "/", folderPath, nav));
       }
       details.addEventListener("toggle", function () { if (details.open) fill(); });
-      if (nav.folder === folderPath || nav.folder.indexOf(folderPath + "/") === 0) {
+      if (alone || nav.folder === folderPath || nav.folder.indexOf(folderPath + "/") === 0) {
         details.open = true;
         fill();
       }

@@ -32,6 +32,7 @@ from builder.core import urls
 from builder.core.slug import Slugger
 from builder.core.textdecode import decode_note
 from builder.parse import inline_text
+from builder.render.callouts import callout_plugin, grav_notice_plugin
 from builder.render.highlight import highlight_code
 from builder.render.links import Link
 
@@ -146,6 +147,8 @@ def make_renderer() -> MarkdownIt:
           .use(front_matter_plugin).enable(["table", "strikethrough"])
           .use(footnote_plugin).use(tasklists_plugin).use(deflist_plugin).use(table_alignment_plugin))
     wikilink_plugin(md, resolve=_wiki_href)
+    callout_plugin(md)
+    grav_notice_plugin(md)
     md.core.ruler.push("heading_ids", _heading_ids)
     md.core.ruler.push("note_links", _rewrite_links)
     md.add_render_rule("broken_image", _render_broken_image)

@@ -112,6 +112,22 @@ def test_each_link_knows_the_lines_it_is_written_on():
                              (20, "i.png"), (20, "j.png")]
 
 
+def test_grav_routes_find_notes_under_pages_when_the_source_is_the_folder_above(tmp_path):
+    """A Grav repository is its ``user/`` folder: its pages live in ``pages/`` and link each other
+    by route from there, without ordering prefixes. Elsewhere the same link stays broken."""
+    link = "Nainštalujte [Docker Desktop](/zkt/cvicenia/desktop#instalacia).\n"
+    grav, plain = tmp_path / "grav", tmp_path / "plain"
+    write(grav, "pages/05.zkt/cvicenia/01.desktop/item.md", "# Docker Desktop\n\n## Inštalácia\n")
+    write(grav, "pages/05.zkt/cvicenia/02.toolbox/item.md", "# Toolbox\n\n" + link)
+    write(plain, "zkt-docs/cvicenia/01.desktop/item.md", "# Docker Desktop\n")
+    write(plain, "toolbox.md", "# Toolbox\n\n" + link)
+    config = make_config(tmp_path, {"grav": grav, "plain": plain})
+    build_and_render(config)
+    toolbox = (config.site.output / "grav/pages/05.zkt/cvicenia/02.toolbox/item.html").read_text(encoding="utf-8")
+    assert 'href="../01.desktop/item.html#instalacia"' in toolbox
+    assert broken_link_counts(config.site.output) == {"plain": 1}  # a source with none is left out
+
+
 def test_broken_link_counts_for_status(tmp_path):
     root = tmp_path / "notes"
     write(root, "a.md", "# A\n\n[x](nic.md) [[ani]]\n\n[x](nic.md)\n")

@@ -43,6 +43,10 @@ _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _FRAGMENT_SAFE = "-._~!$&'()*+,;=:@/?"
 _ORDER_PREFIX = re.compile(r"^\d+\.")
 _DIR_PAGES = ("index.md", "readme.md", "_index.md")
+# Grav keeps its pages under ``pages/`` and links them by route from there, each folder without its
+# ordering prefix (``/zkt/cvicenia/desktop`` is ``pages/05.zkt/cvicenia/01.desktop/item.md``): an
+# absolute link that names no note of the source is looked for there too.
+GRAV_PAGES = "pages"
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,10 @@ class SourceNotes:
     @cached_property
     def lower_paths(self) -> dict[str, str]:
         return {p.lower(): p for p, _ in self.notes}
+
+    @cached_property
+    def top_folders(self) -> frozenset[str]:
+        return frozenset(p.partition("/")[0] for p, _ in self.notes if "/" in p)
 
     @cached_property
     def dir_pages(self) -> dict[str, str]:
@@ -175,6 +183,8 @@ def _href(src: SourceNotes, from_path: str, raw: str, *, image: bool) -> Link:
     if joined is None:
         return _outside(raw)
     note = _note_at(src, joined)
+    if note is None and path_part.startswith("/") and GRAV_PAGES in src.top_folders:
+        note = _note_at(src, f"{GRAV_PAGES}/{joined}")  # a Grav route: /zkt/cvicenia/desktop
     if note is not None and not image:
         return _note_link(src, note, unquote(fragment))
     return _attachment(src, joined, raw)

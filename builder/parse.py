@@ -157,7 +157,7 @@ def _read_loosely(content: str, problem: str) -> tuple[dict[str, Any], list[str]
         match = _LOOSE_LINE.fullmatch(line)
         value = _loose_value(match[2]) if match else None
         if match is None or value is None:
-            hidden = any(_UNPUBLISHED.fullmatch(line) for line in content.split("\n"))
+            hidden = any(_UNPUBLISHED.fullmatch(each) for each in content.split("\n"))
             return ({"published": False} if hidden else {}), [f"{problem}, indexed from the body"]
         data[match[1]] = value
     return data, [f"{problem}, read line by line as key: value"]

@@ -144,7 +144,6 @@ def _front_matter(tokens: list[Token], path: str) -> tuple[dict[str, Any], list[
 # in a plain value), ``title:Vetvenie`` (no space after the colon). Grav's wikis hold both.
 _LOOSE_LINE = re.compile(r"([A-Za-z_][\w-]*)[ \t]*:[ \t]*(.*?)[ \t]*")
 _YAML_SYNTAX = tuple("[]{}\"'|>&*!%@`#,")  # a value opening with one of these is YAML gone wrong, not text
-_UNPUBLISHED = re.compile(r"[ \t]*published[ \t]*:[ \t]*[\"']?(false|no|off)[\"']?[ \t]*", re.IGNORECASE)
 
 
 def _read_loosely(content: str, problem: str) -> tuple[dict[str, Any], list[str]]:
@@ -157,7 +156,8 @@ def _read_loosely(content: str, problem: str) -> tuple[dict[str, Any], list[str]
         match = _LOOSE_LINE.fullmatch(line)
         value = _loose_value(match[2]) if match else None
         if match is None or value is None:
-            hidden = any(_UNPUBLISHED.fullmatch(each) for each in content.split("\n"))
+            hidden = any(found[1] == "published" and _is_false(found[2].strip("\"'"))
+                         for found in map(_LOOSE_LINE.fullmatch, content.split("\n")) if found)
             return ({"published": False} if hidden else {}), [f"{problem}, indexed from the body"]
         data[match[1]] = value
     return data, [f"{problem}, read line by line as key: value"]

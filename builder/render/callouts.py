@@ -74,10 +74,12 @@ def _callouts(state: Any) -> None:
     i = 0
     while i < len(tokens) - 2:
         opening, paragraph, inline = tokens[i], tokens[i + 1], tokens[i + 2]
+        i += 1
+        if opening.type != "blockquote_open" or paragraph.type != "paragraph_open" or inline.type != "inline":
+            continue
         first, _, rest = inline.content.partition("\n")
-        found = _MARKER.fullmatch(first.strip()) if inline.type == "inline" else None
-        if opening.type != "blockquote_open" or paragraph.type != "paragraph_open" or found is None:
-            i += 1
+        found = _MARKER.fullmatch(first.strip())
+        if found is None:
             continue
         kind, fold, title = found[1].lower(), found[2], found[3].strip()
         closing = next(t for t in tokens[i + 1:] if t.type == "blockquote_close" and t.level == opening.level)
@@ -89,10 +91,9 @@ def _callouts(state: Any) -> None:
             inline.content = rest
             for token in (paragraph, inline):
                 token.map = [line + 1, token.map[1]] if token.map else None
-            tokens[i + 1:i + 1] = header
+            tokens[i:i] = header
         else:
-            tokens[i + 1:i + 4] = header
-        i += 1
+            tokens[i:i + 3] = header
 
 
 def _grav_notice(state: Any, start: int, end: int, silent: bool) -> bool:
@@ -107,7 +108,8 @@ def _grav_notice(state: Any, start: int, end: int, silent: bool) -> bool:
     saved, last, last_empty = [], start, False
     while last < end:
         saved.append((state.bMarks[last], state.tShift[last], state.sCount[last]))
-        if _grav_level(state, last) == level:  # the text after the marks (and one space), as in a blockquote
+        here = _grav_level(state, last)
+        if here == level:  # the text after the marks (and one space), as in a blockquote
             pos = state.bMarks[last] + state.tShift[last] + level
             if pos < state.eMarks[last] and state.src[pos] in " \t":
                 pos += 1
@@ -115,7 +117,7 @@ def _grav_notice(state: Any, start: int, end: int, silent: bool) -> bool:
             indent = len(text) - len(text.lstrip(" \t"))
             state.bMarks[last], state.tShift[last], state.sCount[last] = pos, indent, indent
             last_empty = not text.strip()
-        elif (last_empty or state.isEmpty(last) or _grav_level(state, last) is not None
+        elif (last_empty or state.isEmpty(last) or here is not None
               or any(rule(state, last, end, True) for rule in terminators)):
             saved.pop()
             break

@@ -91,10 +91,6 @@ class SourceNotes:
         return {p.lower(): p for p, _ in self.notes}
 
     @cached_property
-    def top_folders(self) -> frozenset[str]:
-        return frozenset(p.partition("/")[0] for p, _ in self.notes if "/" in p)
-
-    @cached_property
     def dir_pages(self) -> dict[str, str]:
         """Folder (as written, and without ordering prefixes) → the note that is its page."""
         folders: dict[str, list[str]] = {}
@@ -183,7 +179,7 @@ def _href(src: SourceNotes, from_path: str, raw: str, *, image: bool) -> Link:
     if joined is None:
         return _outside(raw)
     note = _note_at(src, joined)
-    if note is None and path_part.startswith("/") and GRAV_PAGES in src.top_folders:
+    if note is None and path_part.startswith("/"):
         note = _note_at(src, f"{GRAV_PAGES}/{joined}")  # a Grav route: /zkt/cvicenia/desktop
     if note is not None and not image:
         return _note_link(src, note, unquote(fragment))

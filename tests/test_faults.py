@@ -56,6 +56,8 @@ from tests.test_git import (
     source_row,
 )
 
+pytestmark = pytest.mark.slow
+
 PROJECT = Path(__file__).resolve().parents[1]
 # Fixtures shared with those modules: `git daemon` on 127.0.0.1, git without the user's config, and
 # a time bound on every test (SIGALRM), so that a build that hangs or spins fails instead of waiting.

@@ -438,6 +438,7 @@ def test_changing_the_scope_rescans_the_clone_without_fetching(tmp_path: Path, g
 # ---------------------------------------------------------------- 3. a host that never answers
 
 
+@pytest.mark.slow
 def test_a_remote_that_never_answers_times_out_and_the_folder_source_is_indexed(
         tmp_path: Path, notes_dir: Path, silent_server: SilentServer) -> None:
     config = make_config(tmp_path, f"""
@@ -462,6 +463,7 @@ def test_a_remote_that_never_answers_times_out_and_the_folder_source_is_indexed(
     assert row.last_error_at is not None
 
 
+@pytest.mark.slow
 def test_a_timeout_kills_git_and_its_helpers_and_ssh_runs_in_batch_mode(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_ssh = tmp_path / "fake-ssh"

@@ -94,6 +94,7 @@ QUESTIONS: list[tuple[str, dict[str, Any], list[str]]] = [  # tool, its argument
 ]
 
 
+@pytest.mark.slow
 def test_stdio_lists_the_tools_and_each_answers_as_the_cli_does(portal, capsys, tmp_path):
     async def talk(client: Client) -> tuple[Any, list[Any]]:
         listed = await client.list_tools()
@@ -394,6 +395,7 @@ def test_http_with_a_key_needs_it(portal, tmp_path):
     assert [h["path"] for h in bearer.structured_content["hits"]] == ["cestovani/snezka.md"]
 
 
+@pytest.mark.slow
 def test_serve_mounts_mcp_unless_told_not_to(portal, tmp_path):
     """``notes-portal serve`` as a user starts it: /mcp answers a POST; with --no-mcp it does not."""
     for flags, expected in (([], 200), (["--no-mcp"], 405)):  # 405: only the site (GET) is there

@@ -100,6 +100,7 @@ def test_headings_read_without_the_inline_pass_are_those_of_a_whole_parse():
         "HTML and alt **text** and [[Wiki|label]]", "Trailing hashes"]
 
 
+@pytest.mark.slow
 def test_the_index_reads_every_corpus_note_s_headings_as_a_whole_parse_does():
     notes = sorted(require_shared(SHARED / "corpora").rglob("*.md"))
     assert len(notes) > 500

@@ -19,6 +19,8 @@ import pytest
 
 from tests.conftest import FakeOllama, ollama_yaml, write_config, write_note
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = "čaj voda vlak hory záloha server síť projekt kniha recept trasa výlet python funkce".split()
 # tqdm's bar: "embedding:  41%|████      | 112/272 [00:00<00:01, 143.27chunk/s]"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from builder.core import urls
 from builder.render.broken import broken_link_counts
 from tests.conftest import DIMS, HashEmbedder, ollama_yaml, require_shared
@@ -20,6 +22,8 @@ from tests.test_render_helpers import (
     make_config,
     open_index,
 )
+
+pytestmark = pytest.mark.slow
 
 
 def assert_chunk_anchors_on_pages(config, ids: dict[str, set[str]]) -> int:

@@ -200,6 +200,7 @@ def test_a_change_reaches_the_pictures_two_links_away_and_no_further(tmp_path):
 EDITS = ("link", "unlink", "retitle", "add", "delete", "body")
 
 
+@pytest.mark.slow
 def test_incremental_renders_equal_a_fresh_render_through_random_edits(tmp_path):
     """Whatever is edited, the pictures, backlinks, trees, tables of contents, graph and broken-links
     pages of an incremental render are those of a fresh render of the same notes."""

@@ -15,12 +15,20 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_browser, require_module
-from tests.test_browser import browser, server  # noqa: F401  (the real server on the example notes)
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 DARK_BACKGROUND = "rgb(21, 23, 26)"
+
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def server(examples_server: str) -> str:
+    """The example notes, served (built once per session)."""
+    return examples_server
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -36,7 +44,7 @@ def shots(tmp_path_factory) -> Path:
     return target
 
 
-def open_page(browser, url: str, viewport: dict[str, int], *, dark: bool = False):  # noqa: F811
+def open_page(browser, url: str, viewport: dict[str, int], *, dark: bool = False):
     context = browser.new_context(viewport=viewport, device_scale_factor=1, reduced_motion="reduce",
                                   color_scheme="dark" if dark else "light")
     page = context.new_page()
@@ -54,7 +62,7 @@ def background(page) -> str:
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_note_page_on_a_desktop(server, browser, shots, dark):  # noqa: F811
+def test_note_page_on_a_desktop(server, browser, shots, dark):
     context, page = open_page(browser, f"{server}/notes/recepty/teh-tarik.html", DESKTOP, dark=dark)
     page.locator("#site-nav a[aria-current=page]").wait_for()
     nav, main, toc = (page.locator(s).bounding_box() for s in ("#site-nav", ".note-main", "aside.page-toc"))
@@ -67,7 +75,7 @@ def test_note_page_on_a_desktop(server, browser, shots, dark):  # noqa: F811
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_note_page_on_a_phone(server, browser, shots, dark):  # noqa: F811
+def test_note_page_on_a_phone(server, browser, shots, dark):
     context, page = open_page(browser, f"{server}/notes/recepty/teh-tarik.html", PHONE, dark=dark)
     assert no_horizontal_scroll(page)
     assert (background(page) == DARK_BACKGROUND) == dark
@@ -82,7 +90,7 @@ def test_note_page_on_a_phone(server, browser, shots, dark):  # noqa: F811
     context.close()
 
 
-def test_links_view_and_graph_page(server, browser, shots):  # noqa: F811
+def test_links_view_and_graph_page(server, browser, shots):
     context, page = open_page(browser, f"{server}/notes/projekty/sauter-bus.html", DESKTOP)
     view = page.locator(".links-view")
     view.scroll_into_view_if_needed()
@@ -96,7 +104,7 @@ def test_links_view_and_graph_page(server, browser, shots):  # noqa: F811
 
 
 @pytest.mark.parametrize("viewport, dark", [(DESKTOP, False), (PHONE, True)], ids=["desktop", "phone-dark"])
-def test_table_of_contents_with_its_filter(server, browser, shots, viewport, dark):  # noqa: F811
+def test_table_of_contents_with_its_filter(server, browser, shots, viewport, dark):
     context, page = open_page(browser, f"{server}/notes/index.html", viewport, dark=dark)
     assert page.locator("details.toc-dir").count() == 15 and no_horizontal_scroll(page)
     page.screenshot(path=str(shots / f"toc-{'phone-dark' if dark else 'desktop'}.png"))
@@ -108,7 +116,7 @@ def test_table_of_contents_with_its_filter(server, browser, shots, viewport, dar
 
 
 @pytest.mark.parametrize("viewport, dark", [(DESKTOP, False), (PHONE, True)], ids=["desktop", "phone-dark"])
-def test_search_as_you_type(server, browser, shots, viewport, dark):  # noqa: F811
+def test_search_as_you_type(server, browser, shots, viewport, dark):
     context, page = open_page(browser, f"{server}/notes/en/ddia-notes.html", viewport, dark=dark)
     page.keyboard.press("Control+k")
     page.keyboard.type("kolik vody na teh tarik", delay=20)
@@ -119,7 +127,7 @@ def test_search_as_you_type(server, browser, shots, viewport, dark):  # noqa: F8
     context.close()
 
 
-def test_home_tag_and_broken_links_pages(server, browser, shots):  # noqa: F811
+def test_home_tag_and_broken_links_pages(server, browser, shots):
     context, page = open_page(browser, f"{server}/index.html", DESKTOP)
     assert page.locator(".broken-summary a").inner_text() == "2 broken links"  # on purpose: see the README
     page.screenshot(path=str(shots / "home.png"))

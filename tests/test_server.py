@@ -398,7 +398,7 @@ def test_a_fresh_server_answers_concurrent_first_queries_with_vectors(portal, fa
     import urllib.parse
     import urllib.request
 
-    from tests.test_browser import free_port
+    from tests.conftest import free_port
 
     text = portal.path.read_text().replace("http://127.0.0.1:9", fake_ollama.url)
     portal.path.write_text(text)

@@ -16,7 +16,7 @@ from builder.core.config import load_config
 from server.app import create_app
 from server.sync_api import sync_routes
 from tests.conftest import HashEmbedder, ollama_yaml, require_browser
-from tests.test_browser import CHROMIUM_ARGS
+from tests.conftest import CHROMIUM_ARGS
 from tests.test_server import build_and_render
 from tests.test_server_live import live_server
 
@@ -148,6 +148,7 @@ def _watch(page, errors: list[str]) -> None:
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
 
 
+@pytest.mark.slow
 def test_the_search_box_asks_to_sign_in_and_works_after_it(app, browser):
     with live_server(app) as (host, port):
         base = f"http://{host}:{port}"
@@ -176,6 +177,7 @@ def test_the_search_box_asks_to_sign_in_and_works_after_it(app, browser):
         assert len(errors) == 1
 
 
+@pytest.mark.slow
 def test_the_results_page_signs_in_without_javascript(app, browser):
     with live_server(app) as (host, port):
         base = f"http://{host}:{port}"

@@ -21,6 +21,8 @@ from urllib.parse import quote, unquote
 import uvicorn
 from starlette.types import ASGIApp
 
+import pytest
+
 from builder.core.config import Config
 from builder.sync import build
 from builder.synclog import SyncLog
@@ -161,6 +163,7 @@ def _edit(notes_dir: Path, round_no: int) -> set[str]:
     return set()
 
 
+@pytest.mark.slow
 def test_readers_during_writes_never_fail_and_hits_lead_to_pages(config_for, quiet_log, notes_dir):
     """24 rounds: a build (incremental edits, additions, deletions; every sixth --full) while 16 clients
     search and open the hits, then, with builds paused, 16 clients check that every hit's page exists."""

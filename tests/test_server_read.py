@@ -45,6 +45,7 @@ class SlowEmbedder(HashEmbedder):
         return super().embed_query(text)
 
 
+@pytest.mark.slow
 def test_a_slow_query_embedder_does_not_use_up_the_sql_time_limit(config_for, quiet_log, notes_dir):
     """The embedding took 0.6 s of a 0.3 s SQL limit, and the search's SQL after it was interrupted: 503."""
     for i in range(200):  # 10,000 chunks: the SQL after the embedding runs long enough to be interrupted

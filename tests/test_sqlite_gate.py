@@ -14,6 +14,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 PROJECT = Path(__file__).resolve().parents[1]
 
 CHILD = textwrap.dedent("""
@@ -46,6 +48,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_threads_opening_and_closing_one_file_never_deadlock(tmp_path):
     proc = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / "gate.sqlite"), "4"], cwd=PROJECT,
                           capture_output=True, text=True, timeout=30)

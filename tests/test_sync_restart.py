@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from builder.core.index.jobqueue import JobQueue
 from tests.conftest import FakeOllama
 from tests.sync_support import (
@@ -35,6 +37,8 @@ from tests.test_git import (
     free_port,
     isolated_git,  # noqa: F401 (autouse: no user git config, a fixed identity)
 )
+
+pytestmark = pytest.mark.slow
 
 PROJECT = Path(__file__).resolve().parents[1]
 DIMS = 32

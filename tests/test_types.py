@@ -7,11 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import require_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_mypy_finds_no_errors():
     require_module("mypy", "the dev extra: pip install -e '.[dev]'")
     checked = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary", "--cache-dir", "/dev/null"],

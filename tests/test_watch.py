@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from builder.core.config import Config, load_config
 from builder.jobs import JobRunner
 from builder.sync import build
@@ -17,6 +19,8 @@ from tests.conftest import HashEmbedder, write_config, write_note
 from tests.sync_support import make_portal, wait_for
 from tests.test_git import isolated_git  # noqa: F401 (autouse: no user git config, a fixed identity)
 from tests.test_sync_restart import PROJECT, call, free_port, serving
+
+pytestmark = pytest.mark.slow
 
 FTS_ONLY = "embedding:\n  provider: none\n"
 

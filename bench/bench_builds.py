@@ -1,15 +1,17 @@
 """Build figures of ``bench/run.py``: the real CLI (``notes-portal build``) in a fresh process each time.
 
 First builds (fresh index and site), no-op builds, one note changed (a body edit and a heading
-edit: indexed and re-rendered), a first build with the local model, and kemt-wiki's full render
-through ``bench/render_bench.py``'s own functions.
+edit: indexed and re-rendered), a first build with the local model, kemt-wiki's full render
+through ``bench/render_bench.py``'s own functions, and the every-minute build with git sources.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -17,12 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_corpus import Pools, edit_body, edit_heading, make_notes, note_path
+from bench_corpus import Pools, edit_body, edit_heading, make_notes, note_path, word_notes
 from bench_env import Run, cli, index_mb, run_measured, size_mb, summary
 
 Edit = Callable[[Path, int], None]
 EDITS: dict[str, Edit] = {"body": edit_body, "heading": edit_heading}
 EDITED_NOTE = 70  # a note of the larger source (``work``)
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+                "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
 
 
 @dataclass(frozen=True)
@@ -206,3 +210,45 @@ def kemt_render(work: Path, runs: int) -> dict[str, Any]:
         notes = int(reports[0]["notes"])
         out[kind] = {"seconds": seconds, "notes": notes, "notes_per_s": notes / seconds["median"]}
     return out
+
+
+def _git(*args: str, cwd: Path | None = None) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **GIT_IDENTITY})
+
+
+def _git_repo(work: Path, name: str, notes: int, seed: int) -> tuple[Path, Path]:
+    """A working copy of ``notes`` notes pushed to a bare repository; returns (working copy, bare)."""
+    tree, bare = work / "work" / name, work / "served" / f"{name}.git"
+    word_notes(tree, notes, seed=seed)
+    _git("init", "--quiet", "-b", "main", str(tree))
+    _git("add", "--all", cwd=tree)
+    _git("commit", "--quiet", "-m", "notes", cwd=tree)
+    _git("init", "--quiet", "--bare", "-b", "main", str(bare))
+    _git("push", "--quiet", str(bare), "main", cwd=tree)
+    return tree, bare
+
+
+def git_builds(work: Path, notes: int, repo_notes: int, runs: int) -> dict[str, Any]:
+    """The every-minute build with three git sources (bare repositories of ``repo_notes`` notes over
+    ``file://``) beside a folder of ``notes``, provider none, no site: a first build, ``runs`` no-op
+    builds, and ``runs`` builds each after one note was committed and pushed (untimed) to one repository."""
+    work.mkdir(parents=True)
+    word_notes(work / "notes", notes)
+    repos = [_git_repo(work, f"repo{i}", repo_notes, seed=10 + i) for i in range(3)]
+    sources = "".join(f"  repo{i}:\n    git: file://{bare}\n" for i, (_, bare) in enumerate(repos))
+    config = work / "portal.yaml"
+    config.write_text("index: data/index.sqlite\nembedding:\n  provider: none\n"
+                      f"sources:\n{sources}  notes:\n    folder: notes\n", encoding="utf-8")
+    command = [*cli(), "build", "--config", str(config)]
+    first = run_measured(command)
+    noop = [run_measured(command) for _ in range(runs)]
+    tree, bare = repos[1]
+    target = tree / "topic3" / "sub3" / "note3.md"
+    pushed = []
+    for run in range(runs):
+        target.write_text(target.read_text(encoding="utf-8") + f"\nzměna {run}\n", encoding="utf-8")
+        _git("commit", "--quiet", "-am", f"change {run}", cwd=tree)
+        _git("push", "--quiet", str(bare), "main", cwd=tree)
+        pushed.append(run_measured(command))
+    return {"notes": notes, "repo_notes": repo_notes, "first_s": first.seconds,
+            "noop": _measured(noop), "pushed": _measured(pushed)}

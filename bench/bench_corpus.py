@@ -7,6 +7,9 @@ matter (title, tags, sometimes dates), an H1, two to five H2 sections (some with
 other notes, and in some notes a code fence or a table. Notes live in two folder sources
 (``work`` 60 %, ``home`` 40 %), two or three folder levels deep; about half the notes are Slovak,
 40 % Czech and 10 % English. The same seed and the same shared corpora give byte-identical notes.
+
+:func:`word_notes` is the older, plainer corpus (random Czech words, three sections a note) of the
+git-source and watch-mode figures, kept so that they compare with what was measured on it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ _SUB = ("docker", "kubernetes", "python", "zálohy", "sieť", "linux", "git", "c
 _TAGS = ("docker", "k8s", "python", "git", "linux", "sieť", "škola", "cvičenie", "recepty", "zálohy",
          "homelab", "knihy", "osobní", "projekty", "todo", "howto", "english", "čaj", "hory", "vlaky")
 _LANG_SHARE = (("sk", 0.5), ("cs", 0.4), ("en", 0.1))
+_WORDS = ("čaj voda mléko vlak hory záloha server docker síť projekt sběrnice poznámka kniha recept "
+          "trasa výlet git větev commit python funkce seznam tabulka").split()
 
 
 @dataclass
@@ -182,3 +187,16 @@ def edit_heading(path: Path, run: int) -> None:
     at = found[-1]
     lines[at] = re.sub(r" v\d+$", "", lines[at]) + f" v{run}"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def word_notes(root: Path, notes: int, seed: int = 7) -> None:
+    """``notes`` notes of random Czech words under ``root/topicN/subM/``: front matter, an H1 and three
+    sections of 60 words each (needs no shared corpora)."""
+    rng = random.Random(seed)
+    for i in range(notes):
+        path = root / f"topic{i % 20}" / f"sub{i % 7}" / f"note{i}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sections = "\n\n".join(f"## Sekce {s}\n\n" + " ".join(rng.choice(_WORDS) for _ in range(60))
+                               for s in range(3))
+        path.write_text(f"---\ntitle: Poznámka {i}\ntags: [t{i % 9}]\n---\n# Poznámka {i}\n\n{sections}\n",
+                        encoding="utf-8")

@@ -9,8 +9,6 @@ every module of every fresh process from source.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
 import platform
@@ -77,19 +75,6 @@ def check_children() -> dict[str, str]:
     if not all(Path(f).resolve().is_relative_to(ROOT) for f in out):
         raise SystemExit(f"child processes import another checkout: {out} (expected {ROOT})")
     return {"builder": out[0], "server": out[1], "cli": " ".join(cli())}
-
-
-def query_bench_parser(doc: str) -> argparse.ArgumentParser:
-    """The arguments every query bench takes: ``--config`` (a built portal) and ``--queries``."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--config", required=True, type=Path, help="a built portal's config")
-    parser.add_argument("--queries", required=True, type=Path, help="a JSONL file with a 'query' per line")
-    return parser
-
-
-def read_queries(path: Path) -> list[str]:
-    """The ``query`` of each line of a JSONL file such as ``../shared/eval/dev.jsonl``."""
-    return [json.loads(line)["query"] for line in path.read_text("utf-8").splitlines() if line.strip()]
 
 
 def summary(values: Sequence[float]) -> dict[str, float]:

@@ -102,6 +102,14 @@ def rows(results: dict[str, Any]) -> list[Row]:
                             + f"{r.get('weak', '—')}"))
         out.append(_row("server RSS (`notes-portal serve`)", size, f"{serve['peak_rss_mb']:.0f} MB peak", "",
                         f"{serve['rss_mb']:.0f} MB at the end"))
+    git = results.get("git")
+    if git:
+        size = f"3 git × {_n(git['repo_notes'])} + {_n(git['notes'])} notes"
+        out.append(_row("git sources: first build (CLI)", size, _s(git["first_s"]), "", "one run"))
+        for key, text in (("noop", "git sources: no-op build (CLI)"),
+                          ("pushed", "git sources: one note pushed to one repository (CLI)")):
+            r = git[key]
+            out.append(_row(text, size, _s(r["seconds"]["median"]), _s(r["seconds"]["p95"]), _runs(r)))
     return out
 
 
@@ -113,7 +121,8 @@ def markdown(table: list[Row]) -> str:
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 11's targets, each with the measured figure and whether it is met (None: not measured)."""
+    """Issue 11's targets and the git sources' own, each with the measured figure and whether it is met
+    (None: not measured)."""
     builds, queries, serve = results.get("builds", {}), results.get("queries", {}), results.get("serve")
     big, q100 = builds.get("10000"), queries.get("100000")
     kemt = results.get("kemt_render", {}).get("cache_kept")
@@ -145,6 +154,9 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     check("8 clients at 100,000 chunks ≥ 60 hybrid req/s", eight and eight["rps"], "req/s", 60.0, False)
     check("8 clients: zero errors", eight and eight["errors"], "errors", 0, True)
     check("server RSS at 100,000 chunks (peak, VmHWM) ≤ 250 MB", full and full["peak_rss_mb"], "MB", 250.0, True)
+    git = results.get("git")
+    check("no-op build with 3 git sources beside a folder (median) ≤ 0.5 s",
+          git and git["noop"]["seconds"]["median"], "s", 0.5, True)
     return out
 
 

@@ -3,9 +3,11 @@
     python bench/run.py [--quick] [--json out.json]
     python bench/run.py --steps builds --notes 10000 --runs 5     # re-measure some rows only
     python bench/run.py --steps queries,serve --chunks 100000
+    python bench/run.py --steps git --runs 15                        # the every-minute build, git sources
 
 Steps: ``builds`` (generated corpus, CLI builds), ``local`` (first build with the local model),
-``render`` (kemt-wiki full renders), ``queries`` (in-process, beside vec0), ``serve`` (HTTP load).
+``render`` (kemt-wiki full renders), ``queries`` (in-process, beside vec0), ``serve`` (HTTP load),
+``git`` (three git sources beside a folder: no-op and one note pushed).
 
 What it measures (``docs/BENCHMARKS.md`` has a full run and the targets it is judged against):
 
@@ -19,6 +21,8 @@ What it measures (``docs/BENCHMARKS.md`` has a full run and the targets it is ju
 - in-process query latency per mode at 1,000 / 10,000 / 100,000 chunks (``bench/server_load.py``'s
   synthetic index), each beside a ``vec0`` scan of the same vectors in the same run;
 - ``notes-portal serve`` at 100,000 chunks under 8 clients (``server_load.load``), and its peak RSS;
+- the every-minute build with three git sources (200 notes each, ``file://``) beside a 1,000-note
+  folder: no-op builds, and builds after one note was pushed (``bench_builds.git_builds``);
 - index and site sizes on disk, peak RSS of the builds.
 
 The machine is shared and noisy: every figure is repeated, and the load average is printed at
@@ -70,13 +74,17 @@ class Plan:
     serve_chunks: int  # the index the HTTP load runs against
     requests: int  # requests per 8-client load row
     repeats: int  # 8-client hybrid rows
+    git_notes: int  # the folder beside the three git sources
+    git_repo_notes: int  # notes in each git source
 
 
 FULL = Plan(notes=(1000, 10000), first_runs=3, runs=11, local_notes=200, local_runs=2, render_runs=5,
-            chunks=(1000, 10000, 100000), rounds=3, dev_queries=0, serve_chunks=100000, requests=320, repeats=3)
+            chunks=(1000, 10000, 100000), rounds=3, dev_queries=0, serve_chunks=100000, requests=320, repeats=3,
+            git_notes=1000, git_repo_notes=200)
 QUICK = Plan(notes=(300, 1000), first_runs=1, runs=3, local_notes=40, local_runs=1, render_runs=1,
-             chunks=(1000, 10000), rounds=1, dev_queries=20, serve_chunks=10000, requests=80, repeats=1)
-STEPS = ("builds", "local", "render", "queries", "serve")
+             chunks=(1000, 10000), rounds=1, dev_queries=20, serve_chunks=10000, requests=80, repeats=1,
+             git_notes=300, git_repo_notes=50)
+STEPS = ("builds", "local", "render", "queries", "serve", "git")
 
 
 class Progress:
@@ -163,7 +171,8 @@ def main() -> int:
                         help=f"comma-separated steps to run (default: all of {','.join(STEPS)})")
     parser.add_argument("--notes", help="comma-separated corpus sizes for the builds (overrides the plan's)")
     parser.add_argument("--chunks", help="comma-separated index sizes for the queries (overrides the plan's)")
-    parser.add_argument("--runs", type=int, help="no-op and one-note builds per size and kind (overrides)")
+    parser.add_argument("--runs", type=int, help="no-op and one-note builds per size and kind, and git builds "
+                        "per kind (overrides)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (printed) for a look after")
     args = parser.parse_args()
     steps = set(args.steps.split(","))
@@ -191,7 +200,7 @@ def main() -> int:
         prepare_children(work / "pycache")
         info["children"] = check_children()
         say(f"children import {info['children']['builder']}; builds run {info['children']['cli']}")
-        if steps & {"builds", "local"}:
+        if steps & {"builds", "local", "git"}:
             bench_builds.warm_up(work / "warm-up", load_pools())
         if "builds" in steps:
             run_builds(plan, work, results, say)
@@ -205,6 +214,10 @@ def main() -> int:
         serve_config = run_queries(plan, work, results, say) if "queries" in steps else None
         if "serve" in steps:
             run_serve(plan, work, serve_config, results, say)
+        if "git" in steps:
+            say(f"3 git sources of {plan.git_repo_notes} notes + {plan.git_notes:,} notes: {plan.runs} no-op builds, "
+                f"{plan.runs} after a push")
+            results["git"] = bench_builds.git_builds(work / "git", plan.git_notes, plan.git_repo_notes, plan.runs)
     finally:
         if args.keep:
             say(f"work folder kept: {work}")
@@ -223,7 +236,7 @@ def main() -> int:
     print(f"load average (1, 5, 15 min): {info['load_start']} at the start, {info['load_end']} at the end")
     print(f"steps: {', '.join(info['steps'])}; code: {info.get('children', {}).get('builder', '?')}\n")
     print(bench_report.markdown(table))
-    print("\nTargets (issue 11):")
+    print("\nTargets (issue 11; the git sources' own):")
     print(bench_report.verdicts(checks))
     if args.json:
         args.json.write_text(json.dumps({**info, "results": results, "table": table, "targets": checks},

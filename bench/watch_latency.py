@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from noop_build import make_corpus  # noqa: E402  (a sibling script, not a package)
+from bench_corpus import word_notes  # a sibling module, not a package
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "builder.cli"]
@@ -89,7 +89,7 @@ def main() -> None:
     server = None
     try:
         notes = work / "notes"
-        make_corpus(notes, args.notes)
+        word_notes(notes, args.notes)
         watch = f"watch:\n  debounce: {args.debounce}\n" if args.debounce is not None else ""
         config = work / "portal.yaml"
         config.write_text(f"index: data/index.sqlite\nsite:\n  output: site\nembedding:\n  provider: local\n{watch}"

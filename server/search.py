@@ -197,7 +197,7 @@ def _any_word(conn: Connection, terms: list[Term], stems: bool, source: str | No
 
     On a large index a question's common words (``hodnota``, ``typ``) are each in thousands of
     chunks, and FTS5 scores every chunk that holds any word (over the dev queries at 100,000 chunks
-    the query's p95 was 47 ms, 24 ms with the split: ``bench/common_terms.py``).
+    the query's p95 was 47 ms, 24 ms with the split: docs/BENCHMARKS.md).
     When the query also has rarer words, a chunk must hold one of those (Lucene's common-terms
     query): the common words still count in every score, and the answer is exactly the reference
     query's best chunks among those that hold a rare word. Two statements give it, each scoring

@@ -61,7 +61,7 @@ class _Candidates:
     """The candidate words of an index by first letter (the ``MAX_CANDIDATES`` most frequent, by
     length), kept while the index's content is the same: reading the words from ``chunks_vocab``
     again for each word no note holds cost ~240 ms per pass over the dev queries at 100,000 chunks
-    (``bench/respell_passes.py``), 2 ms once the lists are kept.
+    (docs/BENCHMARKS.md), 2 ms once the lists are kept.
     One list per letter (at most 26: only ASCII words are corrected, ≤ ~1 MB each) serves every
     length, so a long-running server reads each letter once per content version."""
 

@@ -3,7 +3,7 @@
 sqlite-vec's ``vec0`` scans every vector from the database pages on each query: about
 1 µs a vector (median 3.5 ms at 3,000 chunks, 10.4 ms at 10,000, 60–110 ms at 100,000), where
 this copy, re-scoring included, takes 2.2 ms at 3,000 and 3.1 ms at 10,000 (the whole
-``/api/search`` path at 10,000 chunks: p50 60.4 → 49.8 ms, ``bench/search_ab.py --mode
+``/api/search`` path at 10,000 chunks: p50 60.4 → 49.8 ms, ``bench/ab.py search --mode
 app-hybrid``). From ``MIN_VECTORS`` on (below it ``vec0`` is as fast as the copy's own
 re-scoring) the long-running server keeps each
 vector in one byte per dimension (each dimension quantized to 256 steps over its
@@ -11,7 +11,7 @@ own range: 38 MB per 100,000 vectors of 384 dimensions instead of 154 MB as
 float32), scans that with numpy, and re-scores its best candidates
 exactly from ``chunk_vectors`` by id (:func:`rescored`), so the answer is the exact
 nearest ``k`` (over the dev set's real vectors, the quantized order's best 100 held
-the exact best 50 for every query: ``bench/vector_quantization.py``). The scan reads a
+the exact best 50 for every query: docs/BENCHMARKS.md). The scan reads a
 quarter of the bytes, so it is no slower than float32.
 
 SQLite stays the only source of truth: the copy is reloaded, in the background,
@@ -77,7 +77,7 @@ class _Snapshot:
     def scores(self, query: np.ndarray, helpers: ThreadPoolExecutor | None = None, parts: int = 1) -> np.ndarray:
         """Every row's quantized vector times ``query`` (up to a constant). With ``helpers``, their
         threads score ``parts - 1`` parts of the rows while this one scores the first (numpy lets go
-        of the GIL: ``bench/knn_threads.py`` at 100,000 rows, scan and re-scoring 7.5 ms instead of 10.8)."""
+        of the GIL; at 100,000 rows, scan and re-scoring 7.5 ms instead of 10.8: docs/BENCHMARKS.md)."""
         import numpy as np
 
         weights = (query * self.step).astype(np.float32)

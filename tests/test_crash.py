@@ -1,5 +1,5 @@
 """Crash anywhere, the fast subset: a build SIGKILLed at chosen moments over a small generated corpus
-must converge after one recovery build (``bench/crash_anywhere.py`` holds the harness and runs the
+must converge after one recovery build (``tests/crash_harness.py`` holds the harness and runs the
 full set over a real corpus).
 
 Each case changes the notes, dry-runs the build to number its project calls, kills the same build at
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import crash_anywhere as crash
-from bench.crash_notes import make_corpus
+from tests import crash_harness as crash
 from tests.conftest import FakeOllama, ollama_yaml
+from tests.crash_notes import make_corpus
 
 pytestmark = pytest.mark.slow
 

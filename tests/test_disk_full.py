@@ -8,7 +8,6 @@ build's process instead (``SIGXFSZ`` ignored, so a write past the cap fails with
 CLI in a subprocess, so its exit code and stderr are what cron would see. Embeddings come from the
 stand-in Ollama of ``conftest.FakeOllama``, a real HTTP server on 127.0.0.1 speaking
 ``POST /api/embed``; the search server is the real Starlette app through ``TestClient``.
-``python bench/disk_full.py`` runs the same scenarios repeatedly and prints a table.
 """
 
 from __future__ import annotations

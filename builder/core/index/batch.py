@@ -107,7 +107,7 @@ def before_deleting(conn: Connection, where: str, params: dict[str, Any]) -> Non
 def merge_words(conn: Connection) -> None:
     """Merge ``chunks_fts`` into one segment (FTS5's ``optimize``). Each commit adds a segment and
     FTS5's own merging leaves several; a query looks each word up in every one. After a first build
-    of 10,000 notes (9 segments) BM25 queries took ~10 % less time once merged (``bench/fts_merge.py``);
+    of 10,000 notes (9 segments) BM25 queries took ~10 % less time once merged (docs/BENCHMARKS.md);
     the merge rewrites the whole full-text index (0.7–1.1 s at 45,000 chunks), so only builds that
     wrote most of the index run it."""
     with transaction(conn):

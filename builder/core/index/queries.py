@@ -37,7 +37,7 @@ def fts_search(conn: Connection, match: str, limit: int, source_id: str | None, 
     (equal scores, copies of a text among them: the smaller id first)."""
     rank = _BM25 if stems else _BM25_BEFORE_STEMS  # a fixed choice of two constants, never user text
     if source_id is None and tag is None:  # FTS5 ranks and limits alone: no join per matching row
-        # ordered by the alias, not bm25() again: p95 46 against 54 ms, p50 the same (BENCHMARKS, search_ab)
+        # ordered by the alias, not bm25() again: p95 46 against 54 ms, p50 the same (BENCHMARKS, ab.py search)
         rows = conn.execute(dedent(f"""
             SELECT rowid, -{rank} AS score FROM chunks_fts WHERE chunks_fts MATCH :match
             ORDER BY score DESC, rowid LIMIT :limit

@@ -259,7 +259,7 @@ SCHEMA_STEPS: tuple[str | Callable[[Connection], None], ...] = (
     """,
     # 10: FTS5 gathers 16 MB of new words in memory before it writes them out as a segment (1 MB by
     # default): fewer, larger segments for its merges to join; a first build's index stage at 10,000
-    # notes 8.7 -> 8.0 s (bench/build_ab.py --first, BENCHMARKS session 11); FTS5 keeps the setting
+    # notes 8.7 -> 8.0 s (bench/ab.py build --first, docs/BENCHMARKS.md); FTS5 keeps the setting
     """
     INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('hashsize', 16777216);
     """,

@@ -1,8 +1,8 @@
 """Run the real ``notes-portal`` CLI and SIGKILL it at the N-th call of a project function.
 
-The crash harness (``bench/crash_anywhere.py``) starts this script as a child process::
+The crash harness (``tests/crash_harness.py``) starts this script as a child process::
 
-    python bench/crash_child.py ROOT MODE REPORT <cli args…>
+    python tests/crash_child.py ROOT MODE REPORT <cli args…>
 
 ``ROOT`` is the project checkout whose ``builder`` package runs. ``MODE`` is ``plain`` (just the
 CLI), ``count`` (a dry run: count every event and write the event map to ``REPORT`` as JSON) or an

@@ -1,4 +1,4 @@
-"""The notes side of the crash harness (``bench/crash_anywhere.py``): seeded changes to a notes
+"""The notes side of the crash harness (``tests/crash_harness.py``): seeded changes to a notes
 folder between attempts, and a small generated corpus for the fast test subset."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Crash anywhere: SIGKILL ``notes-portal build`` at many moments and check that the next build converges.
 
-    python bench/crash_anywhere.py --moments 60 --seed 1 [--corpus naucse] [--vectors] [--json out.json]
+    python tests/crash_harness.py --moments 60 --seed 1 [--corpus naucse] [--vectors] [--json out.json]
 
 A real corpus from ``../shared/corpora`` is copied into a temporary folder source. Each moment:
 
@@ -9,7 +9,7 @@ A real corpus from ``../shared/corpora`` is copied into a temporary folder sourc
    dir and site;
 2. a dry run of the build (``build``, or ``build --full`` for a ``full`` moment) on a snapshot of the
    state numbers every call of a ``builder/`` function and labels it with its phase (see
-   ``bench/crash_child.py``); the kill point N is picked inside the phase the schedule targets;
+   ``tests/crash_child.py``); the kill point N is picked inside the phase the schedule targets;
 3. the same build runs again from the same state and SIGKILLs itself at event N;
 4. one normal recovery build (``build``) runs, then the checks: the recovery build exits 0;
    ``PRAGMA integrity_check`` and FTS5 ``integrity-check`` pass; every ``vec_chunks`` rowid is a
@@ -44,9 +44,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.crash_notes import OPS, Mutator  # noqa: E402  (after the path is set)
+from tests.crash_notes import OPS, Mutator  # noqa: E402  (after the path is set)
 
-CHILD = ROOT / "bench" / "crash_child.py"
+CHILD = ROOT / "tests" / "crash_child.py"
 CORPORA = {"naucse": ROOT.parent / "shared" / "corpora" / "naucse" / "lessons",
            "kemt-wiki": ROOT.parent / "shared" / "corpora" / "kemt-wiki" / "pages"}
 BUILD_TIME = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d")
@@ -113,7 +113,7 @@ class Portal:
 
 
 def child(portal: Portal, mode: str, report: Path | None = None, full: bool = False) -> list[str]:
-    """The command line of one build through ``bench/crash_child.py`` (mode: plain, count or N)."""
+    """The command line of one build through ``tests/crash_child.py`` (mode: plain, count or N)."""
     return [sys.executable, str(CHILD), str(ROOT), mode, str(report or os.devnull), "build",
             "--config", str(portal.config), *(["--full"] if full else [])]
 
@@ -174,7 +174,7 @@ def check(work: Portal, clean: Portal, vectors: bool) -> list[str]:
         theirs = _index_rows(conn)
     finally:
         conn.close()
-    for table, mine, other in zip(("notes", "chunks"), ours, theirs):
+    for table, mine, other in zip(("notes", "chunks"), ours, theirs, strict=True):
         if mine != other:
             reasons.append(f"index {table} differ from the clean build: {len(mine - other)} extra, "
                            f"{len(other - mine)} missing (e.g. {min(mine ^ other)[:2]})")

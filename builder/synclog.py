@@ -24,6 +24,11 @@ class SyncLog:
         if level != "INFO" or self.echo_info:
             print(f"{level} {message}", file=sys.stderr)
 
+    def heard(self, level: str, message: str) -> None:
+        """A line another process (a build in a child) already wrote to the log: kept in ``lines`` for
+        the caller, not written again."""
+        self.lines.append(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {level} {' '.join(message.split())}")
+
     def info(self, message: str) -> None:
         self._write("INFO", message)
 

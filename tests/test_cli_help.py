@@ -125,7 +125,8 @@ def test_every_option_says_its_default():
     undescribed = [f"{name} {action.option_strings[-1]}"
                    for name, command in commands().items() for action in command._actions
                    if action.option_strings and not isinstance(action, argparse._HelpAction)
-                   and not action.required and "(default: " not in (action.help or "")]
+                   and not action.required and action.help != argparse.SUPPRESS
+                   and "(default: " not in (action.help or "")]
     assert undescribed == []
     assert sorted(commands()) == ["build", "eval", "grep", "mcp", "read", "search", "serve", "status", "toc",
                                     "watch"]

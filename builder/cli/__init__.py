@@ -84,6 +84,8 @@ def parser() -> Parser:
     p.add_argument("--wait", action="store_true",
                    help="when another build is running, wait for it and run after it (default: leave at once)")
     p.add_argument("--source", metavar="ID", help="only this source (default: every source)")
+    # for serve and watch, which run each build in a child process (builder/childbuild.py)
+    p.add_argument("--progress", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_build)
 
     p = _command(sub, "search", "search the index by words and meaning",

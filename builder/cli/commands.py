@@ -46,7 +46,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     config = config_of(args)
     if args.source:
         config.source(args.source)
-    return build(config, full=args.full, source_id=args.source, wait=args.wait)
+    report = None
+    if args.progress:
+        from builder.childbuild import report_to_parent
+
+        report = report_to_parent()
+    return build(config, full=args.full, source_id=args.source, wait=args.wait, report=report)
 
 
 def _open_index(config: Config) -> Connection:
@@ -218,6 +223,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from builder.childbuild import build_in_child
     from builder.jobs import JobRunner
     from server.app import create_app
 
@@ -227,7 +233,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from builder.cli.mcp_http import http_endpoint
 
         mcp = http_endpoint(config, host=args.host)
-    runner = JobRunner(config)  # the webhooks and the sync API queue jobs; this runs them
+    # the webhooks and the sync API queue jobs; this runs them, each build in a child process
+    runner = JobRunner(config, build_function=build_in_child)
     watch = _watch(config, runner) if args.watch else None
     where = f"http://{args.host}:{args.port}/"
     print(f"notes-portal: serving {config.site.output} and search on {where}"
@@ -248,7 +255,7 @@ def _watch(config: Config, runner: JobRunner) -> Watch:
     """The watcher of ``config``'s sources, feeding ``runner``, started."""
     from builder.watch import Watch
 
-    watch = Watch(config, runner.enqueue)
+    watch = Watch(config, runner.enqueue, build_function=runner.build_function)
     watch.start()
     return watch
 
@@ -256,10 +263,11 @@ def _watch(config: Config, runner: JobRunner) -> Watch:
 def cmd_watch(args: argparse.Namespace) -> int:
     import signal
 
+    from builder.childbuild import build_in_child
     from builder.jobs import JobRunner
 
     config = config_of(args)
-    runner = JobRunner(config)
+    runner = JobRunner(config, build_function=build_in_child)
     runner.start()
     watch = _watch(config, runner)
     signal.signal(signal.SIGTERM, lambda *_: watch.stop(timeout=0))

@@ -6,6 +6,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 import threading
@@ -180,9 +181,6 @@ def held_lock(config):
     config.lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(config.lock_path, "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
-        handle.truncate(0)
-        handle.write(json.dumps({"pid": os.getpid(), "started_at": "2026-12-01T04:00:00+0000"}))
-        handle.flush()
         yield
 
 
@@ -207,6 +205,23 @@ def test_a_held_lock_is_never_taken_over_however_old(config_for, quiet_log):
     assert run(config, quiet_log) == 0 and indexfile.resolve(config.index) is not None
 
 
+def this_process_started() -> float:
+    """When this test process started, in seconds since the epoch (from its ``ps`` entry)."""
+    elapsed = subprocess.run(["ps", "-o", "etimes=", "-p", str(os.getpid())], capture_output=True, text=True,
+                             check=True).stdout
+    return time.time() - int(elapsed)
+
+
+def test_a_no_op_build_leaves_the_lock_file_untouched(config_for, quiet_log):
+    config = config_for(EMBED)
+    assert run(config, quiet_log) == 0
+    before = config.lock_path.stat()
+    os.utime(config.lock_path, ns=(before.st_atime_ns, before.st_mtime_ns - 10**9))
+    assert run(config, quiet_log) == 0
+    after = config.lock_path.stat()
+    assert (after.st_mtime_ns, after.st_size) == (before.st_mtime_ns - 10**9, before.st_size)
+
+
 def test_a_person_at_a_terminal_is_told_which_build_holds_the_lock(config_for):
     config = config_for(EMBED)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -225,9 +240,11 @@ def test_a_person_at_a_terminal_is_told_which_build_holds_the_lock(config_for):
             if terminal != -1:
                 os.close(terminal)
     assert shown.returncode == 0
-    assert said.replace("\r", "") == (f"notes-portal: another build (pid {os.getpid()}, "
-                                      "started 2026-12-01T04:00:00+0000) is running; "
-                                      "this build leaves the work to it (use --wait to run after it)\n")
+    started = this_process_started()  # ps counts whole seconds: the minute is one of two
+    minutes = "|".join(time.strftime("%Y-%m-%dT%H:%M", time.localtime(started - d)) for d in (0, 1.5))
+    assert re.fullmatch(rf"notes-portal: another build \(pid {os.getpid()}, started ({minutes}):\d\d[+-]\d{{4}}\) is "
+                        r"running; this build leaves the work to it \(use --wait to run after it\)\n",
+                        said.replace("\r", "")), said
     assert indexfile.resolve(config.index) is None
 
 

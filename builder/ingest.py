@@ -59,13 +59,18 @@ def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | No
     warnings = [f"{path}: {decoded.warning}"] if decoded.warning else []
 
     from builder.chunker import chunk_note
-    from builder.parse import parse_note
+    from builder.parse import NoteRefused, parse_note
 
     try:
         note = parse_note(path, text)
         chunks = chunk_note(note, fits) if note.published else []
-    except RecursionError:
-        reason = "nested too deeply for the markdown parser; not indexed"
+    except Exception as exc:  # one note's failure is its own, never its source's
+        if isinstance(exc, RecursionError):
+            reason = "nested too deeply for the markdown parser; not indexed"
+        elif isinstance(exc, NoteRefused):
+            reason = str(exc)
+        else:
+            reason = f"cannot be parsed ({type(exc).__name__}: {exc}); not indexed"
         return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (),
                         (*warnings, f"{path}: {reason}"))
     warnings.extend(note.warnings)

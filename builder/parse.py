@@ -30,6 +30,11 @@ class Heading:
     line: int  # 0-based line of the heading in the source
 
 
+class NoteRefused(ValueError):
+    """A note that cannot be read safely (its front matter uses YAML aliases): it is skipped with a
+    warning, never guessed at, so a note meant to be hidden cannot become public by it."""
+
+
 @dataclass(frozen=True)
 class Note:
     path: str
@@ -122,10 +127,12 @@ def _tags(front: dict[str, Any]) -> tuple[str, ...]:
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _front_matter(tokens: list[Token], path: str) -> tuple[dict[str, Any], list[str]]:
+def _front_matter(tokens: list[Token], path: str, text: str) -> tuple[dict[str, Any], list[str]]:
     if not tokens or tokens[0].type != "front_matter":
-        return {}, []
+        return _unclosed(text, path)
     content = tokens[0].content
+    if "*" in content and _has_aliases(content):  # 362 bytes of aliases expand to gigabytes
+        raise NoteRefused("front matter uses YAML aliases (*name), which are not read; not indexed")
     try:
         data = yaml.load(content, Loader=_YAML_LOADER)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as exc:
@@ -140,9 +147,35 @@ def _front_matter(tokens: list[Token], path: str) -> tuple[dict[str, Any], list[
     return data, []
 
 
+def _has_aliases(content: str) -> bool:
+    try:
+        return any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(content, Loader=_YAML_LOADER))
+    except yaml.YAMLError:
+        return False  # refused by the loader too: read loosely, where no alias is expanded
+
+
+def _unclosed(text: str, path: str) -> tuple[dict[str, Any], list[str]]:
+    """A note that opens with ``---`` and never closes it: its body as written, but a
+    ``published: false`` line in that block still hides it."""
+    lines = text.split("\n")
+    if lines[0].rstrip() != "---":
+        return {}, []
+    block = []
+    for line in lines[1:]:
+        if not (found := _LOOSE_LINE.fullmatch(line)):
+            break
+        block.append(found)
+    if not block:  # a thematic break opening the note
+        return {}, []
+    hidden = any(found[1] == "published" and _is_false(found[2].strip("\"'")) for found in block)
+    return ({"published": False} if hidden else {}), [f"{path}: front matter without its closing ---, "
+                                                       "indexed from the body"]
+
+
 # A front matter line as people write it when YAML refuses it: ``title: Týždeň 4: Obrazy`` (a colon
-# in a plain value), ``title:Vetvenie`` (no space after the colon). Grav's wikis hold both.
-_LOOSE_LINE = re.compile(r"([A-Za-z_][\w-]*)[ \t]*:[ \t]*(.*?)[ \t]*")
+# in a plain value), ``title:Vetvenie`` (no space after the colon). Grav's wikis hold both. A comment
+# after the value (`` # private``) is YAML's: not part of it.
+_LOOSE_LINE = re.compile(r"([A-Za-z_][\w-]*)[ \t]*:[ \t]*(.*?)(?:[ \t]+#.*)?[ \t]*")
 _YAML_SYNTAX = tuple("[]{}\"'|>&*!%@`#,")  # a value opening with one of these is YAML gone wrong, not text
 
 
@@ -185,7 +218,7 @@ def parse_note(path: str, text: str) -> Note:
     """Parse one note; never raises for bad markdown or bad front matter (those become warnings)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")  # the line numbering markdown-it uses
     tokens = _outline(text)
-    front, warnings = _front_matter(tokens, path)
+    front, warnings = _front_matter(tokens, path, text)
     headings = headings_of(tokens)
     title = front.get("title")
     if not isinstance(title, (str, int, float)) or not str(title).strip():

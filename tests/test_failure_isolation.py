@@ -1,0 +1,70 @@
+"""The unit of failure is one note, one page, one request (issue 34): each defect a year of cron can
+meet, and what must hold after it: the other notes build, and nothing unpublished stays public."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from builder import indexfile
+from builder.core import index as db
+from builder.core.config import Config, load_config
+from builder.sync import build
+from builder.synclog import SyncLog
+from tests.conftest import write_config, write_note
+
+# 362 bytes that a YAML loader expands to 9^9 strings (a "billion laughs")
+ALIAS_BOMB = """---
+a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+---
+# Tajné
+
+Datamax smlouva
+"""
+
+
+def portal(tmp_path: Path) -> Config:
+    write_note(tmp_path / "notes", "verejne.md", "# Veřejné\n\nKrystalový oscilátor.\n")
+    write_note(tmp_path / "notes", "osobni/koncept.md", "# Tajné\n\nDatamax smlouva\n")
+    return load_config(write_config(tmp_path, "index: data/index.sqlite\nembedding:\n  provider: none\n"
+                                              "sources:\n  notes:\n    folder: notes\n"))
+
+
+def run(config: Config) -> tuple[int, list[str]]:
+    log = SyncLog(config.log_path, echo_info=False)
+    code = build(config, log=log)
+    return code, [line.split(" WARN ", 1)[1] for line in log.lines if " WARN " in line]
+
+
+def found(config: Config, word: str) -> int:
+    conn = db.connect(indexfile.resolve(config.index), readonly=True, vec=False)
+    try:
+        return conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH :word", {"word": word}).fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("text, warning", [
+    ("---\ntitle: [broken\npublished: false # private\n---\n# Tajné\n\nDatamax smlouva\n",
+     "notes: osobni/koncept.md: broken front matter at line 2, indexed from the body"),
+    ("---\ntitle: Tajné\npublished: false\n\n# Tajné\n\nDatamax smlouva\n",
+     "notes: osobni/koncept.md: front matter without its closing ---, indexed from the body"),
+    (ALIAS_BOMB, "notes: osobni/koncept.md: front matter uses YAML aliases (*name), which are not read; not indexed"),
+], ids=["broken-yaml-commented-flag", "unclosed-front-matter", "alias-bomb"])
+def test_a_public_note_turned_unpublished_or_unreadable_leaves_the_site_and_search(tmp_path, text, warning):
+    config = portal(tmp_path)
+    page = config.site.output / "notes" / "osobni" / "koncept.html"
+    assert run(config) == (0, []) and page.is_file() and found(config, "datamax") == 1
+    write_note(tmp_path / "notes", "osobni/koncept.md", text)
+    assert run(config) == (0, [warning])
+    assert not page.exists() and found(config, "datamax") == 0
+    assert found(config, "krystalovy") == 1 and (config.site.output / "notes" / "verejne.html").is_file()

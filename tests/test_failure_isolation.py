@@ -55,7 +55,7 @@ def found(config: Config, word: str) -> int:
 
 @pytest.mark.parametrize("text, warning", [
     ("---\ntitle: [broken\npublished: false # private\n---\n# Tajné\n\nDatamax smlouva\n",
-     "notes: osobni/koncept.md: broken front matter at line 2, indexed from the body"),
+     "notes: osobni/koncept.md: broken front matter at line 3, indexed from the body"),
     ("---\ntitle: Tajné\npublished: false\n\n# Tajné\n\nDatamax smlouva\n",
      "notes: osobni/koncept.md: front matter without its closing ---, indexed from the body"),
     (ALIAS_BOMB, "notes: osobni/koncept.md: front matter uses YAML aliases (*name), which are not read; not indexed"),

@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from noop_build import make_corpus  # noqa: E402  (a sibling script, not a package)
+from noop_build import make_corpus  # a sibling script, not a package
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "builder.cli"]

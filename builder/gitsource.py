@@ -16,6 +16,7 @@ remote head moved.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -104,10 +105,8 @@ def _reason(stderr: bytes, returncode: int, url: str | None) -> str:
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     # git's helpers (ssh, git-remote-https) share its process group: end them all.
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait()
     for stream in (proc.stdout, proc.stderr):
         if stream is not None:

@@ -8,6 +8,7 @@ replaced by ``***``.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -25,10 +26,8 @@ def _secrets(url: str | None) -> list[str]:
         found.append(match["password"])
     elif match and match["user"] and match["scheme"].lower().startswith("http"):
         found.append(match["user"])  # https://TOKEN@host: the user name is the secret
-    try:
+    with contextlib.suppress(ValueError):
         found += [value for _, value in parse_qsl(urlsplit(url or "").query, keep_blank_values=False)]
-    except ValueError:
-        pass
     return [s for secret in found for s in {secret, unquote(secret)} if len(s) >= 3]
 
 

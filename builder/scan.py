@@ -86,7 +86,7 @@ def remote_heads(config: Config, selected: list[SourceConfig]) -> dict[str, str 
     from builder.gitsource import remote_heads as ask
 
     answers = ask([(s.url or "", s.branch) for s in git_sources], config.git_timeout)
-    return {s.id: answer for s, answer in zip(git_sources, answers)}
+    return {s.id: answer for s, answer in zip(git_sources, answers, strict=True)}
 
 
 def scope_key(source: SourceConfig) -> str:

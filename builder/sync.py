@@ -274,7 +274,7 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
 
     def store(todo: list[NoteFile], results: Iterator[Ingested]) -> None:
         nonlocal notes, chunks
-        for file, result in zip(todo, results):
+        for file, result in zip(todo, results, strict=True):
             for warning in result.warnings:
                 log.warn(f"{source.id}: {warning}")
             author = scan.authors.get(file.path)

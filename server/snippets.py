@@ -96,7 +96,8 @@ def excerpt(text: str, terms: list[Term], width: int = 36, *,
     is_match = is_match or matcher(terms)
     words = list(_WORD.finditer(text))
     flags = list(map(is_match, map(re.Match.group, words)))
-    found = tuple(dict.fromkeys(m.group().lower() for m, flag in zip(words, flags) if flag))[:MAX_MARKED_WORDS]
+    found = tuple(dict.fromkeys(m.group().lower() for m, flag in zip(words, flags, strict=True)
+                                if flag))[:MAX_MARKED_WORDS]
     marked = list(accumulate(flags, initial=0))  # marked[i]: the matches among the first i words
     best, best_score = 0, -1
     for start in range(0, max(1, len(words) - width + 1), 4):
@@ -110,7 +111,7 @@ def excerpt(text: str, terms: list[Term], width: int = 36, *,
     begin = 0 if at_start else window[0].start()
     end = len(text) if at_end else window[-1].end()
     out, pos = [], begin
-    for m, flag in zip(window, flags[best:best + width]):
+    for m, flag in zip(window, flags[best:best + width], strict=True):
         out.append(html.escape(text[pos:m.start()]))
         out.append(f"<mark>{html.escape(m.group())}</mark>" if flag else html.escape(m.group()))
         pos = m.end()

@@ -57,21 +57,21 @@ def serve(work: Path) -> Iterator[str]:
     cli = [sys.executable, "-m", "builder.cli"]
     subprocess.run([*cli, "build", "--config", str(config)], check=True, capture_output=True, cwd=ROOT)
     port = free_port()
-    proc = subprocess.Popen([*cli, "serve", "--config", str(config), "--port", str(port)], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(f"{base}/api/health", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail(f"the server did not start: {proc.stderr.read().decode()}")
-    yield base
-    proc.terminate()
-    proc.wait(timeout=10)
+    with subprocess.Popen([*cli, "serve", "--config", str(config), "--port", str(port)], cwd=ROOT,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:  # closes the pipe
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"{base}/api/health", timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            proc.kill()
+            pytest.fail(f"the server did not start: {proc.stderr.read().decode() if proc.stderr else ''}")
+        yield base
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")

@@ -80,7 +80,8 @@ class Param:
                 raise UserError(f"{self.name} must be true or false, got {_shown(value)}")
         elif self.kind == "integer":
             if isinstance(value, bool) or not isinstance(value, int) or not (
-                    (self.minimum is None or value >= self.minimum) and (self.maximum is None or value <= self.maximum)):
+                    (self.minimum is None or value >= self.minimum)
+                    and (self.maximum is None or value <= self.maximum)):
                 raise UserError(f"{self.name} must be a whole number from {self.minimum} to {self.maximum}, "
                                 f"got {_shown(value)}")
         else:

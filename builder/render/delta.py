@@ -71,7 +71,7 @@ def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries:
     for key, entry in entries.items():
         if not entry.get("files", 1):
             continue
-        found = [[kind, raw, r] for (kind, raw), r in zip(entry["links"], entry["resolved"])
+        found = [[kind, raw, r] for (kind, raw), r in zip(entry["links"], entry["resolved"], strict=True)
                  if kind != "wiki" and r[0] in ("attachment", "broken")]
         if found:
             file_links[key] = found
@@ -143,7 +143,7 @@ def _render(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: 
     highlight.use(highlight.cache_file(site))
     stale = [n for n in notes if n.sha256 != old[n.key]["sha"]]
     bodies = {n.key: outcome for group in jobs.same_text_groups(stale)
-              for n, outcome in zip(group, jobs.body_job(group))}
+              for n, outcome in zip(group, jobs.body_job(group), strict=True)}
     entries = {n.key: {**old[n.key], "dates": n.dates} for n in notes}
     for note in stale:
         outcome = bodies[note.key]
@@ -261,7 +261,7 @@ def _anchors_hold(path: Path, resolver: Resolver, notes: list[pages.NoteInfo], o
         return False
     for key, entry in entries.items():
         source_id, _, from_path = key.partition(":")
-        for (kind, raw), r in zip(entry["links"], entry["resolved"]):
+        for (kind, raw), r in zip(entry["links"], entry["resolved"], strict=True):
             if r[0] == "note" and f"{source_id}:{r[2]}" in moved and \
                     resolver.resolve(source_id, from_path, kind, raw).as_list() != r:
                 return False
@@ -322,7 +322,7 @@ def _recent(stored: list[list[str]], items: list[dict[str, str]],
     from the last render's list and the changed notes; None when a note that was not listed may
     belong in the list now (one that was listed moved back in time)."""
     mine = {n.key for n in changed}
-    candidates = [((at, key), item) for (at, key), item in zip(stored, items) if key not in mine]
+    candidates = [((at, key), item) for (at, key), item in zip(stored, items, strict=True) if key not in mine]
     candidates += [(pages.recent_key(n), pages.recent_item(n)) for n in changed]
     top = sorted(candidates, key=lambda c: c[0], reverse=True)[:pages.RECENT_NOTES]
     # the notes not listed last time all order below the last one listed, and have not changed

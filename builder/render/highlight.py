@@ -116,7 +116,7 @@ def _lexer(name: str) -> Any:
 
 def highlight_code(code: str, lang: str, attrs: str) -> str:
     """A Pygments-highlighted ``<pre>``; ``""`` (plain, escaped by markdown-it) for unknown languages."""
-    key = hashlib.blake2b(f"{lang}\0{code}".encode("utf-8"), digest_size=16).hexdigest()
+    key = hashlib.blake2b(f"{lang}\0{code}".encode(), digest_size=16).hexdigest()
     block = _MEMO.get(key)
     if block is None and _STORE:
         load(_STORE.pop())

@@ -248,8 +248,8 @@ def _bodies(pool: Pool, notes: list[pages.NoteInfo]) -> dict[str, jobs.Outcome]:
     """Note key → its rendered body (:class:`builder.render.jobs.Outcome`); one job per text."""
 
     groups = jobs.same_text_groups(notes)
-    bodies = {note.key: outcome for group, outcomes in zip(groups, pool.map(jobs.body_job, groups))
-              for note, outcome in zip(group, outcomes)}
+    bodies = {note.key: outcome for group, outcomes in zip(groups, pool.map(jobs.body_job, groups), strict=True)
+              for note, outcome in zip(group, outcomes, strict=True)}
     for outcome in bodies.values():
         if outcome.blocks:
             highlight.remember(outcome.blocks)
@@ -291,7 +291,7 @@ def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], ki
     toc.prune_sources(ctx.site, set(kinds))
     groups = pages.tag_groups(notes)
     tag_urls = [f"tags/{slug}/index.html" for slug in groups]
-    for url, (slug, (name, members)) in zip(tag_urls, groups.items()):
+    for url, (slug, (name, members)) in zip(tag_urls, groups.items(), strict=True):
         if not out.kept(url, dirty is None or dirty.tags) and \
                 out.wants(url, state.sha(env_fp, name, *(f"{n.url}\x1f{n.title}\x1f{' '.join(n.tags)}"
                                                          for n in members))):

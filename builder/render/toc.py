@@ -14,6 +14,7 @@ themselves copied the whole page once per level of folders (270 ms of the 340 ms
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable
@@ -120,10 +121,8 @@ def prune_sources(site: Path, source_ids: set[str]) -> None:
         if name not in source_ids:
             for leftover in (base / name).glob("*"):
                 leftover.unlink(missing_ok=True)
-            try:
+            with contextlib.suppress(OSError):
                 (base / name).rmdir()
-            except OSError:
-                pass
 
 
 def fragment_context(source_id: str, notes: list[NoteInfo]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from textwrap import dedent
 from typing import TYPE_CHECKING, Any
@@ -81,7 +81,7 @@ class Enqueued:
 def _iso(moment: float | None) -> str | None:
     if moment is None:
         return None
-    return datetime.fromtimestamp(moment, tz=timezone.utc).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(moment, tz=UTC).isoformat(timespec="seconds")
 
 
 def job_view(row: Row, now: float | None = None) -> dict[str, Any]:

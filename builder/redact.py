@@ -19,7 +19,7 @@ _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/@:\
 _QUERY_VALUE = re.compile(r"(?P<key>[?&;][^=&;#\s'\"]+=)[^&;#\s'\"]+")  # a URL's ?key=value (&key=value …)
 
 
-def _secrets(url: str | None) -> list[str]:
+def _url_secrets(url: str | None) -> list[str]:
     found = []
     match = _USERINFO.search(url or "")
     if match and match["password"]:
@@ -42,7 +42,7 @@ def _mask(match: re.Match[str]) -> str:
 def redact(text: str, url: str | None = None) -> str:
     """``text`` with every URL password (and the secrets of ``url`` wherever they appear) replaced by ***."""
     text = _QUERY_VALUE.sub(r"\g<key>***", _USERINFO.sub(_mask, text))
-    for secret in sorted(_secrets(url), key=len, reverse=True):
+    for secret in sorted(_url_secrets(url), key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
 

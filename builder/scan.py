@@ -78,7 +78,7 @@ def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None
                          coverage_changed=row is None or uncovered != previous, states=states)
 
 
-def remote_heads(config: Config, selected: list[SourceConfig]) -> dict[str, str | GitError]:
+def source_heads(config: Config, selected: list[SourceConfig]) -> dict[str, str | GitError]:
     """Every git source's remote head (or its GitError), asked in parallel: one ls-remote each."""
     git_sources = [s for s in selected if s.kind == "git"]
     if not git_sources:

@@ -62,7 +62,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     result = reads.search_result(reads.for_command(config_of(args)), args.query, limit=args.limit,
                                  source=args.source, tag=args.tag, mode=args.mode, correct=not args.as_typed)
     if args.json:
-        print_json(reads.search_data(result))
+        print_json(reads.search_result_data(result))
         return 0
     for note in result.notes:
         print(f"note: {note}")
@@ -95,7 +95,7 @@ def _plain_snippet(snippet: str) -> str:
 def cmd_toc(args: argparse.Namespace) -> int:
     from builder.cli import reads
 
-    data = reads.toc(reads.for_command(config_of(args)), source=args.source, tag=args.tag, folder=args.folder)
+    data = reads.toc_data(reads.for_command(config_of(args)), source=args.source, tag=args.tag, folder=args.folder)
     if args.json:
         print_json(data)
         return 0
@@ -121,8 +121,8 @@ def cmd_grep(args: argparse.Namespace) -> int:
 
     if args.max_results is not None and args.max_results < 1:
         raise ConfigError(f"--max-results must be at least 1, got {args.max_results}")
-    data = reads.grep(reads.for_command(config_of(args)), args.pattern, source=args.source,
-                      ignore_case=args.ignore_case, max_results=args.max_results)
+    data = reads.grep_data(reads.for_command(config_of(args)), args.pattern, source=args.source,
+                           ignore_case=args.ignore_case, max_results=args.max_results)
     if args.json:
         print_json(data)
     else:
@@ -138,7 +138,7 @@ def cmd_grep(args: argparse.Namespace) -> int:
 def cmd_read(args: argparse.Namespace) -> int:
     from builder.cli import reads
 
-    data = reads.read_note(reads.for_command(config_of(args)), args.source, args.path, section=args.section,
+    data = reads.read_data(reads.for_command(config_of(args)), args.source, args.path, section=args.section,
                            start_line=args.from_line, max_lines=args.max_lines)
     if args.json:
         print_json(data)
@@ -151,7 +151,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from builder.cli import reads
     from builder.status import format_status
 
-    data = reads.status(reads.for_command(config_of(args)))
+    data = reads.status_data(reads.for_command(config_of(args)))
     if args.json:
         print_json(data)
     else:
@@ -163,7 +163,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from functools import cache
 
     from builder.cli.evaluate import (
-        MODES,
+        EVAL_MODES,
         HitRef,
         Query,
         eval_config,
@@ -192,7 +192,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return code
     conn = _open_index(evaluated)
     embedder, error = query_embedder(evaluated)
-    modes = [m for m in MODES if m in args.modes.split(",")] if args.modes else list(MODES)
+    modes = [m for m in EVAL_MODES if m in args.modes.split(",")] if args.modes else list(EVAL_MODES)
 
     def ask(query: Query, mode: str) -> tuple[list[HitRef], bool | None]:
         result = search(conn, evaluated, query.text, limit=10, mode=mode, embedder=embedder, embedder_error=error,

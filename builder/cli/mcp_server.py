@@ -89,7 +89,7 @@ def answer(tool: Tool, read_path: reads.ReadPath, arguments: dict[str, Any] | No
     except Exception as exc:  # a bug of ours: the client still gets an answer, the log the traceback
         log.exception("tool %s failed", tool.name)
         return _failed(command, UserError(f"internal error ({type(exc).__name__}: {exc})"))
-    return types.CallToolResult(content=[types.TextContent(type="text", text=_text(data))],
+    return types.CallToolResult(content=[types.TextContent(type="text", text=_json_text(data))],
                                 structured_content=data)
 
 
@@ -98,7 +98,7 @@ def _failed(command: str, exc: UserError) -> types.CallToolResult:
                                 structured_content=reads.error_body(command, exc), is_error=True)
 
 
-def _text(data: dict[str, Any]) -> str:
+def _json_text(data: dict[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 

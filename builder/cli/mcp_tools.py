@@ -12,16 +12,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from builder.cli import reads
-from builder.cli.reads import MAX_QUERY_CHARS, MAX_READ_LINES, READ_LINES, ReadPath
+from builder.cli.reads import MAX_READ_LINES, READ_LINES, ReadPath
 from builder.core.config import Config
 from builder.core.errors import UserError
 from builder.grep import MAX_LINE_CHARS
+from server.query import MAX_QUERY_CHARS
 
 TOC_NOTES = 200  # toc: notes returned by default …
 MAX_TOC_NOTES = 1000  # … and at most
 TOC_CHARS = 120_000  # and about this much JSON
 GREP_RESULTS = 100  # grep: matching lines returned by default …
 MAX_GREP_RESULTS = 500  # … and at most
+MAX_PATTERN_CHARS = 500  # grep: the longest pattern
 MAX_TEXT_ARGUMENT = 1000
 
 INSTRUCTIONS = """\
@@ -149,7 +151,7 @@ def tools(config: Config) -> dict[str, Tool]:
                   "only; vector: meaning only.", default="hybrid", choices=("hybrid", "bm25", "vector")),
             Param("as_typed", "boolean", "Search the words as typed: a word no note holds is not replaced by "
                   "the close word the notes hold (see 'corrected' in the answer).", default=False),
-        ), lambda rp, **a: reads.search(rp, **a)),
+        ), lambda rp, **a: reads.search_data(rp, **a)),
         Tool("toc", "List the notes", TOC, (
             source("Only this source (default: every source)."),
             Param("folder", "string", "Only the notes below this folder of the source, e.g. 'projekty' "
@@ -157,15 +159,15 @@ def tools(config: Config) -> dict[str, Tool]:
             Param("tag", "string", "Only notes with this tag."),
             Param("max_notes", "integer", "How many notes to return at most.", default=TOC_NOTES, minimum=1,
                   maximum=MAX_TOC_NOTES),
-        ), lambda rp, **a: reads.toc(rp, max_chars=TOC_CHARS, **a)),
+        ), lambda rp, **a: reads.toc_data(rp, max_chars=TOC_CHARS, **a)),
         Tool("grep", "Grep the files", GREP, (
             Param("pattern", "string", "A regular expression (Python syntax), e.g. 'MAX485' or 'RS4\\d\\d'.",
-                  required=True, max_length=MAX_QUERY_CHARS),
+                  required=True, max_length=MAX_PATTERN_CHARS),
             source("Only this source (default: every source)."),
             Param("ignore_case", "boolean", "Ignore case (default: false).", default=False),
             Param("max_results", "integer", "How many matching lines to return at most.", default=GREP_RESULTS,
                   minimum=1, maximum=MAX_GREP_RESULTS),
-        ), lambda rp, **a: reads.grep(rp, **a)),
+        ), lambda rp, **a: reads.grep_data(rp, **a)),
         Tool("read_note", "Read a note", READ_NOTE, (
             source("The note's source, as search, toc and grep give it.", required=True),
             Param("path", "string", "The note's path inside the source, as search, toc and grep give it.",
@@ -176,8 +178,8 @@ def tools(config: Config) -> dict[str, Tool]:
                   default=1, minimum=1, maximum=10_000_000),
             Param("max_lines", "integer", "How many lines to return at most.", default=READ_LINES, minimum=1,
                   maximum=MAX_READ_LINES),
-        ), lambda rp, **a: reads.read_note(rp, **a)),
-        Tool("status", "Index status", STATUS, (), lambda rp: reads.status(rp)),
+        ), lambda rp, **a: reads.read_data(rp, **a)),
+        Tool("status", "Index status", STATUS, (), lambda rp: reads.status_data(rp)),
     ]
     return {tool.name: tool for tool in found}
 

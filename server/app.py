@@ -37,7 +37,7 @@ from server.query import MAX_QUERY_CHARS
 from server.reader import IndexReader, QueryTimeout
 from server.search import SearchResult, check_limit, check_mode
 from server.searcher import Searcher
-from server.site import SiteFiles
+from server.site_files import SiteFiles
 from server.sync_api import SyncDesk, sync_routes
 from server.vectors import MIN_VECTORS, VectorMemory
 
@@ -102,7 +102,7 @@ class Portal:
 
     def __init__(self, config: Config, embedder_factory: EmbedderFactory | None, time_limit_s: float,
                  embed_time_limit_s: float, min_vectors: int) -> None:
-        from server.pages import SearchPage
+        from server.search_page import SearchPage
 
         self.config = config
         self.reader = IndexReader(config.index, time_limit_s=time_limit_s)
@@ -159,7 +159,7 @@ class Portal:
 
     def search_page(self, request: Request) -> Response:
         """``GET /search``: the results page for browsers without JavaScript."""
-        from server.pages import page_hits
+        from server.search_page import page_hits
 
         query = request.query_params.get("q", "")
         if not query.strip():

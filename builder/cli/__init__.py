@@ -29,7 +29,7 @@ from builder.cli.commands import (
     cmd_watch,
 )
 from builder.cli.package import version
-from builder.cli.reads import MAX_READ_LINES, READ_LINES, SCHEMA_VERSION, error_body
+from builder.cli.command_data import MAX_READ_LINES, READ_LINES, SCHEMA_VERSION, error_body
 from builder.core.errors import IndexUnreadable, UserError
 
 DESCRIPTION = "Your markdown notes as a searchable portal: for a browser, a shell and agents."

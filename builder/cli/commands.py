@@ -1,6 +1,6 @@
 """The commands behind ``notes-portal``: each composes the write path (``builder``) and the read path
 (``server``) it needs, importing them inside the command so the every-minute no-op build loads only
-what it needs. The read commands get their data from :mod:`builder.cli.reads` (the same data the MCP
+what it needs. The read commands get their data from :mod:`builder.cli.command_data` (the same data the MCP
 tools return) and print it as text or, with ``--json``, as it is."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from builder.core.errors import ConfigError
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-    from builder.jobs import JobRunner
+    from builder.job_runner import JobRunner
     from builder.watch import Watch
 
 DEFAULT_CONFIG = "portal.yaml"
@@ -56,13 +56,13 @@ def _open_index(config: Config) -> Connection:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from builder.cli import reads
+    from builder.cli import command_data
     from server.search import WEAK, provenance
 
-    result = reads.search_result(reads.for_command(config_of(args)), args.query, limit=args.limit,
-                                 source=args.source, tag=args.tag, mode=args.mode, correct=not args.as_typed)
+    result = command_data.search_result(command_data.for_command(config_of(args)), args.query, limit=args.limit,
+                                        source=args.source, tag=args.tag, mode=args.mode, correct=not args.as_typed)
     if args.json:
-        print_json(reads.search_result_data(result))
+        print_json(command_data.search_result_data(result))
         return 0
     for note in result.notes:
         print(f"note: {note}")
@@ -93,9 +93,10 @@ def _plain_snippet(snippet: str) -> str:
 
 
 def cmd_toc(args: argparse.Namespace) -> int:
-    from builder.cli import reads
+    from builder.cli import command_data
 
-    data = reads.toc_data(reads.for_command(config_of(args)), source=args.source, tag=args.tag, folder=args.folder)
+    data = command_data.toc_data(command_data.for_command(config_of(args)), source=args.source, tag=args.tag,
+                                 folder=args.folder)
     if args.json:
         print_json(data)
         return 0
@@ -117,12 +118,12 @@ def cmd_toc(args: argparse.Namespace) -> int:
 
 
 def cmd_grep(args: argparse.Namespace) -> int:
-    from builder.cli import reads
+    from builder.cli import command_data
 
     if args.max_results is not None and args.max_results < 1:
         raise ConfigError(f"--max-results must be at least 1, got {args.max_results}")
-    data = reads.grep_data(reads.for_command(config_of(args)), args.pattern, source=args.source,
-                           ignore_case=args.ignore_case, max_results=args.max_results)
+    data = command_data.grep_data(command_data.for_command(config_of(args)), args.pattern, source=args.source,
+                                  ignore_case=args.ignore_case, max_results=args.max_results)
     if args.json:
         print_json(data)
     else:
@@ -136,10 +137,10 @@ def cmd_grep(args: argparse.Namespace) -> int:
 
 
 def cmd_read(args: argparse.Namespace) -> int:
-    from builder.cli import reads
+    from builder.cli import command_data
 
-    data = reads.read_data(reads.for_command(config_of(args)), args.source, args.path, section=args.section,
-                           start_line=args.from_line, max_lines=args.max_lines)
+    data = command_data.read_data(command_data.for_command(config_of(args)), args.source, args.path,
+                                  section=args.section, start_line=args.from_line, max_lines=args.max_lines)
     if args.json:
         print_json(data)
     elif data["text"]:
@@ -148,10 +149,10 @@ def cmd_read(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from builder.cli import reads
+    from builder.cli import command_data
     from builder.status import format_status
 
-    data = reads.status_data(reads.for_command(config_of(args)))
+    data = command_data.status_data(command_data.for_command(config_of(args)))
     if args.json:
         print_json(data)
     else:
@@ -171,7 +172,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         format_report,
         load_queries,
     )
-    from builder.cli.reads import envelope, query_embedder
+    from builder.cli.command_data import envelope, query_embedder
     from builder.core import index as db
     from builder.core.errors import ReindexNeeded
     from builder.sync import EXIT_PARTIAL, build
@@ -218,7 +219,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from builder.jobs import JobRunner
+    from builder.job_runner import JobRunner
     from server.app import create_app
 
     config = config_of(args)
@@ -256,7 +257,7 @@ def _watch(config: Config, runner: JobRunner) -> Watch:
 def cmd_watch(args: argparse.Namespace) -> int:
     import signal
 
-    from builder.jobs import JobRunner
+    from builder.job_runner import JobRunner
 
     config = config_of(args)
     runner = JobRunner(config)

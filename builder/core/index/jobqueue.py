@@ -8,7 +8,7 @@ one more. A webhook's delivery id is remembered with the job it made, so a repla
 nothing new. Every call opens its own short connection: the web app's threads and the runner share
 the file, never a connection. It is its own database, but its SQL lives beside the index's in this
 package, the one place that holds SQL (the embedding cache, :mod:`builder.embed_cache`, is the one
-older exception); the runner that executes the jobs is :mod:`builder.jobs`.
+older exception); the runner that executes the jobs is :mod:`builder.job_runner`.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def query_sets(corpora: Path, common: int = 20) -> dict[str, list[str]]:
     frequent = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if w not in FUNCTION_WORDS]
     prefixes = list(dict.fromkeys(w[:3] for w in frequent if len(w) >= 5))[:common]
     words = frequent[:common]
-    pairs = [f"{a} {b}" for a, b in zip(words[0::2], words[1::2])]
+    pairs = [f"{a} {b}" for a, b in zip(words[0::2], words[1::2], strict=False)]
     return {"dev": list(server_load.QUERIES), "prefix3": prefixes, "common": words + pairs + ["the", "je to", "na"]}
 
 

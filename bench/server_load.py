@@ -100,7 +100,8 @@ def synthetic_index(work: Path, chunks: int) -> Path:
         part = ids[start:start + 5000]
         vectors = nrng.standard_normal((len(part), config.embedding.dims)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        db.store_vectors(conn, [(i, v.tobytes()) for i, v in zip(part, vectors)], "2026-01-01T00:00:00+00:00")
+        db.store_vectors(conn, [(i, v.tobytes()) for i, v in zip(part, vectors, strict=True)],
+                         "2026-01-01T00:00:00+00:00")
     db.merge_words(conn)  # as a first build of these chunks does
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()

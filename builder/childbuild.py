@@ -11,6 +11,7 @@ build outlives the server that started it, and the next one's job runner runs th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -91,11 +92,10 @@ def report_to_parent() -> BuildReport:
     and a watch on stdin that ends this process when the parent is gone."""
 
     def tell(report: BuildReport) -> None:
-        try:
+        # a parent that stopped reading is gone: the stdin watch ends this process
+        with contextlib.suppress(BrokenPipeError, ValueError):
             print(json.dumps({"phase": report.phase, "notes": report.notes, "chunks": report.chunks,
                               "removed": report.removed}), flush=True)
-        except (BrokenPipeError, ValueError):
-            pass  # the parent stopped reading: the stdin watch ends this process
 
     threading.Thread(target=_leave_with_parent, name="notes-portal parent watch", daemon=True).start()
     return BuildReport(on_change=tell)
@@ -103,11 +103,9 @@ def report_to_parent() -> BuildReport:
 
 def _leave_with_parent() -> None:
     """Block on stdin, which only the parent holds open; its end means the parent is gone."""
-    try:  # os.read, not sys.stdin: a daemon thread blocked in a buffered read aborts the interpreter's exit
-        while os.read(0, 4096):
+    with contextlib.suppress(OSError):  # os.read, not sys.stdin: a daemon thread blocked in a buffered
+        while os.read(0, 4096):           # read aborts the interpreter's exit
             pass
-    except OSError:
-        pass
     import signal
 
     os.kill(os.getpid(), signal.SIGTERM)  # as a kill: the next build finds the index and site consistent

@@ -161,7 +161,7 @@ def _explode(lines: tuple[str, ...], unit: _Unit, budget: int) -> list[_Unit]:
         return [unit]
     cuts = unit.splits or tuple(range(unit.start + 1, unit.end))
     bounds = [unit.start, *cuts, unit.end]
-    pieces = [_Unit(a, b, unit.kind) for a, b in zip(bounds, bounds[1:]) if b > a]
+    pieces = [_Unit(a, b, unit.kind) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
     return pieces
 
 

@@ -95,8 +95,8 @@ def embed_pending(conn: Connection, config: Config, embedder_factory: EmbedderFa
                 assert embedder is not None  # made above (embeddings are enabled, so there is one)
                 vectors = embedder.embed_passages([texts[sha] for sha in part])
                 _check(vectors, len(part), config.embedding.dims)
-                cache.put(model, dict(zip(part, vectors)))
-                stored_now = [(chunk_id, v) for sha, v in zip(part, vectors) for chunk_id in waiting[sha]]
+                cache.put(model, dict(zip(part, vectors, strict=True)))
+                stored_now = [(chunk_id, v) for sha, v in zip(part, vectors, strict=True) for chunk_id in waiting[sha]]
                 db.store_vectors(conn, stored_now, now_iso())
                 computed += len(part)
                 reused += len(stored_now) - len(part)

@@ -16,6 +16,7 @@ remote head moved.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -31,7 +32,7 @@ from builder.redact import redact
 MARKER = "notes-portal-clone"
 FETCHED_REF = "refs/notes-portal/head"
 REGULAR_FILE_MODES = ("100644", "100755")  # symlinks (120000) and submodules (160000) are never read
-_OPTIONS = ("-c", "core.hooksPath=/dev/null", "-c", "color.ui=false", "-c", "log.showSignature=false",
+_GIT_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "color.ui=false", "-c", "log.showSignature=false",
             "-c", "advice.detachedHead=false")
 _REPOSITORY_VARIABLES = frozenset((
     "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
@@ -104,10 +105,8 @@ def _reason(stderr: bytes, returncode: int, url: str | None) -> str:
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     # git's helpers (ssh, git-remote-https) share its process group: end them all.
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait()
     for stream in (proc.stdout, proc.stderr):
         if stream is not None:
@@ -123,7 +122,7 @@ def run_git(args: Sequence[str], *, timeout: float, cwd: Path | None = None, url
     """
     command = args[0]
     try:
-        proc = subprocess.Popen(["git", *_OPTIONS, *args], cwd=cwd, env=git_env(url), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(["git", *_GIT_CONFIG, *args], cwd=cwd, env=git_env(url), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     except OSError as exc:
         raise GitError(command, f"cannot run git: {exc.strerror or exc}") from None

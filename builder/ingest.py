@@ -89,7 +89,7 @@ def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | No
 
 
 @dataclass(frozen=True)
-class NoteFile:
+class ChangedFile:
     """A changed file as the build read it, to be ingested."""
 
     path: str
@@ -101,7 +101,7 @@ class NoteFile:
 _OPTIONS: list[tuple[int, Callable[[str], bool] | None]] = []  # (max_bytes, fits): workers inherit them by fork
 
 
-def ingest_all(pool: Pool, files: list[NoteFile], *, max_bytes: int,
+def ingest_all(pool: Pool, files: list[ChangedFile], *, max_bytes: int,
                fits: Callable[[str], bool] | None = None) -> Iterator[Ingested]:
     """:func:`ingest` of each file, in order, each as soon as it is ready: on ``pool``'s forked
     workers (every core) when there are many, started at once, so this process can store the notes
@@ -110,7 +110,7 @@ def ingest_all(pool: Pool, files: list[NoteFile], *, max_bytes: int,
     return pool.imap(_ingest_job, files)
 
 
-def _ingest_job(file: NoteFile) -> Ingested:
+def _ingest_job(file: ChangedFile) -> Ingested:
     max_bytes, fits = _OPTIONS[0]
     return ingest(file.path, file.data, mtime_ns=file.mtime_ns, changed_at=file.changed_at, max_bytes=max_bytes,
                   fits=fits)

@@ -11,6 +11,7 @@ person at a terminal is told which build holds it.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import time
@@ -23,10 +24,8 @@ def _forget_in_child() -> None:
     """A forked child (a worker parsing or rendering for the build) closes its copies of the lock:
     were the build killed, a child left behind must not keep the lock held for every later build."""
     for fd in _HELD:
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)  # the parent's own descriptor keeps the lock: flock belongs to the open file
-        except OSError:
-            pass
     _HELD.clear()
 
 

@@ -8,6 +8,7 @@ replaced by ``***``.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -18,17 +19,15 @@ _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/@:\
 _QUERY_VALUE = re.compile(r"(?P<key>[?&;][^=&;#\s'\"]+=)[^&;#\s'\"]+")  # a URL's ?key=value (&key=value …)
 
 
-def _secrets(url: str | None) -> list[str]:
+def _url_secrets(url: str | None) -> list[str]:
     found = []
     match = _USERINFO.search(url or "")
     if match and match["password"]:
         found.append(match["password"])
     elif match and match["user"] and match["scheme"].lower().startswith("http"):
         found.append(match["user"])  # https://TOKEN@host: the user name is the secret
-    try:
+    with contextlib.suppress(ValueError):
         found += [value for _, value in parse_qsl(urlsplit(url or "").query, keep_blank_values=False)]
-    except ValueError:
-        pass
     return [s for secret in found for s in {secret, unquote(secret)} if len(s) >= 3]
 
 
@@ -43,7 +42,7 @@ def _mask(match: re.Match[str]) -> str:
 def redact(text: str, url: str | None = None) -> str:
     """``text`` with every URL password (and the secrets of ``url`` wherever they appear) replaced by ***."""
     text = _QUERY_VALUE.sub(r"\g<key>***", _USERINFO.sub(_mask, text))
-    for secret in sorted(_secrets(url), key=len, reverse=True):
+    for secret in sorted(_url_secrets(url), key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
 

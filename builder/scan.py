@@ -78,7 +78,7 @@ def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None
                          coverage_changed=row is None or uncovered != previous, states=states)
 
 
-def remote_heads(config: Config, selected: list[SourceConfig]) -> dict[str, str | GitError]:
+def source_heads(config: Config, selected: list[SourceConfig]) -> dict[str, str | GitError]:
     """Every git source's remote head (or its GitError), asked in parallel: one ls-remote each."""
     git_sources = [s for s in selected if s.kind == "git"]
     if not git_sources:
@@ -86,7 +86,7 @@ def remote_heads(config: Config, selected: list[SourceConfig]) -> dict[str, str 
     from builder.gitsource import remote_heads as ask
 
     answers = ask([(s.url or "", s.branch) for s in git_sources], config.git_timeout)
-    return {s.id: answer for s, answer in zip(git_sources, answers)}
+    return {s.id: answer for s, answer in zip(git_sources, answers, strict=True)}
 
 
 def scope_key(source: SourceConfig) -> str:

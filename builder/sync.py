@@ -25,10 +25,10 @@ from builder.report import BuildReport
 from builder.scan import (
     SourceChanges,
     SourceFailed,
-    remote_heads,
     scan_folder,
     scan_git,
     scope_key,
+    source_heads,
 )
 from builder.synclog import SyncLog
 
@@ -84,7 +84,7 @@ def build(config: Config, *, full: bool = False, source_id: str | None = None,
                 indexed = _incremental(conn, config, selected, source_id is None, embedder_factory, log, report)
                 if render and (indexed.changed or site_is_stale(config, db.content_token(conn))):
                     report.enter("render")
-                    return max(indexed.code, _render(config, conn, full=False, log=log, indexed=indexed))
+                    return max(indexed.code, _update_site(config, conn, full=False, log=log, indexed=indexed))
                 return indexed.code
             if config.embedding.enabled:  # embedding every note again is a person's decision: `build --full`
                 db.check_identity(conn, config)
@@ -97,7 +97,7 @@ def build(config: Config, *, full: bool = False, source_id: str | None = None,
         return _full_build(config, embedder_factory, log, render, report)
 
 
-def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, indexed: Indexed) -> int:
+def _update_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, indexed: Indexed) -> int:
     """Bring the site up to date; a site that cannot be written never fails the indexing."""
     from builder.render.site import render_site
 
@@ -142,7 +142,7 @@ def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: S
         if not render:
             return indexed.code
         report.enter("render")
-        return max(indexed.code, _render(config, conn, full=True, log=log, indexed=indexed))
+        return max(indexed.code, _update_site(config, conn, full=True, log=log, indexed=indexed))
     finally:
         conn.close()
 
@@ -159,7 +159,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     failed: list[str] = []
     db.migrate(conn)  # an index from before a schema step gains it here; a single SELECT when current
     known = db.get_sources(conn)
-    heads = remote_heads(config, selected)
+    heads = source_heads(config, selected)
     scans: list[SourceChanges] = []
     for source in selected:
         row = known.get(source.id)
@@ -259,7 +259,7 @@ class Applied:
 def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, report: BuildReport) -> Applied:
     """Write one source's changes into the index."""
     from builder.forkpool import Pool
-    from builder.ingest import Ingested, NoteFile, ingest_all, sha256_bytes
+    from builder.ingest import ChangedFile, Ingested, ingest_all, sha256_bytes
 
     source = scan.source
     root = config.source_root(source)
@@ -272,9 +272,9 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
         log.warn(f"{source.id}: {name}: the file name is not valid UTF-8, so it cannot be indexed; rename it")
     fits: Callable[[str], bool] | None = None
 
-    def store(todo: list[NoteFile], results: Iterator[Ingested]) -> None:
+    def store(todo: list[ChangedFile], results: Iterator[Ingested]) -> None:
         nonlocal notes, chunks
-        for file, result in zip(todo, results):
+        for file, result in zip(todo, results, strict=True):
             for warning in result.warnings:
                 log.warn(f"{source.id}: {warning}")
             author = scan.authors.get(file.path)
@@ -285,9 +285,9 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
             chunks += len(result.chunks)
 
     with Pool(None) as pool:
-        parsing: tuple[list[NoteFile], Iterator[Ingested]] | None = None
+        parsing: tuple[list[ChangedFile], Iterator[Ingested]] | None = None
         for start in range(0, len(scan.changed), INGEST_BATCH):
-            todo: list[NoteFile] = []
+            todo: list[ChangedFile] = []
             for stat in scan.changed[start:start + INGEST_BATCH]:
                 try:
                     data = (root / stat.path).read_bytes()
@@ -304,7 +304,7 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
                         db.set_last_change(conn, source.id, stat.path, iso_from_ns(stat.mtime_ns), author)
                     touched += 1
                     continue
-                todo.append(NoteFile(stat.path, data, stat.mtime_ns, iso_from_ns(stat.mtime_ns)))
+                todo.append(ChangedFile(stat.path, data, stat.mtime_ns, iso_from_ns(stat.mtime_ns)))
             if todo and fits is None and config.embedding.provider == "local":
                 fits = passage_fits(config.embedding)  # loads the model's tokenizer once, and only for new text
             # the workers parse this batch while this process stores the one before

@@ -33,14 +33,14 @@ from server.auth import COOKIE, COOKIE_MAX_AGE_S, ApiKey, back_to, read_form
 from server.embedder import QueryEmbedder
 from server.health import health
 from server.mcp_mount import McpFactory, mcp_route
+from server.query import MAX_QUERY_CHARS
 from server.reader import IndexReader, QueryTimeout
 from server.search import SearchResult, check_limit, check_mode
 from server.searcher import Searcher
-from server.site import SiteFiles
+from server.site_files import SiteFiles
 from server.sync_api import SyncDesk, sync_routes
 from server.vectors import MIN_VECTORS, VectorMemory
 
-MAX_Q = 500
 SECURITY_HEADERS = {
     "Content-Security-Policy": ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
                                 "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"),
@@ -74,8 +74,8 @@ def _params(request: Request, config: Config) -> SearchParams:
     q = request.query_params.get("q")
     if q is None or not q.strip():
         raise UserError("parameter q is required")
-    if len(q) > MAX_Q:
-        raise UserError(f"parameter q is longer than {MAX_Q} characters")
+    if len(q) > MAX_QUERY_CHARS:
+        raise UserError(f"parameter q is longer than {MAX_QUERY_CHARS} characters")
     limit = check_limit(request.query_params.get("limit", "10"))
     mode = check_mode(request.query_params.get("mode", "hybrid"))
     source = request.query_params.get("source") or None
@@ -102,7 +102,7 @@ class Portal:
 
     def __init__(self, config: Config, embedder_factory: EmbedderFactory | None, time_limit_s: float,
                  embed_time_limit_s: float, min_vectors: int) -> None:
-        from server.pages import SearchPage
+        from server.search_page import SearchPage
 
         self.config = config
         self.reader = IndexReader(config.index, time_limit_s=time_limit_s)
@@ -159,7 +159,7 @@ class Portal:
 
     def search_page(self, request: Request) -> Response:
         """``GET /search``: the results page for browsers without JavaScript."""
-        from server.pages import page_hits
+        from server.search_page import page_hits
 
         query = request.query_params.get("q", "")
         if not query.strip():
@@ -167,7 +167,7 @@ class Portal:
         try:
             result = self.run_search(_params(request, self.config))
         except UserError as exc:
-            return HTMLResponse(self.pages.render(query=query[:MAX_Q], notes=[str(exc)], hits=[]),
+            return HTMLResponse(self.pages.render(query=query[:MAX_QUERY_CHARS], notes=[str(exc)], hits=[]),
                                 status_code=_status_of(exc))
         hits = page_hits(result)
         # the words as typed, with the page's other parameters (mode, source, tag, limit) kept

@@ -1,5 +1,5 @@
 """What the web app may ask of the build side: the :class:`SyncDesk` the composing command injects
-(the job runner of ``builder/jobs.py``), and the 202 answer that names a queued job."""
+(the job runner of ``builder/job_runner.py``), and the 202 answer that names a queued job."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ NO_RUNNER = "this server runs no sync jobs (start it with `notes-portal serve`)"
 
 
 class SyncDesk(Protocol):
-    """Where the web app asks for builds; the job runner (builder.jobs.JobRunner) is one."""
+    """Where the web app asks for builds; the job runner (builder.job_runner.JobRunner) is one."""
 
     def enqueue(self, source: str | None, reason: str, delivery: str | None = None) -> dict[str, Any]:
         """Queue a build (or join the one queued for ``source``): ``{job, new, duplicate}``."""

@@ -141,7 +141,7 @@ async def _body(request: Request, limit: int) -> bytes | None:
     return bytes(body)
 
 
-def hook_endpoint(config: Config, desk: SyncDesk | None):  # noqa: ANN201 (a Starlette endpoint)
+def hook_endpoint(config: Config, desk: SyncDesk | None):
     """The endpoint of ``POST /api/hooks/{source_id}``."""
     hooked: dict[str, SourceConfig] = {s.id: s for s in config.sources if s.hook_secret}
 

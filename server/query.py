@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from builder.core.analysis import inflection_base, stem_word
 
 MAX_TERMS = 24
-MAX_QUERY_CHARS = 2000
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)  # FTS5's unicode61 splits at "_" as well
+MAX_QUERY_CHARS = 500  # the longest query /api/search, /search and the MCP tools take; the CLI's is cut here
+WORD = re.compile(r"[^\W_]+", re.UNICODE)  # FTS5's unicode61 splits at "_" as well
 
 # Czech, Slovak and English function words, spelled with their diacritics as typed.
 FUNCTION_WORDS = frozenset("""
@@ -79,19 +79,19 @@ class Term:
 
 def content_words(text: str) -> list[str]:
     """The words of ``text`` that are not function words, as written."""
-    return [word for word in _WORD.findall(text) if word.lower() not in FUNCTION_WORDS]
+    return [word for word in WORD.findall(text) if word.lower() not in FUNCTION_WORDS]
 
 
 def keys_of(text: str) -> str:
     """The word keys of ``text``'s words, space-separated."""
-    return " ".join(stem_word(word) for word in _WORD.findall(unicodedata.normalize("NFC", text)))
+    return " ".join(stem_word(word) for word in WORD.findall(unicodedata.normalize("NFC", text)))
 
 
 def parse(text: str) -> list[Term]:
     """The words of ``text`` in order, without repeats (at most ``MAX_TERMS``)."""
     seen: dict[str, bool] = {}
     names: set[str] = set()
-    for i, word in enumerate(_WORD.findall(unicodedata.normalize("NFC", text[:MAX_QUERY_CHARS]))):
+    for i, word in enumerate(WORD.findall(unicodedata.normalize("NFC", text[:MAX_QUERY_CHARS]))):
         lower = word.lower()
         capitals = len(word) > 1 and word.isupper()
         seen[lower] = seen.get(lower, True) and not capitals and lower in FUNCTION_WORDS
@@ -107,7 +107,7 @@ def content(terms: list[Term]) -> list[Term]:
     return [t for t in terms if not t.function]
 
 
-def _group(term: Term, stems: bool) -> str:
+def _term_group(term: Term, stems: bool) -> str:
     exact = f"{{breadcrumb text}} : {term.exact}"
     if not stems or term.function:
         return f"({exact})"
@@ -117,12 +117,12 @@ def _group(term: Term, stems: bool) -> str:
 
 def match_all(terms: list[Term], stems: bool) -> str:
     """An FTS5 expression that every term must match (its exact form, or its key when ``stems``)."""
-    return " AND ".join(_group(t, stems) for t in terms)
+    return " AND ".join(_term_group(t, stems) for t in terms)
 
 
 def match_any(terms: list[Term], stems: bool) -> str:
     """An FTS5 expression that any content term may match."""
-    return " OR ".join(_group(t, stems) for t in content(terms) or terms)
+    return " OR ".join(_term_group(t, stems) for t in content(terms) or terms)
 
 
 def marks(terms: list[Term]) -> list[str]:

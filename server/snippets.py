@@ -17,12 +17,11 @@ from functools import lru_cache
 from itertools import accumulate
 
 from builder.core.analysis import stem_word
-from builder.core.slug import fold as _fold_text
-from server.query import Term, content
+from builder.core.slug import fold
+from server.query import WORD, Term, content
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # The same words come back in every snippet and every query: each is folded once.
-fold = lru_cache(maxsize=131_072)(_fold_text)
+cached_fold = lru_cache(maxsize=131_072)(fold)
 _MARKUP = [
     (re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)"), r"\1"),  # [text](url), ![alt](src) → text, alt
     (re.compile(r"\[\[(?:[^\]|\n]*\|)?([^\]\n]*)\]\]"), r"\1"),  # [[note|label]] → label
@@ -45,7 +44,7 @@ def _exact(term: Term) -> Callable[[str], bool]:
     else the word as a prefix (3+ letters) or whole."""
     if term.forms:
         return frozenset(term.forms).__contains__
-    typed = fold(term.text)
+    typed = cached_fold(term.text)
     return (lambda word: word.startswith(typed)) if len(typed) >= 3 else typed.__eq__
 
 
@@ -56,13 +55,13 @@ def matcher(terms: list[Term]) -> Callable[[str], bool]:
     wanted = content(terms)
     exact = [_exact(t) for t in wanted]
     keys = {t.key for t in wanted} | {key for t in wanted for phrase in t.translation_keys for key in phrase.split()}
-    translated = {fold(word) for t in wanted for word in t.translation_words}
+    translated = {cached_fold(word) for t in wanted for word in t.translation_words}
     decided: dict[str, bool] = {}
 
     def is_match(word: str) -> bool:
         found = decided.get(word)
         if found is None:
-            folded = fold(word)
+            folded = cached_fold(word)
             found = decided[word] = (folded in translated or any(matches(folded) for matches in exact)
                                      or len(folded) > 3 and stem_word(word) in keys)
         return found
@@ -94,9 +93,10 @@ def excerpt(text: str, terms: list[Term], width: int = 36, *,
     query's :func:`matcher`, when it has one."""
     text = plain_text(text)
     is_match = is_match or matcher(terms)
-    words = list(_WORD.finditer(text))
+    words = list(WORD.finditer(text))
     flags = list(map(is_match, map(re.Match.group, words)))
-    found = tuple(dict.fromkeys(m.group().lower() for m, flag in zip(words, flags) if flag))[:MAX_MARKED_WORDS]
+    found = tuple(dict.fromkeys(m.group().lower() for m, flag in zip(words, flags, strict=True)
+                                if flag))[:MAX_MARKED_WORDS]
     marked = list(accumulate(flags, initial=0))  # marked[i]: the matches among the first i words
     best, best_score = 0, -1
     for start in range(0, max(1, len(words) - width + 1), 4):
@@ -110,7 +110,7 @@ def excerpt(text: str, terms: list[Term], width: int = 36, *,
     begin = 0 if at_start else window[0].start()
     end = len(text) if at_end else window[-1].end()
     out, pos = [], begin
-    for m, flag in zip(window, flags[best:best + width]):
+    for m, flag in zip(window, flags[best:best + width], strict=True):
         out.append(html.escape(text[pos:m.start()]))
         out.append(f"<mark>{html.escape(m.group())}</mark>" if flag else html.escape(m.group()))
         pos = m.end()
@@ -125,16 +125,16 @@ def typed_without_accents(text: str, terms: list[Term]) -> bool:
     content words begins, in ``text``, only words that do (``nastroje`` where the notes say
     ``nástroje``). The words half folds accents; the model reads ``nastroje`` as another token."""
     wanted = content(terms)
-    if not wanted or any(fold(t.text) != t.text.lower() for t in terms):
+    if not wanted or any(cached_fold(t.text) != t.text.lower() for t in terms):
         return False
-    words = {w.lower() for w in _WORD.findall(text)}
+    words = {w.lower() for w in WORD.findall(text)}
     for term in wanted:
         typed = term.text.lower()
         if term.forms:  # in no note as typed: its forms the notes hold
-            begun = [w for w in words if fold(w) in term.forms]
+            begun = [w for w in words if cached_fold(w) in term.forms]
         else:
-            begun = [w for w in words if fold(w).startswith(typed)] if len(typed) >= 3 else []
-        if begun and all(fold(w) != w for w in begun):
+            begun = [w for w in words if cached_fold(w).startswith(typed)] if len(typed) >= 3 else []
+        if begun and all(cached_fold(w) != w for w in begun):
             return True
     return False
 
@@ -145,8 +145,8 @@ def coverage(text: str, terms: list[Term]) -> float:
     wanted = content(terms)
     if not wanted:
         return 0.0
-    written = set(_WORD.findall(text))  # each word once: a note repeats most of its words
-    words = {fold(w) for w in written}
+    written = set(WORD.findall(text))  # each word once: a note repeats most of its words
+    words = {cached_fold(w) for w in written}
     keys = {stem_word(w) for w in written if len(w) > 3}
     found = 0
     for term in wanted:

@@ -2,7 +2,7 @@
 webhook route of :mod:`server.hooks`.
 
 The read path never builds: the command that composes the server injects a :class:`SyncDesk` (the
-job runner of ``builder/jobs.py``), and these endpoints only ask it to queue work or to tell how a
+job runner of ``builder/job_runner.py``), and these endpoints only ask it to queue work or to tell how a
 job stands. The sync API has its own key, ``server.sync_key`` (``X-API-Key`` or ``Authorization:
 Bearer``), never the search key; without one configured it is off (403).
 """

@@ -44,13 +44,14 @@ if TYPE_CHECKING:
 
     import numpy as np
 
+    from server.search import VectorLater
+
 SnapshotKey = tuple[Identity, str]  # (index file identity, vectors_version)
 
 MIN_VECTORS = 2_000
 SCAN_ROWS = 1024  # rows widened to float32 at a time: 1.5 MB per query thread at 384 dimensions
 SCAN_THREADS = 4  # scans waiting for their query's vector hold one each (the embedder is one thread)
 SCAN_PARTS = min(os.cpu_count() or 1, 4)  # threads one scan runs on
-VectorLater = Callable[[], "tuple[bytes | None, str | None]"]  # waits for the query's vector (or why not)
 
 
 def rescored(k: int) -> int:

@@ -136,7 +136,7 @@ class FakeOllama:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 (http.server API)
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append(body)
                 if not outer.open.is_set():
@@ -284,27 +284,27 @@ def serve(config_path: Path, *args: str) -> Iterator[str]:
     """Run ``notes-portal serve`` on ``config_path`` in a child process until the generator closes;
     yields the base URL once ``/api/health`` answers."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "builder.cli", "serve", "--config", str(config_path),
-                             "--port", str(port), *args], cwd=PROJECT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"{base}/api/health", timeout=1)
-                break
-            except OSError:
-                if proc.poll() is not None:
+    with subprocess.Popen([sys.executable, "-m", "builder.cli", "serve", "--config", str(config_path),
+                           "--port", str(port), *args], cwd=PROJECT,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:  # closes the pipe
+        base = f"http://127.0.0.1:{port}"
+        try:
+            for _ in range(200):
+                try:
+                    urllib.request.urlopen(f"{base}/api/health", timeout=1).close()
                     break
-                time.sleep(0.1)
-        else:
-            proc.kill()
-        if proc.poll() is not None:
-            pytest.fail(f"the server did not start: {proc.stderr.read().decode() if proc.stderr else ''}")
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+                except OSError:
+                    if proc.poll() is not None:
+                        break
+                    time.sleep(0.1)
+            else:
+                proc.kill()
+            if proc.poll() is not None:
+                pytest.fail(f"the server did not start: {proc.stderr.read().decode() if proc.stderr else ''}")
+            yield base
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
 
 
 # ---------------------------------------------------------------- the real model, paid for once (tests/realmodel.py)

@@ -19,7 +19,8 @@ def keys(words: str) -> set[str]:
 
 SLOVAK_FAMILIES = [
     # masculine inanimate: -a -u -e -om -ov -och -y -mi -ami
-    "kontajner kontajnera kontajneru kontajnerom kontajnerov kontajneroch kontajnery kontajneri kontajnermi kontajnerami",
+    "kontajner kontajnera kontajneru kontajnerom kontajnerov kontajneroch kontajnery kontajneri kontajnermi "
+    "kontajnerami",
     "súbor súboru súbory súborov súbore súbormi súborom súboroch",
     "príkaz príkazom príkazy príkazu príkazov príkaze príkazmi príkazoch",
     "repozitár repozitára repozitári repozitárom repozitárov",

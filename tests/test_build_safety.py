@@ -145,7 +145,8 @@ def test_attachments_are_published_by_an_allowlist(tmp_path, notes, name, conten
     assert run(config) == 0
     assert (config.site.output / "notes/deniky" / name).exists() == published
     warnings = log_lines(config)
-    assert (not warnings) if published else warnings[0].startswith(f"notes: a broken link: deniky/priloha.md:3: {name}: ")
+    assert (not warnings) if published else \
+        warnings[0].startswith(f"notes: a broken link: deniky/priloha.md:3: {name}: ")
 
 
 def test_leftovers_of_a_killed_full_build_are_removed_by_the_next_build(tmp_path, notes):
@@ -300,9 +301,9 @@ def test_a_build_killed_while_its_workers_parse_leaves_no_worker_and_no_lock(tmp
     config = tmp_path / "portal.yaml"
     config.write_text(f"index: {tmp_path / 'data' / 'index.sqlite'}\nembedding:\n  provider: none\n"
                       f"sources:\n  notes:\n    folder: {root}\n", encoding="utf-8")
-    log = (tmp_path / "build.out").open("wb")
-    build = subprocess.Popen([sys.executable, "-m", "builder.cli", "build", "--config", str(config)],
-                             stdout=log, stderr=log)
+    with (tmp_path / "build.out").open("wb") as log:  # the child holds its own copy of the file
+        build = subprocess.Popen([sys.executable, "-m", "builder.cli", "build", "--config", str(config)],
+                                 stdout=log, stderr=log)
 
     def children() -> list[int]:
         found = []

@@ -3,7 +3,6 @@ threads may hold locks never forks a build's workers."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import builder.forkpool
 import builder.sync
 from builder.childbuild import build_in_child
 from builder.core.config import load_config
-from builder.jobs import JobRunner
+from builder.job_runner import JobRunner
 from builder.report import BuildReport
 from builder.synclog import SyncLog
 from tests.conftest import PROJECT, FakeOllama, ollama_yaml, write_config, write_note

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from builder.cli import main
-from builder.cli.reads import MAX_READ_CHARS
+from builder.cli.command_data import MAX_READ_CHARS
 from builder.grep import MAX_LINE_CHARS
 from builder.sync import build
 from tests.conftest import require_ripgrep, write_config, write_note

@@ -64,7 +64,8 @@ def test_the_committed_vectors_are_what_the_model_computes(examples, naucse):
 def _top_paths(index, query: str, k: int = 5, mode: str = "hybrid") -> list[str]:
     config, conn, embedder = index
     result = search(conn, config, query, limit=k, mode=mode, embedder=embedder)
-    assert not [n for n in result.notes if "embeddings" in n or "awaiting vectors" in n]  # real vectors, no degraded mode
+    # real vectors, no degraded mode
+    assert not [n for n in result.notes if "embeddings" in n or "awaiting vectors" in n]
     return [hit.path for hit in result.hits]
 
 

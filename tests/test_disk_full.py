@@ -126,7 +126,8 @@ class SmallDisk:
                               text=True, check=False, timeout=60, preexec_fn=capped(self.limit))
 
     def close(self) -> None:
-        if self.kind == "tmpfs" and subprocess.run(["umount", str(self.path)], capture_output=True, check=False).returncode:
+        if self.kind == "tmpfs" and subprocess.run(["umount", str(self.path)], capture_output=True,
+                                                   check=False).returncode:
             # a server's read-only connection may still be open in an idle worker thread: detach now,
             # the kernel frees the tmpfs when the last file on it is closed
             subprocess.run(["umount", "--lazy", str(self.path)], check=True)

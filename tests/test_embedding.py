@@ -153,7 +153,7 @@ class _OpenAIStandIn(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         _OpenAIStandIn.seen.append((self.path, self.headers.get("Authorization"), body))
         items = [{"object": "embedding", "index": i, "embedding": hashed_vector(t).tolist()}
@@ -189,7 +189,8 @@ def test_openai_compatible_provider_orders_by_index_and_sends_the_key(tmp_path, 
         assert np.allclose(got[0], hashed_vector("passage: alpha beta"), atol=1e-6)
         assert np.allclose(got[1], hashed_vector("passage: gamma"), atol=1e-6)
         path, auth, body = _OpenAIStandIn.seen[-1]
-        assert (path, auth, body["input"]) == ("/v1/embeddings", "Bearer sekret", ["passage: alpha beta", "passage: gamma"])
+        assert (path, auth, body["input"]) == ("/v1/embeddings", "Bearer sekret",
+                                               ["passage: alpha beta", "passage: gamma"])
     finally:
         server.shutdown()
         server.server_close()

@@ -43,7 +43,7 @@ def test_metrics_by_hand():
     answers = [query([("a.md", None)]) for _ in range(4)]
     lists = [[hit("a.md")], [hit("x.md"), hit("y.md"), hit("a.md")], [hit("x.md")] * 5 + [hit("a.md")],
              [hit("x.md")] * 12 + [hit("a.md")]]
-    ranked = [rank(q, hits, None, NO_HEADINGS) for q, hits in zip(answers, lists)]
+    ranked = [rank(q, hits, None, NO_HEADINGS) for q, hits in zip(answers, lists, strict=True)]
     assert [r.file_rank for r in ranked] == [1, 3, 6, None]  # rank 13 is beyond MRR@10
     m = metrics(ranked, "file")
     assert m == {"n": 4, "hit@1": 0.25, "hit@3": 0.5, "hit@5": 0.5, "mrr@10": pytest.approx((1 + 1 / 3 + 1 / 6) / 4),

@@ -48,7 +48,8 @@ def run(config: Config) -> tuple[int, list[str]]:
 def found(config: Config, word: str) -> int:
     conn = db.connect(indexfile.resolve(config.index), readonly=True, vec=False)
     try:
-        return conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH :word", {"word": word}).fetchone()[0]
+        query = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH :word"
+        return conn.execute(query, {"word": word}).fetchone()[0]
     finally:
         conn.close()
 

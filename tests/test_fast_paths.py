@@ -152,7 +152,7 @@ def test_the_servers_compact_vectors_rescored_give_exactly_the_nearest_chunks(tm
     vectors = rng.standard_normal((len(ids), dims)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     vectors[[700, 5, 2900]] = vectors[1500]  # copies: equal similarities, ordered by id on both paths
-    db.store_vectors(conn, zip(ids, (v.tobytes() for v in vectors)), "2026-12-01T00:00:00")
+    db.store_vectors(conn, zip(ids, (v.tobytes() for v in vectors), strict=True), "2026-12-01T00:00:00")
     identity = (1, 1)
     memory = VectorMemory(lambda: (identity, db.connect(path, readonly=True)), min_vectors=1)
     queries = [rng.standard_normal(dims).astype(np.float32) for _ in range(30)]
@@ -280,7 +280,8 @@ WORDS = {"hodnota": 0.7, "funkce": 0.6, "soubor": 0.5, "generátor": 0.06, "zás
          "výjimka": 0.04, "slovník": 0.04, "rekurze": 0.03, "dekorátor": 0.03}
 
 
-def test_the_any_word_query_with_common_words_is_the_reference_query_over_chunks_with_a_rare_word(tmp_path, monkeypatch):
+def test_the_any_word_query_with_common_words_is_the_reference_query_over_chunks_with_a_rare_word(
+        tmp_path, monkeypatch):
     """Over chunks that hold a rare word, the two-statement any-word query returns exactly the
     reference statement's best chunks and scores; a chunk with common words alone (which the
     reference may rank high) is never a candidate."""

@@ -127,7 +127,8 @@ class ProviderServer:
                 expected_path = "/api/embed" if outer.protocol == "ollama" else "/v1/embeddings"
                 if self.path != expected_path:
                     return self._send(404, {"error": f"no route {self.path}"})
-                fields = {"model", "input", "truncate", "keep_alive"} if outer.protocol == "ollama" else {"model", "input"}
+                fields = ({"model", "input", "truncate", "keep_alive"} if outer.protocol == "ollama"
+                          else {"model", "input"})
                 if set(body) != fields or not isinstance(body["input"], list):
                     outer.off_protocol.append(body)
                     return self._send(400, {"error": "unexpected request"})
@@ -218,7 +219,8 @@ def test_a_misbehaving_provider_leaves_chunks_pending_search_says_so_and_the_nex
     half-stored, no orphan), search FTS-only and saying why; fixed, the next build fills every vector."""
     with ProviderServer(protocol) as provider:
         config = load_config(write_config(tmp_path, f"index: data/index.sqlite\n"
-                                          f"{provider.yaml(timeout=0.5, batch=2)}sources:\n  notes:\n    folder: notes\n"))
+                                          f"{provider.yaml(timeout=0.5, batch=2)}"
+                                          "sources:\n  notes:\n    folder: notes\n"))
         provider.fault = fault
         proc, elapsed = cli(config, "build")
         # the first batch of 2 is answered by "500-after-one"; every other fault fails the first request
@@ -429,7 +431,8 @@ def test_a_force_push_rescans_the_source_and_the_index_and_site_equal_the_rewrit
     lines_before = len(log_lines(config))
     assert run(config) == 0
     lines = log_lines(config)[lines_before:]
-    assert lines[0] == f"INFO repo: {old_rev[:12]} is not in the history of {new_rev[:12]} (force-pushed?): full re-scan"
+    assert lines[0] == (f"INFO repo: {old_rev[:12]} is not in the history of {new_rev[:12]} "
+                        "(force-pushed?): full re-scan")
     assert not [line for line in lines if line.startswith("WARN")]
     conn = open_index(config)
     assert set(up.notes()) == {"a.md", "sub/c.md", "e.md"}

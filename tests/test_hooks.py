@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from builder.core.config import load_config
 from builder.core.errors import ConfigError
-from builder.jobs import JobRunner
+from builder.job_runner import JobRunner
 from server.app import create_app
 from server.hooks import verify
 from tests.conftest import HashEmbedder, write_config

@@ -2,7 +2,7 @@
 SDK's own client, and ``/mcp`` of the real web app on 127.0.0.1 (uvicorn), with and without the key.
 
 Every tool's answer is compared with the CLI's ``--json`` for the same question (they come from one
-function, :mod:`builder.cli.reads`); errors are exact one-line messages; ``read_note`` shows the disk
+function, :mod:`builder.cli.command_data`); errors are exact one-line messages; ``read_note`` shows the disk
 as it is now, before a build has seen it. Queries are embedded by the stand-in Ollama server, so the
 vector half runs in both processes.
 """
@@ -402,15 +402,15 @@ def test_serve_mounts_mcp_unless_told_not_to(portal, tmp_path):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
-        proc = subprocess.Popen([sys.executable, "-m", "builder.cli", "serve", "--port", str(port), *flags,
-                                 "--config", str(portal.path)], cwd=PROJECT, env={**os.environ},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            status = _first_answer(f"http://127.0.0.1:{port}")
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
-        assert status == expected, proc.stderr.read().decode() if proc.stderr else ""
+        with subprocess.Popen([sys.executable, "-m", "builder.cli", "serve", "--port", str(port), *flags,
+                               "--config", str(portal.path)], cwd=PROJECT, env={**os.environ},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+            try:
+                status = _first_answer(f"http://127.0.0.1:{port}")
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
+            assert status == expected, proc.stderr.read().decode() if proc.stderr else ""
 
 
 def _first_answer(url: str) -> int:

@@ -148,7 +148,7 @@ def test_big_section_splits_at_paragraphs_with_overlap():
     assert len(chunks) >= 3
     assert all(len(c.text) <= (MAX_TOKENS + 80) * CHARS_PER_TOKEN for c in chunks)
     assert {c.anchor for c in chunks} == {"sekce"}
-    for before, after in zip(chunks, chunks[1:]):
+    for before, after in zip(chunks, chunks[1:], strict=False):
         overlap = after.text.split("\n\n")[0]  # the next chunk repeats the previous tail
         assert before.text.endswith(overlap) and 150 <= len(overlap) <= 256
     body = "\n\n".join(c.text for c in chunks)

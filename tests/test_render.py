@@ -501,8 +501,6 @@ def test_notes_with_the_same_text_share_their_body_only_where_their_links_agree(
 
 
 def test_big_renders_keep_highlighted_code_in_the_site_for_the_next_one(tmp_path, monkeypatch):
-    import json
-
     from builder.render import delta, highlight, site
 
     monkeypatch.setattr(site, "BIG_RENDER", 1)  # every render is a big one
@@ -514,7 +512,7 @@ def test_big_renders_keep_highlighted_code_in_the_site_for_the_next_one(tmp_path
     config = make_config(tmp_path, {"notes": root})
     build_and_render(config)
     out = config.site.output
-    cache = highlight.cache_file(out)
+    cache = highlight.blocks_file(out)
 
     def stored() -> set[str]:
         return set(highlight.stored(cache))

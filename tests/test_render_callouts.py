@@ -27,7 +27,8 @@ def rendered(text: str) -> str:
     ("> [!bug]+ Open\n>\n> - one\n",
      '<details class="callout callout-danger" open="">\n<summary class="callout-title">Open</summary>\n<ul>\n'
      "<li>one</li>\n</ul>\n</details>\n"),
-    ("> [!recept] Vlastní typ\n", '<div class="callout callout-note">\n<p class="callout-title">Vlastní typ</p>\n</div>\n'),
+    ("> [!recept] Vlastní typ\n",
+     '<div class="callout callout-note">\n<p class="callout-title">Vlastní typ</p>\n</div>\n'),
     ("> a plain quote [!NOTE]\n", "<blockquote>\n<p>a plain quote [!NOTE]</p>\n</blockquote>\n"),
     ("> [!NOTE] inside\n>> [!danger]\n>> nested\n",
      '<div class="callout callout-note">\n<p class="callout-title">inside</p>\n<div class="callout callout-danger">\n'
@@ -42,14 +43,18 @@ def test_a_blockquote_that_opens_with_a_type_is_a_callout(text, html):
     ("! Naučíte sa:\n!\n! - Vytvoriť cyklický kód, ktorý platí\n    podmienka.\n! - Načítať `reťazec`.\n\nPotom.\n",
      '<div class="callout callout-warning">\n<p>Naučíte sa:</p>\n<ul>\n<li>Vytvoriť cyklický kód, ktorý platí\n'
      "podmienka.</li>\n<li>Načítať <code>reťazec</code>.</li>\n</ul>\n</div>\n<p>Potom.</p>\n"),
-    ("!! Do GITu neposielajte heslá.\n", '<div class="callout callout-danger">\n<p>Do GITu neposielajte heslá.</p>\n</div>\n'),
+    ("!! Do GITu neposielajte heslá.\n",
+     '<div class="callout callout-danger">\n<p>Do GITu neposielajte heslá.</p>\n</div>\n'),
     ("!!! Info\n!!!! Hotovo\n",
-     '<div class="callout callout-note">\n<p>Info</p>\n</div>\n<div class="callout callout-tip">\n<p>Hotovo</p>\n</div>\n'),
-    ("! prvý\n\n# Nadpis\n", '<div class="callout callout-warning">\n<p>prvý</p>\n</div>\n<h1 id="nadpis">Nadpis</h1>\n'),
+     '<div class="callout callout-note">\n<p>Info</p>\n</div>\n'
+     '<div class="callout callout-tip">\n<p>Hotovo</p>\n</div>\n'),
+    ("! prvý\n\n# Nadpis\n",
+     '<div class="callout callout-warning">\n<p>prvý</p>\n</div>\n<h1 id="nadpis">Nadpis</h1>\n'),
     ("! Cieľ\n===\n", '<div class="callout callout-warning">\n<p>Cieľ\n===</p>\n</div>\n'),  # lazy, as in "> Cieľ"
     ("! a\n!\nnot lazy\n", '<div class="callout callout-warning">\n<p>a</p>\n</div>\n<p>not lazy</p>\n'),
     ("! a lazy line\n# ends at a heading\n",
-     '<div class="callout callout-warning">\n<p>a lazy line</p>\n</div>\n<h1 id="ends-at-a-heading">ends at a heading</h1>\n'),
+     '<div class="callout callout-warning">\n<p>a lazy line</p>\n</div>\n'
+     '<h1 id="ends-at-a-heading">ends at a heading</h1>\n'),
     # not notices: inside a paragraph, an image, five marks, no space, indented code
     ("text\n! not a notice\n", "<p>text\n! not a notice</p>\n"),
     ("![obrázok](x.png)\n", '<p><img src="x.png" alt="obrázok" loading="lazy"></p>\n'),

@@ -256,7 +256,7 @@ def test_a_failing_delta_render_costs_a_warning_and_the_full_render_repairs_its_
         out.write(notes[0].url, "<p>half done</p>")  # (recorded in the journal first, as every write)
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(delta, "_render", broken)
+    monkeypatch.setattr(delta, "_render_delta", broken)
     write(root, "sub/b.md", NOTES["sub/b.md"] + "\nNový.\n")
     run = build_and_render(by_delta)
     build_and_render(by_full)

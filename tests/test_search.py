@@ -270,7 +270,8 @@ def test_function_words_are_neither_searched_alone_nor_marked():
     # conjunctions (whether, because) and indefinite pronouns
     assert [t.function for t in parse("jak zjistím jestli text obsahuje nějaké slovo")] == [
         True, False, True, False, False, True, False]
-    assert [t.function for t in parse("či súbor obsahuje nejaký text, pretože")] == [True, False, False, True, False, True]
+    assert [t.function for t in parse("či súbor obsahuje nejaký text, pretože")] == [
+        True, False, False, True, False, True]
     # English pronouns and auxiliaries, for a question asked in English over Czech or Slovak notes
     assert [t.function for t in parse("how should we split them into parts")] == [
         True, True, True, False, True, True, False]
@@ -487,7 +488,8 @@ def test_another_form_of_a_word_the_notes_hold_is_searched_by_its_beginning_not_
 
 def test_a_section_cut_in_several_chunks_is_listed_once(config_for, notes_dir, quiet_log):
     long = "\n\n".join(f"Konvice číslo {i}. " + "slovo " * 150 for i in range(8))
-    write_note(notes_dir, "dlouha.md", f"# Dlouhá\n\n## Úvod\n\nKonvice.\n\n## Jádro\n\n{long}\n\n## Závěr\n\nKonvice.\n")
+    write_note(notes_dir, "dlouha.md",
+               f"# Dlouhá\n\n## Úvod\n\nKonvice.\n\n## Jádro\n\n{long}\n\n## Závěr\n\nKonvice.\n")
     config = config_for(EMBED)
     build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
     conn = db.connect(indexfile.resolve(config.index), readonly=True)

@@ -364,7 +364,8 @@ def test_an_index_from_before_chunk_vectors_is_served_by_vec0_until_a_build_adds
     memory, vec0 = TestClient(app), TestClient(create_app(config, embedder_factory=HashEmbedder, min_vectors=10**9))
 
     def ranked(client, q):
-        return [(h["path"], h["anchor"]) for h in client.get("/api/search", params={"q": q, "mode": "vector"}).json()["hits"]]
+        hits = client.get("/api/search", params={"q": q, "mode": "vector"}).json()["hits"]
+        return [(h["path"], h["anchor"]) for h in hits]
 
     assert ranked(memory, "čaj s mlékem") == ranked(vec0, "čaj s mlékem") != []
     _wait_for_loader(app)

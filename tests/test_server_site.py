@@ -7,9 +7,7 @@ import re
 import pytest
 from starlette.testclient import TestClient
 
-from builder.core import urls
 from builder.core.filetypes import SANDBOX_CSP
-from builder.render import pages
 from server.app import SECURITY_HEADERS, create_app
 from tests.conftest import HashEmbedder, ollama_yaml, write_note
 from tests.test_server import build_and_render, ids_in
@@ -100,11 +98,6 @@ def test_a_folder_url_lands_on_its_page(client):
         assert not fragment or fragment in ids_in(response.text), path
         landed.append((path, response.url.path + (f"#{fragment}" if fragment else ""), title_of(response.text)))
     assert landed == FOLDER_PAGES
-
-
-def test_the_folder_anchor_rule_is_the_renderers(portal):
-    for folder in ["", "recepty", "recepty/napoje", "Cestování/Hory a doly", "a_b/c.d", "!!!"]:
-        assert urls.dir_anchor(folder) == pages.dir_anchor(folder)
 
 
 SERVED_AS = [  # URL, Content-Type, Content-Disposition

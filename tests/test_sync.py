@@ -123,7 +123,8 @@ def test_touched_but_unchanged_note_is_not_rechunked(config_for, notes_dir, quie
     run(config, quiet_log)
     conn = open_index(config)
     assert [r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY id")] == ids
-    assert conn.execute("SELECT mtime_ns FROM files WHERE path = 'projekty/sauter-bus.md'").fetchone()[0] == 1_000_000_000
+    mtime_ns = conn.execute("SELECT mtime_ns FROM files WHERE path = 'projekty/sauter-bus.md'").fetchone()[0]
+    assert mtime_ns == 1_000_000_000
 
 
 HELD_BUILD = """

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from builder.core.config import load_config
 from builder.core.index.jobqueue import JobQueue
-from builder.jobs import DIED, JobRunner
+from builder.job_runner import DIED, JobRunner
 from builder.lock import BuildLock
 from builder.sync import build
 from server.app import create_app

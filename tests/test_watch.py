@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from builder.core.config import Config, load_config
-from builder.jobs import JobRunner
+from builder.job_runner import JobRunner
 from builder.sync import build
 from builder.watch import Watch, relevant, sources_touched
 from tests.conftest import HashEmbedder, write_config, write_note

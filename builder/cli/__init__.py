@@ -29,13 +29,13 @@ from builder.cli.commands import (
     cmd_watch,
 )
 from builder.cli.package import version
-from builder.cli.reads import MAX_READ_LINES, READ_LINES, SCHEMA, error_body
+from builder.cli.command_data import MAX_READ_LINES, READ_LINES, SCHEMA_VERSION, error_body
 from builder.core.errors import IndexUnreadable, UserError
 
 DESCRIPTION = "Your markdown notes as a searchable portal: for a browser, a shell and agents."
 EPILOG = (f"Every command reads its config from --config FILE, else $NOTES_PORTAL_CONFIG,\n"
           f"else ./{DEFAULT_CONFIG}. Run notes-portal COMMAND --help for a command's options.")
-JSON_HELP = f"print JSON (schema {SCHEMA}, see docs/CLI-JSON.md), errors included (default: text)"
+JSON_HELP = f"print JSON (schema {SCHEMA_VERSION}, see docs/CLI-JSON.md), errors included (default: text)"
 
 
 class Parser(argparse.ArgumentParser):

@@ -1,6 +1,6 @@
 """The commands behind ``notes-portal``: each composes the write path (``builder``) and the read path
 (``server``) it needs, importing them inside the command so the every-minute no-op build loads only
-what it needs. The read commands get their data from :mod:`builder.cli.reads` (the same data the MCP
+what it needs. The read commands get their data from :mod:`builder.cli.command_data` (the same data the MCP
 tools return) and print it as text or, with ``--json``, as it is."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from builder.core.errors import ConfigError
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-    from builder.jobs import JobRunner
+    from builder.job_runner import JobRunner
     from builder.watch import Watch
 
 DEFAULT_CONFIG = "portal.yaml"
@@ -61,13 +61,13 @@ def _open_index(config: Config) -> Connection:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from builder.cli import reads
+    from builder.cli import command_data
     from server.search import WEAK, provenance
 
-    result = reads.search_result(reads.for_command(config_of(args)), args.query, limit=args.limit,
-                                 source=args.source, tag=args.tag, mode=args.mode, correct=not args.as_typed)
+    result = command_data.search_result(command_data.for_command(config_of(args)), args.query, limit=args.limit,
+                                        source=args.source, tag=args.tag, mode=args.mode, correct=not args.as_typed)
     if args.json:
-        print_json(reads.search_data(result))
+        print_json(command_data.search_result_data(result))
         return 0
     for note in result.notes:
         print(f"note: {note}")
@@ -98,9 +98,10 @@ def _plain_snippet(snippet: str) -> str:
 
 
 def cmd_toc(args: argparse.Namespace) -> int:
-    from builder.cli import reads
+    from builder.cli import command_data
 
-    data = reads.toc(reads.for_command(config_of(args)), source=args.source, tag=args.tag, folder=args.folder)
+    data = command_data.toc_data(command_data.for_command(config_of(args)), source=args.source, tag=args.tag,
+                                 folder=args.folder)
     if args.json:
         print_json(data)
         return 0
@@ -122,12 +123,12 @@ def cmd_toc(args: argparse.Namespace) -> int:
 
 
 def cmd_grep(args: argparse.Namespace) -> int:
-    from builder.cli import reads
+    from builder.cli import command_data
 
     if args.max_results is not None and args.max_results < 1:
         raise ConfigError(f"--max-results must be at least 1, got {args.max_results}")
-    data = reads.grep(reads.for_command(config_of(args)), args.pattern, source=args.source,
-                      ignore_case=args.ignore_case, max_results=args.max_results)
+    data = command_data.grep_data(command_data.for_command(config_of(args)), args.pattern, source=args.source,
+                                  ignore_case=args.ignore_case, max_results=args.max_results)
     if args.json:
         print_json(data)
     else:
@@ -141,10 +142,10 @@ def cmd_grep(args: argparse.Namespace) -> int:
 
 
 def cmd_read(args: argparse.Namespace) -> int:
-    from builder.cli import reads
+    from builder.cli import command_data
 
-    data = reads.read_note(reads.for_command(config_of(args)), args.source, args.path, section=args.section,
-                           start_line=args.from_line, max_lines=args.max_lines)
+    data = command_data.read_data(command_data.for_command(config_of(args)), args.source, args.path,
+                                  section=args.section, start_line=args.from_line, max_lines=args.max_lines)
     if args.json:
         print_json(data)
     elif data["text"]:
@@ -153,10 +154,10 @@ def cmd_read(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from builder.cli import reads
+    from builder.cli import command_data
     from builder.status import format_status
 
-    data = reads.status(reads.for_command(config_of(args)))
+    data = command_data.status_data(command_data.for_command(config_of(args)))
     if args.json:
         print_json(data)
     else:
@@ -168,7 +169,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from functools import cache
 
     from builder.cli.evaluate import (
-        MODES,
+        EVAL_MODES,
         HitRef,
         Query,
         eval_config,
@@ -176,7 +177,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         format_report,
         load_queries,
     )
-    from builder.cli.reads import envelope, query_embedder
+    from builder.cli.command_data import envelope, query_embedder
     from builder.core import index as db
     from builder.core.errors import ReindexNeeded
     from builder.sync import EXIT_PARTIAL, build
@@ -197,7 +198,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return code
     conn = _open_index(evaluated)
     embedder, error = query_embedder(evaluated)
-    modes = [m for m in MODES if m in args.modes.split(",")] if args.modes else list(MODES)
+    modes = [m for m in EVAL_MODES if m in args.modes.split(",")] if args.modes else list(EVAL_MODES)
 
     def ask(query: Query, mode: str) -> tuple[list[HitRef], bool | None]:
         result = search(conn, evaluated, query.text, limit=10, mode=mode, embedder=embedder, embedder_error=error,
@@ -224,7 +225,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from builder.childbuild import build_in_child
-    from builder.jobs import JobRunner
+    from builder.job_runner import JobRunner
     from server.app import create_app
 
     config = config_of(args)
@@ -264,7 +265,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     import signal
 
     from builder.childbuild import build_in_child
-    from builder.jobs import JobRunner
+    from builder.job_runner import JobRunner
 
     config = config_of(args)
     runner = JobRunner(config, build_function=build_in_child)

@@ -29,7 +29,7 @@ from typing import Any
 from builder.core.config import Config, load_config
 from builder.core.errors import UserError
 
-MODES = ("bm25", "vector", "hybrid")
+EVAL_MODES = ("bm25", "vector", "hybrid")  # the search modes the eval measures, in its report's order
 DEPTH = 10  # ranks beyond this count as not found (MRR@10)
 TYPE_ORDER = ("exact", "paraphrase", "inflected", "nodiacritics", "crosslang", "short")
 
@@ -73,7 +73,7 @@ Headings = Callable[[str, str], "tuple[tuple[str, int], ...]"]  # (source, path)
 
 
 @dataclass(frozen=True)
-class Ranked:
+class QueryRanks:
     """Where one query's answers came in one mode (1-based ranks; None: not in the top ``DEPTH``)."""
 
     query: Query
@@ -105,7 +105,7 @@ def load_queries(path: Path) -> list[Query]:
     return queries
 
 
-def _plain(text: str) -> str:
+def _plain_heading(text: str) -> str:
     """A heading as the index and the judges may spell it: no markup, spaces folded, case ignored."""
     text = unicodedata.normalize("NFC", text).replace("`", "").replace("*", "")
     return " ".join(text.split()).casefold()
@@ -126,14 +126,14 @@ def _place_holds_section(relevant: Relevant, hit: HitRef, corpus: str, headings:
         return False
     if relevant.heading is None:
         return True
-    wanted = _plain(relevant.heading)
-    if wanted in {_plain(part) for part in hit.breadcrumb.split(" > ")}:
+    wanted = _plain_heading(relevant.heading)
+    if wanted in {_plain_heading(part) for part in hit.breadcrumb.split(" > ")}:
         return True
-    return any(_plain(text) == wanted and hit.line_start <= line <= hit.line_end
+    return any(_plain_heading(text) == wanted and hit.line_start <= line <= hit.line_end
                for text, line in headings(hit.source, hit.path))
 
 
-def rank(query: Query, hits: Sequence[HitRef], weak: bool | None, headings: Headings) -> Ranked:
+def rank(query: Query, hits: Sequence[HitRef], weak: bool | None, headings: Headings) -> QueryRanks:
     """Score one ranked list of hits against the query's judgement."""
     top = list(hits)[:DEPTH]
     file_rank = next((i for i, hit in enumerate(top, 1) if _file_match(query, hit)), None)
@@ -147,10 +147,10 @@ def rank(query: Query, hits: Sequence[HitRef], weak: bool | None, headings: Head
                          for r in query.relevant) / len(query.relevant)
     else:
         by_file = by_section = 0.0
-    return Ranked(query, file_rank, section_rank, (by_file, by_section), weak)
+    return QueryRanks(query, file_rank, section_rank, (by_file, by_section), weak)
 
 
-def metrics(ranked: Sequence[Ranked], level: str) -> dict[str, float | int]:
+def metrics(ranked: Sequence[QueryRanks], level: str) -> dict[str, float | int]:
     """Hit@1/3/5, MRR@10 and Recall@5 of answerable queries at ``level`` (``file`` or ``section``)."""
     ranks = [r.file_rank if level == "file" else r.section_rank for r in ranked]
     recalls = [r.found_in_5[0 if level == "file" else 1] for r in ranked]
@@ -166,9 +166,9 @@ def metrics(ranked: Sequence[Ranked], level: str) -> dict[str, float | int]:
 
 
 @dataclass
-class Report:
+class EvalReport:
     queries: int
-    modes: dict[str, list[Ranked]] = field(default_factory=dict)
+    modes: dict[str, list[QueryRanks]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"queries": self.queries, "modes": {}}
@@ -193,8 +193,8 @@ class Report:
         return data
 
 
-def _weak_figures(unanswerable: list[Ranked], answerable: list[Ranked]) -> dict[str, Any]:
-    def share(items: list[Ranked]) -> float | None:
+def _weak_figures(unanswerable: list[QueryRanks], answerable: list[QueryRanks]) -> dict[str, Any]:
+    def share(items: list[QueryRanks]) -> float | None:
         said = [r.weak for r in items if r.weak is not None]
         return sum(said) / len(said) if said else None
 
@@ -255,10 +255,10 @@ def eval_config(config: Config, corpora: Path, names: Sequence[str]) -> Config:
 
 
 def evaluate(queries: list[Query], ask: Callable[[Query, str], tuple[list[HitRef], bool | None]],
-             headings: Headings, modes: Sequence[str] = MODES) -> Report:
+             headings: Headings, modes: Sequence[str] = EVAL_MODES) -> EvalReport:
     """Ask every query in every mode; ``ask`` returns the ranked hits and the engine's weak flag,
     ``headings`` a note's headings with their lines."""
-    report = Report(len(queries))
+    report = EvalReport(len(queries))
     for mode in modes:
         report.modes[mode] = [rank(q, *ask(q, mode), headings) for q in queries]
     return report

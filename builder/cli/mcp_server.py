@@ -32,7 +32,7 @@ from mcp.server.streamable_http_manager import (
 )
 from mcp.server.transport_security import TransportSecuritySettings
 
-from builder.cli import reads
+from builder.cli import command_data
 from builder.cli.mcp_tools import INSTRUCTIONS, Tool, tools
 from builder.cli.package import version
 from builder.core import index as db
@@ -50,7 +50,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 log = logging.getLogger("notes_portal.mcp")
 
 
-def make_server(config: Config, read_path: reads.ReadPath) -> Server:
+def make_server(config: Config, read_path: command_data.ReadPath) -> Server:
     """The low-level MCP server with the five tools over ``read_path``."""
     known = tools(config)
     ids = [s.id for s in config.sources]
@@ -74,7 +74,7 @@ def make_server(config: Config, read_path: reads.ReadPath) -> Server:
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-def answer(tool: Tool, read_path: reads.ReadPath, arguments: dict[str, Any] | None) -> types.CallToolResult:
+def answer(tool: Tool, read_path: command_data.ReadPath, arguments: dict[str, Any] | None) -> types.CallToolResult:
     """One tool call: its data as JSON text and structured content, or an error result."""
     command = "read" if tool.name == "read_note" else tool.name
     try:
@@ -89,16 +89,16 @@ def answer(tool: Tool, read_path: reads.ReadPath, arguments: dict[str, Any] | No
     except Exception as exc:  # a bug of ours: the client still gets an answer, the log the traceback
         log.exception("tool %s failed", tool.name)
         return _failed(command, UserError(f"internal error ({type(exc).__name__}: {exc})"))
-    return types.CallToolResult(content=[types.TextContent(type="text", text=_text(data))],
+    return types.CallToolResult(content=[types.TextContent(type="text", text=_json_text(data))],
                                 structured_content=data)
 
 
 def _failed(command: str, exc: UserError) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=str(exc))],
-                                structured_content=reads.error_body(command, exc), is_error=True)
+                                structured_content=command_data.error_body(command, exc), is_error=True)
 
 
-def _text(data: dict[str, Any]) -> str:
+def _json_text(data: dict[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
@@ -113,7 +113,7 @@ def run_stdio(config: Config) -> None:
     reader = IndexReader(config.index, time_limit_s=QUERY_TIME_LIMIT_S)
     embedder = QueryEmbedder(config.embedding, time_limit_s=EMBED_TIME_LIMIT_S, cache_size=config.query_cache)
     searcher = Searcher(config, reader, embedder, VectorMemory(reader.open_fresh))
-    server = make_server(config, reads.for_server(searcher))
+    server = make_server(config, command_data.for_server(searcher))
 
     async def serve() -> None:
         async with stdio_server() as (read_stream, write_stream):
@@ -153,4 +153,4 @@ def endpoint(config: Config, searcher: Searcher, *, host: str = "127.0.0.1") -> 
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
     else:
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return HttpEndpoint(make_server(config, reads.for_server(searcher)), security)
+    return HttpEndpoint(make_server(config, command_data.for_server(searcher)), security)

@@ -27,7 +27,9 @@ MAX_PATH_CHARS = 1000
 
 
 @dataclass(frozen=True)
-class Heading:
+class NumberedHeading:
+    """A heading as the reader numbers the note's lines (:class:`builder.parse.Heading` counts from 0)."""
+
     level: int
     text: str
     anchor: str
@@ -41,7 +43,7 @@ class NoteFile:
     source: str
     path: str
     lines: tuple[str, ...]
-    headings: tuple[Heading, ...]
+    headings: tuple[NumberedHeading, ...]
     sha256: str
 
 
@@ -111,7 +113,7 @@ def read_note(config: Config, source: SourceConfig, path: str) -> NoteFile:
         raise UserError(f"{name} is not published (published: false in its front matter)")
     lines = note.source_lines[:-1] if note.source_lines[-1] == "" else note.source_lines  # the last \n ends a line
     return NoteFile(source.id, path, lines,
-                    tuple(Heading(h.level, h.text, h.anchor, h.line + 1) for h in note.headings),
+                    tuple(NumberedHeading(h.level, h.text, h.anchor, h.line + 1) for h in note.headings),
                     hashlib.sha256(data).hexdigest())
 
 
@@ -131,7 +133,7 @@ def published_on_disk(config: Config, source: SourceConfig, path: str) -> bool:
     return parse_note(path, decode_note(data).text).published
 
 
-def find_section(note: NoteFile, section: str) -> tuple[Heading, int, int]:
+def find_section(note: NoteFile, section: str) -> tuple[NumberedHeading, int, int]:
     """The heading ``section`` names (its anchor, its text or a breadcrumb ending in it) and the
     1-based first and last line of its section (up to the next heading of the same or a higher level)."""
     wanted = " ".join(section.rpartition(" > ")[2].split()).casefold()

@@ -135,7 +135,7 @@ class Config:
 
     @property
     def jobs_path(self) -> Path:
-        """The sync job queue (see builder.jobs)."""
+        """The sync job queue (see builder.job_runner)."""
         return self.data_dir / "jobs.sqlite"
 
     def source_root(self, source: SourceConfig) -> Path:

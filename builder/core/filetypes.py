@@ -93,7 +93,7 @@ def why_not_published(path: str) -> str:
     return f"type {suffix} is not on the list of published attachment types"
 
 
-def served_as(path: str) -> tuple[str, dict[str, str]]:
+def attachment_served_as(path: str) -> tuple[str, dict[str, str]]:
     """(Content-Type, extra headers) for a file of the site that the renderer did not write as a page."""
     suffix = suffix_of(path)
     if suffix in INLINE:

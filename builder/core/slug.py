@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_NON_WORD = re.compile(r"[^a-z0-9]+")
+NON_WORD = re.compile(r"[^a-z0-9]+")  # what a slug turns into "-"
 # Letters that NFKD does not decompose into base letter + combining mark.
 _SPECIAL = str.maketrans({"ß": "ss", "æ": "ae", "ø": "o", "đ": "d", "ł": "l", "œ": "oe", "þ": "th", "ı": "i"})
 
@@ -25,7 +25,7 @@ def fold(text: str) -> str:
 
 def slugify(text: str, fallback: str = "section") -> str:
     """An ASCII slug for ``text``; ``fallback`` when nothing sluggable is left."""
-    slug = _NON_WORD.sub("-", fold(text)).strip("-")
+    slug = NON_WORD.sub("-", fold(text)).strip("-")
     return slug[:80].rstrip("-") or fallback
 
 

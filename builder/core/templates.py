@@ -8,6 +8,7 @@ page looks like the rest of the site. Jinja2 is imported only when a
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -59,10 +60,8 @@ def _bytecode_cache_class() -> type:
         """Compiled templates on disk; a cache that cannot be written (a full disk) is only skipped."""
 
         def dump_bytecode(self, bucket: Any) -> None:
-            try:
+            with contextlib.suppress(OSError):
                 super().dump_bytecode(bucket)
-            except OSError:
-                pass
 
     return BytecodeCache
 

@@ -75,6 +75,7 @@ def folder_toc_url(source_id: str, folder: str) -> str:
     return toc_url(source_id)
 
 
+@lru_cache(maxsize=4096)  # a render asks for every folder of every note's breadcrumbs
 def dir_anchor(folder: str) -> str:
     """The anchor of a folder (a path within its source; ``""``: the root) on its table of contents."""
     return "dir-" + slugify(folder, fallback="root") if folder else "dir-root"

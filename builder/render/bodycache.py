@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from builder.render.markdown import Body
     from builder.render.pages import NoteInfo
 
-FORMAT = "2"  # a kept body: marshal of (key, html, links, results, lines, code blocks)
+BODY_FORMAT = "2"  # a kept body: marshal of (key, html, links, results, lines, code blocks)
 
 
 def cache_file(site: Path, code: Iterable[Path], trusted: bool) -> Path:
@@ -37,7 +37,7 @@ def cache_file(site: Path, code: Iterable[Path], trusted: bool) -> Path:
     import nh3
     import pygments
 
-    versions = [FORMAT, str(trusted), markdown_it.__version__, mdit_py_plugins.__version__, pygments.__version__,
+    versions = [BODY_FORMAT, str(trusted), markdown_it.__version__, mdit_py_plugins.__version__, pygments.__version__,
                 getattr(nh3, "__version__")]  # noqa: B009 (nh3's stubs do not declare it)
     digest = hashlib.sha256("\0".join(versions).encode())
     for path in code:

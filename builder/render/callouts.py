@@ -50,7 +50,7 @@ def grav_notice_plugin(md: MarkdownIt) -> None:
     md.block.ruler.before("blockquote", "grav_notice", _grav_notice)
 
 
-def _open(token: Token, kind: str, fold: str) -> None:
+def _open_callout(token: Token, kind: str, fold: str) -> None:
     token.tag = "details" if fold else "div"
     token.attrs = {"class": f"callout callout-{FAMILIES.get(kind, 'note')}"}
     if fold == "+":
@@ -83,7 +83,7 @@ def _callouts(state: Any) -> None:
             continue
         kind, fold, title = found[1].lower(), found[2], found[3].strip()
         closing = next(t for t in tokens[i + 1:] if t.type == "blockquote_close" and t.level == opening.level)
-        _open(opening, kind, fold)
+        _open_callout(opening, kind, fold)
         closing.tag = opening.tag
         line = paragraph.map[0] if paragraph.map else 0
         header = _title(kind, title, fold, line, paragraph.level)

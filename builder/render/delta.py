@@ -48,7 +48,7 @@ _KEYS = ("content", "scopes", "titles", "into", "file_links", "attachments", "fi
 
 
 @dataclass(frozen=True)
-class Report:
+class DeltaReport:
     """What a delta render did (as in :class:`builder.render.site.RenderReport`)."""
 
     written: tuple[str, ...]
@@ -71,7 +71,7 @@ def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries:
     for key, entry in entries.items():
         if not entry.get("files", 1):
             continue
-        found = [[kind, raw, r] for (kind, raw), r in zip(entry["links"], entry["resolved"])
+        found = [[kind, raw, r] for (kind, raw), r in zip(entry["links"], entry["resolved"], strict=True)
                  if kind != "wiki" and r[0] in ("attachment", "broken")]
         if found:
             file_links[key] = found
@@ -94,7 +94,7 @@ def _index_order(key: str) -> tuple[str, str]:
 
 
 def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[Path],
-                 log: SyncLog) -> Report | None:
+                 log: SyncLog) -> DeltaReport | None:
     """Render the notes changed since the last render when only their own pages, home and their
     sources' tables of contents can change; None when that cannot be shown (see the module
     docstring): the full render must run."""
@@ -109,7 +109,7 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     changed = db.content_changes(conn, meta["content"])
     if not changed or len(changed) > MAX_NOTES:
         return None
-    notes = _published(config, [pages.note_from_row(r) for r in db.notes_for_render(conn, changed)])
+    notes = pages.published_notes(config, [pages.note_from_row(r) for r in db.notes_for_render(conn, changed)])
     old = renderstate.read_keys(path, "notes", (f"{source_id}:{rel}" for source_id, rel in changed))
     # a note published before and now, with the same face; a file that was no page and is none (a
     # draft) changes nothing here
@@ -120,7 +120,7 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     if not stored_pages or not present.issuperset(meta["files"]):
         return None  # a page to write again: the full render finds which
     roots = {s.id: config.source_root(s) for s in config.sources}
-    resolver = _resolver(config, conn, meta["titles"])
+    resolver = _resolver_of_titles(config, conn, meta["titles"])
     if not _files_hold(resolver, meta["file_links"]) or not _anchors_hold(path, resolver, notes, old, meta["into"]):
         return None
     jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, templates.asset_version(),
@@ -129,21 +129,21 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     out = output.Output(site, stored_pages, present, set(), journal)
     jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site))
     try:
-        return _render(config, conn, notes, old, meta, out, log, env_fp, files, content)
+        return _render_delta(config, conn, notes, old, meta, out, log, env_fp, files, content)
     finally:
         jobs.set_context(None)
         journal.close()
 
 
-def _render(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: dict[str, Any],
-            meta: dict[str, Any], out: output.Output, log: SyncLog, env_fp: str, files: list[Path],
-            content: str) -> Report | None:
+def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: dict[str, Any],
+                  meta: dict[str, Any], out: output.Output, log: SyncLog, env_fp: str, files: list[Path],
+                  content: str) -> DeltaReport | None:
     """Decide everything first (None: the full render must run), then write."""
     site = config.site.output
-    highlight.use(highlight.cache_file(site))
+    highlight.use(highlight.blocks_file(site))
     stale = [n for n in notes if n.sha256 != old[n.key]["sha"]]
     bodies = {n.key: outcome for group in jobs.same_text_groups(stale)
-              for n, outcome in zip(group, jobs.body_job(group))}
+              for n, outcome in zip(group, jobs.body_job(group), strict=True)}
     entries = {n.key: {**old[n.key], "dates": n.dates} for n in notes}
     for note in stale:
         outcome = bodies[note.key]
@@ -178,7 +178,7 @@ def _render(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: 
             page_jobs.append((note, body.html, backlinks, picture))
     for outcome in bodies.values():
         if outcome.blocks:
-            highlight.remember(outcome.blocks)
+            highlight.remember_blocks(outcome.blocks)
     broken = state.log_broken(stale, bodies, entries, log)
     for job in page_jobs:
         rel = urls.site_file(job[0].url)
@@ -207,8 +207,8 @@ def _render(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: 
         "pages": {url: fp for url, fp in out.pages.items() if out.old.get(url) != fp}}):
         out.journal.clear()  # else the journal keeps naming the pages written (see output.Journal)
     write_stamp(config, files, content)
-    return Report(tuple(out.written), tuple(removed), len(out.old) - len(out.written), len(page_jobs), broken,
-                  meta["page_count"])
+    return DeltaReport(tuple(out.written), tuple(removed), len(out.old) - len(out.written), len(page_jobs), broken,
+                       meta["page_count"])
 
 
 def _toc_plan(conn: Connection, config: Config, env_fp: str, source_id: str, kind: str,
@@ -221,7 +221,8 @@ def _toc_plan(conn: Connection, config: Config, env_fp: str, source_id: str, kin
     folders = {n.folder for n in changed.values()}
     around = [(source_id, path) for path, _, _ in listed
               if path.rpartition("/")[0] in folders and path not in changed]
-    fresh = {n.path: n for n in _published(config, [pages.note_from_row(r) for r in db.notes_for_render(conn, around)])}
+    rows = db.notes_for_render(conn, around)
+    fresh = {n.path: n for n in pages.published_notes(config, [pages.note_from_row(r) for r in rows])}
     fresh.update(changed)
     members = [fresh.get(path) or pages.NoteInfo(source_id, path, title, (), "[]", None, "", f"{source_id}:{path}", "")
                for path, title, _ in listed]  # (outside those folders only the path counts: see toc.plan)
@@ -261,19 +262,14 @@ def _anchors_hold(path: Path, resolver: Resolver, notes: list[pages.NoteInfo], o
         return False
     for key, entry in entries.items():
         source_id, _, from_path = key.partition(":")
-        for (kind, raw), r in zip(entry["links"], entry["resolved"]):
+        for (kind, raw), r in zip(entry["links"], entry["resolved"], strict=True):
             if r[0] == "note" and f"{source_id}:{r[2]}" in moved and \
                     resolver.resolve(source_id, from_path, kind, raw).as_list() != r:
                 return False
     return True
 
 
-def _published(config: Config, notes: list[pages.NoteInfo]) -> list[pages.NoteInfo]:
-    wanted = {s.id: Scope.of(s) for s in config.sources}
-    return [n for n in notes if n.source_id in wanted and wanted[n.source_id].wants(n.path)]
-
-
-def _resolver(config: Config, conn: Connection, titles: dict[str, list[list[str]]]) -> Resolver:
+def _resolver_of_titles(config: Config, conn: Connection, titles: dict[str, list[list[str]]]) -> Resolver:
     """Link resolution over the published notes (``titles``: their paths and titles by source, as
     the last render stored them (see :func:`remember`): the delta render runs only while they stay
     the same), the anchors
@@ -311,7 +307,7 @@ def _links(conn: Connection, config: Config, keys: list[str], into: dict[str, li
     near = set(keys)
     for _ in range(2):  # the notes themselves, their neighbours, and those neighbours' neighbours
         near |= {k for key in near for k in (*out.get(key, ()), *into.get(key, ()))}
-    known = {n.key: n for n in _published(config, [pages.note_from_row(r) for r in db.notes_for_render(
+    known = {n.key: n for n in pages.published_notes(config, [pages.note_from_row(r) for r in db.notes_for_render(
         conn, [_index_order(key) for key in near])])}
     return graph.Links.made(known, out, {key: set(sources) for key, sources in into.items()})
 
@@ -322,7 +318,7 @@ def _recent(stored: list[list[str]], items: list[dict[str, str]],
     from the last render's list and the changed notes; None when a note that was not listed may
     belong in the list now (one that was listed moved back in time)."""
     mine = {n.key for n in changed}
-    candidates = [((at, key), item) for (at, key), item in zip(stored, items) if key not in mine]
+    candidates = [((at, key), item) for (at, key), item in zip(stored, items, strict=True) if key not in mine]
     candidates += [(pages.recent_key(n), pages.recent_item(n)) for n in changed]
     top = sorted(candidates, key=lambda c: c[0], reverse=True)[:pages.RECENT_NOTES]
     # the notes not listed last time all order below the last one listed, and have not changed

@@ -95,7 +95,7 @@ def local_svg(local: Local, page_url: str) -> str:
         edges.append(_line(places[a], places[b], RADIUS[local.nodes[a].ring], RADIUS[local.nodes[b].ring],
                            (b, a) in pairs, f"edge ring{ring}"))
     nodes = []
-    for node, place in zip(local.nodes, places):
+    for node, place in zip(local.nodes, places, strict=True):
         radius = RADIUS[node.ring]
         circle = f'<circle cx="{_num(place.x)}" cy="{_num(place.y)}" r="{_num(radius)}"/>'
         if node.ring == 0:
@@ -147,7 +147,7 @@ def source_svg(nodes: list[SourceNode], edges: list[tuple[int, int]], page_url: 
         curves.append(f'<path class="edge folder{nodes[a].folder % FOLDER_CLASSES}" '
                       f'd="M{_num(x1)},{_num(y1)}Q{_num(qx)},{_num(qy)} {_num(x2)},{_num(y2)}"/>')
     drawn = []
-    for i, (node, (x, y, angle)) in enumerate(zip(nodes, places)):
+    for i, (node, (x, y, angle)) in enumerate(zip(nodes, places, strict=True)):
         label = ""
         if i in labelled:
             degrees = math.degrees(angle)

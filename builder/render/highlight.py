@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-CACHE_DIR = ".render-cache"
+from builder.render.output import CACHE_DIR, write_atomic
 _MAGIC = b"notes-portal highlighted code\n"  # then marshal data
 
 _LEXERS: dict[str, Any] = {}
@@ -32,7 +32,7 @@ _NEW: dict[str, str] = {}  # blocks highlighted since the last take_new()
 _STORE: list[Path] = []  # a stored file to read on the first block not remembered (see use())
 
 
-def cache_file(site: Path) -> Path:
+def blocks_file(site: Path) -> Path:
     """The file of highlighted blocks for this Pygments and this module, inside ``site``."""
     import pygments
 
@@ -51,26 +51,24 @@ def stored(path: Path) -> dict[str, str]:
         if isinstance(found, dict) else {}
 
 
-def load(path: Path) -> None:
+def load_blocks(path: Path) -> None:
     """Remember the blocks stored in ``path`` (none when it is missing or unreadable)."""
     _MEMO.update(stored(path))
 
 
 def use(path: Path) -> None:
-    """Like :func:`load`, but only when a block is not remembered: a small render (one edited note)
+    """Like :func:`load_blocks`, but only when a block is not remembered: a small render (one edited note)
     mostly meets code it highlighted before, and then it never imports Pygments' lexers."""
     _STORE[:] = [path]
 
 
-def remember(blocks: dict[str, str]) -> None:
+def remember_blocks(blocks: dict[str, str]) -> None:
     """Remember blocks highlighted elsewhere (by a worker process)."""
     _MEMO.update(blocks)
 
 
-def save(path: Path, keys: Iterable[str]) -> None:
+def save_blocks(path: Path, keys: Iterable[str]) -> None:
     """Store the remembered blocks among ``keys`` in ``path``; drop other versions' files."""
-    from builder.render.output import write_atomic
-
     blocks = {key: _MEMO[key] for key in sorted(set(keys)) if key in _MEMO}
     try:
         write_atomic(path, _MAGIC + marshal.dumps(blocks))
@@ -116,10 +114,10 @@ def _lexer(name: str) -> Any:
 
 def highlight_code(code: str, lang: str, attrs: str) -> str:
     """A Pygments-highlighted ``<pre>``; ``""`` (plain, escaped by markdown-it) for unknown languages."""
-    key = hashlib.blake2b(f"{lang}\0{code}".encode("utf-8"), digest_size=16).hexdigest()
+    key = hashlib.blake2b(f"{lang}\0{code}".encode(), digest_size=16).hexdigest()
     block = _MEMO.get(key)
     if block is None and _STORE:
-        load(_STORE.pop())
+        load_blocks(_STORE.pop())
         block = _MEMO.get(key)
     if block is None:
         name = _lexer_name(lang)

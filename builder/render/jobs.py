@@ -43,7 +43,7 @@ class Outcome:
 
 
 _CTX: list[Context] = []  # set for the duration of a render (and inherited by forked workers)
-_MD: list[Any] = []  # the markdown-it instance, made on first use in each process
+_RENDERER: list[Any] = []  # the markdown-it instance, made on first use in each process
 
 
 def set_context(context: Context | None) -> None:
@@ -83,14 +83,14 @@ def body_job(notes: list[NoteInfo]) -> list[Outcome]:
     outcomes: list[Outcome] = []
     model: tuple[NoteInfo, Outcome] | None = None  # a note rendered from its indexed text, and its body
     for note in notes:
-        data, outcome = _read(note)
+        data, outcome = _note_bytes(note)
         indexed = outcome is None and hashlib.sha256(data).hexdigest() == note.sha256
         if indexed and model is not None and note.headings_json == model[0].headings_json:
             outcome = _reuse(note, *model)
         if indexed and outcome is None:
             outcome = _kept(note)
         if outcome is None:
-            outcome, indexed = _render(note, data)
+            outcome, indexed = _render_body(note, data)
             if indexed and outcome.body is not None and model is None:
                 model = (note, outcome)
         outcomes.append(outcome)
@@ -121,14 +121,14 @@ def _reuse(note: NoteInfo, first: NoteInfo, done: Outcome) -> Outcome | None:
     return Outcome(body, done.error, done.highlights, new=done.new) if body is not None else None  # blocks: done's
 
 
-def _read(note: NoteInfo) -> tuple[bytes, Outcome | None]:
+def _note_bytes(note: NoteInfo) -> tuple[bytes, Outcome | None]:
     try:
         return (context().roots[note.source_id] / note.path).read_bytes(), None
     except OSError as exc:
         return b"", Outcome(None, f"cannot read the note for its page ({exc.strerror or exc})")
 
 
-def _render(note: NoteInfo, data: bytes) -> tuple[Outcome, bool]:
+def _render_body(note: NoteInfo, data: bytes) -> tuple[Outcome, bool]:
     """Render one note's body (and whether from the text the index saw); problems become a message
     and a plain-text body, never an exception."""
     from builder.render import highlight, markdown
@@ -142,8 +142,8 @@ def _render(note: NoteInfo, data: bytes) -> tuple[Outcome, bool]:
         from builder.parse import headings_of, make_markdown
 
         anchors = {h.line: h.anchor for h in headings_of(make_markdown().parse(text))}
-    if not _MD:
-        _MD.append(markdown.make_renderer())
+    if not _RENDERER:
+        _RENDERER.append(markdown.make_renderer())
     resolver = ctx.resolver
 
     def resolve(kind: str, raw: str) -> Link:
@@ -152,7 +152,7 @@ def _render(note: NoteInfo, data: bytes) -> tuple[Outcome, bool]:
     highlight.take_used()
     highlight.take_new()
     try:
-        body = markdown.render_body(_MD[0], text, page_url=note.url, anchors=anchors, resolve=resolve,
+        body = markdown.render_body(_RENDERER[0], text, page_url=note.url, anchors=anchors, resolve=resolve,
                                     trusted=ctx.trusted)
         return Outcome(body, None, highlight.take_used(), highlight.take_new() or None, new=indexed), indexed
     except Exception as exc:  # e.g. RecursionError on absurd nesting: show the text, keep the build going

@@ -34,10 +34,9 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from builder.core import filetypes, urls
-from builder.core.slug import slugify
+from builder.core.slug import NON_WORD, slugify
 from builder.sources import Scope, matches
 
-_NON_WORD = re.compile(r"[^a-z0-9]+")  # as in builder.core.slug
 _MARKS = re.compile("[\u0300-\u034e\u0350-\u036f]")  # combining diacritics (U+034F joins, it is no mark)
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _FRAGMENT_SAFE = "-._~!$&'()*+,;=:@/?"
@@ -114,7 +113,7 @@ def _key(text: str) -> str:
         folded = _MARKS.sub("", unicodedata.normalize("NFKD", folded))
         if not folded.isascii():  # other letters (ß, ø, Cyrillic …): slugify knows them
             return slugify(text, fallback="")
-    return _NON_WORD.sub("-", folded).strip("-")[:80].rstrip("-")
+    return NON_WORD.sub("-", folded).strip("-")[:80].rstrip("-")
 
 
 def _grouped(pairs: Any) -> dict[str, tuple[str, ...]]:
@@ -150,7 +149,7 @@ class Resolver:
         if key not in self._memo:
             src = self.sources[source_id]
             self._memo[key] = (_wiki(src, from_path, raw) if kind == "wiki"
-                               else _href(src, from_path, raw, image=kind == "image"))
+                               else _resolve_href(src, from_path, raw, image=kind == "image"))
         return self._memo[key]
 
     def still_broken(self, source_id: str, from_path: str, raw: str, before: list[str]) -> bool:
@@ -168,7 +167,7 @@ class Resolver:
         return joined is not None and not os.path.isfile(os.path.join(self.sources[source_id].root, joined))
 
 
-def _href(src: SourceNotes, from_path: str, raw: str, *, image: bool) -> Link:
+def _resolve_href(src: SourceNotes, from_path: str, raw: str, *, image: bool) -> Link:
     raw = raw.strip()
     if not raw or raw.startswith("#"):
         return Link("anchor", raw)

@@ -137,7 +137,7 @@ class Body:
     def broken(self) -> list[tuple[int, str]]:
         """(line, why) of every broken link of the note, by line (within a line, in the order each link first
         appears in the note)."""
-        return sorted(((line, result.reason) for result, lines in zip(self.results, self.lines)
+        return sorted(((line, result.reason) for result, lines in zip(self.results, self.lines, strict=False)
                        if result.kind == "broken" for line in lines), key=lambda found: found[0])
 
 

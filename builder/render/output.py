@@ -123,11 +123,12 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     """Write via a temp file and ``os.replace``: a reader sees the old file or the new one."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     raw = data.encode("utf-8") if isinstance(data, str) else data
+    # the handle is closed by the ``with`` below; opened before it, a failed open has nothing to remove
     try:
-        handle = open(temp, "wb")
+        handle = open(temp, "wb")  # noqa: SIM115
     except FileNotFoundError:  # first file of a new folder: cheaper than a mkdir before every write
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(temp, "wb")
+        handle = open(temp, "wb")  # noqa: SIM115
     try:
         with handle:
             handle.write(raw)
@@ -178,7 +179,7 @@ class Journal:
 
     def add(self, rel: str) -> None:
         if self._handle is None:
-            self._handle = open(self.path, "a", encoding="utf-8")
+            self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (open until close())
         self._handle.write(rel + "\n")
         self._handle.flush()  # in the kernel before the page exists: a SIGKILL cannot lose it
 

@@ -20,10 +20,12 @@ from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from builder.core import urls
-from builder.core.slug import fold, slugify
+from builder.core.slug import fold
 from builder.core.templates import Page
+from builder.sources import Scope
 
 if TYPE_CHECKING:
+    from builder.core.config import Config
     from builder.core.index import NoteRow
 
 RECENT_NOTES = 15
@@ -119,7 +121,7 @@ def day_of(value: object) -> str | None:
 
 
 @lru_cache(maxsize=4096)
-def _tags(stored: str) -> tuple[str, ...]:
+def _decoded_tags(stored: str) -> tuple[str, ...]:
     """``files.tags`` decoded (notes share their tag lists: each distinct one is decoded once)."""
     return tuple(json.loads(stored))
 
@@ -127,20 +129,21 @@ def _tags(stored: str) -> tuple[str, ...]:
 def note_from_row(row: NoteRow) -> NoteInfo:
     """A row of :func:`builder.core.index.notes_for_render` as a :class:`NoteInfo`."""
     source_id, path, title, tags, headings, changed_at, changed_by, sha256, created, updated = row
-    return NoteInfo(source_id, path, title, _tags(tags) if tags and tags != "[]" else (), headings or "[]",
+    return NoteInfo(source_id, path, title, _decoded_tags(tags) if tags and tags != "[]" else (), headings or "[]",
                     changed_at, sha256, f"{source_id}:{path}", urls.note_url(source_id, path), changed_by,
                     day_of(created) if created is not None else None, day_of(updated) if updated is not None else None)
+
+
+def published_notes(config: Config, notes: list[NoteInfo]) -> list[NoteInfo]:
+    """Notes of configured sources, inside today's scope (a note outside it never gets a page)."""
+    scopes = {s.id: Scope.of(s) for s in config.sources}
+    return [n for n in notes if n.source_id in scopes and scopes[n.source_id].wants(n.path)]
 
 
 def settle(notes: list[NoteInfo]) -> None:
     """Decode now what pages show of ``notes`` (headings, sort keys): the objects do not change later."""
     for note in notes:
         note.headings, note.sort_key  # noqa: B018  (cached properties: reading them stores them)
-
-
-@lru_cache(maxsize=4096)
-def dir_anchor(folder: str) -> str:
-    return "dir-" + slugify(folder, fallback="root") if folder else "dir-root"
 
 
 def _tag_links(tags: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -155,7 +158,7 @@ def note_breadcrumbs(note: NoteInfo) -> tuple[tuple[str, str | None], ...]:
     parts = note.path.split("/")[:-1]
     for i, part in enumerate(parts):
         folder = "/".join(parts[:i + 1])
-        crumbs.append((part, urls.dir_toc_url(note.source_id, folder, dir_anchor(folder))))
+        crumbs.append((part, urls.dir_toc_url(note.source_id, folder, urls.dir_anchor(folder))))
     return (*crumbs, (note.title, None))
 
 

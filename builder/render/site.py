@@ -101,14 +101,14 @@ def render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog,
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _render(config, conn, full=full, log=log, workers=workers, started=started)
+        return _render_site(config, conn, full=full, log=log, workers=workers, started=started)
     finally:
         if collecting:
             gc.enable()
 
 
-def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, workers: int | None,
-            started: float) -> RenderReport:
+def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, workers: int | None,
+                 started: float) -> RenderReport:
     site = config.site.output
     claimed = output.claimed(site)
     output.claim(site)
@@ -119,7 +119,7 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
         try:
             edits = delta.render_edits(config, conn, env_fp=env_fp, files=files, log=log)
         except OSError:
-            raise  # as an OSError of the full render (the site cannot be written): see builder.sync._render
+            raise  # as an OSError of the full render (the site cannot be written): see builder.sync._update_site
         except Exception as exc:  # a shortcut must never cost a build: the full render repairs what it wrote
             log.warn(f"render: the render of the changed notes alone failed ({type(exc).__name__}: {exc}); "
                      "rendering the whole site")
@@ -138,11 +138,12 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     recorded = journal.recorded()
     out = output.Output(site, previous.get("pages", {}) if trust else {}, output.existing_files(site), recorded,
                         journal)
-    notes, kinds = _published(config, [pages.note_from_row(r) for r in db.notes_for_render(conn)])
+    notes = pages.published_notes(config, [pages.note_from_row(r) for r in db.notes_for_render(conn)])
+    kinds = {s.id: s.kind for s in config.sources}
     universe = state.universe(config, notes)
-    resolver = _resolver(config, notes)
+    resolver = _resolver_of_notes(config, notes)
     roots = {s.id: config.source_root(s) for s in config.sources}
-    highlights = highlight.cache_file(site)
+    highlights = highlight.blocks_file(site)
     kept: Path | None = None  # the note bodies kept between big renders (builder.render.bodycache)
     jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds),
                                 cache_dir=site / output.CACHE_DIR / "jinja")
@@ -152,7 +153,7 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
             entries, stale = state.recheck(notes, old, trust and previous.get("universe") == universe, resolver)
             big = len(stale) >= BIG_RENDER
             if big:
-                highlight.load(highlights)  # before the workers fork: they inherit it
+                highlight.load_blocks(highlights)  # before the workers fork: they inherit it
                 kept = bodycache.cache_file(site, files, config.allow_html)
                 jobs.set_context(replace(jobs.context(), kept_bodies=kept))
             else:
@@ -206,7 +207,7 @@ def _render(config: Config, conn: Connection, *, full: bool, log: SyncLog, worke
     produced = out.files()
     removed = out.remove_stale(listed, recorded | lost, produced)
     if big and kept is not None:
-        highlight.save(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
+        highlight.save_blocks(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
         bodycache.save(kept, {bodycache.key(n): (outcome.body, outcome.highlights) for n in notes
                               if (outcome := bodies.get(n.key)) is not None and outcome.new and outcome.body},
                        {bodycache.key(n) for n in notes})
@@ -248,11 +249,11 @@ def _bodies(pool: Pool, notes: list[pages.NoteInfo]) -> dict[str, jobs.Outcome]:
     """Note key → its rendered body (:class:`builder.render.jobs.Outcome`); one job per text."""
 
     groups = jobs.same_text_groups(notes)
-    bodies = {note.key: outcome for group, outcomes in zip(groups, pool.map(jobs.body_job, groups))
-              for note, outcome in zip(group, outcomes)}
+    bodies = {note.key: outcome for group, outcomes in zip(groups, pool.map(jobs.body_job, groups), strict=True)
+              for note, outcome in zip(group, outcomes, strict=True)}
     for outcome in bodies.values():
         if outcome.blocks:
-            highlight.remember(outcome.blocks)
+            highlight.remember_blocks(outcome.blocks)
     return bodies
 
 
@@ -291,7 +292,7 @@ def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], ki
     toc.prune_sources(ctx.site, set(kinds))
     groups = pages.tag_groups(notes)
     tag_urls = [f"tags/{slug}/index.html" for slug in groups]
-    for url, (slug, (name, members)) in zip(tag_urls, groups.items()):
+    for url, (slug, (name, members)) in zip(tag_urls, groups.items(), strict=True):
         if not out.kept(url, dirty is None or dirty.tags) and \
                 out.wants(url, state.sha(env_fp, name, *(f"{n.url}\x1f{n.title}\x1f{' '.join(n.tags)}"
                                                          for n in members))):
@@ -343,16 +344,7 @@ def _source_pages(out: output.Output, env_fp: str, source_id: str, kind: str, no
 # ---------------------------------------------------------------- notes and links
 
 
-def _published(config: Config, notes: list[pages.NoteInfo]) -> tuple[list[pages.NoteInfo], dict[str, str]]:
-    """Notes of configured sources, inside today's scope (a note outside it never gets a page)."""
-    kinds: dict[str, str] = {}
-    scopes = {}
-    for source in config.sources:
-        kinds[source.id], scopes[source.id] = source.kind, Scope.of(source)
-    return [n for n in notes if n.source_id in scopes and scopes[n.source_id].wants(n.path)], kinds
-
-
-def _resolver(config: Config, notes: list[pages.NoteInfo]) -> Resolver:
+def _resolver_of_notes(config: Config, notes: list[pages.NoteInfo]) -> Resolver:
     by_source: dict[str, list[tuple[str, str]]] = {}
     by_key: dict[str, pages.NoteInfo] = {}
     for note in notes:

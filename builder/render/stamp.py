@@ -15,6 +15,7 @@ again, so it imports neither Jinja2 nor markdown-it.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import os
@@ -65,10 +66,8 @@ class _ImportCache:
         self.path = path
         self.old: dict[str, Any] = {}
         if path is not None:
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 self.old = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                pass
         self.new: dict[str, Any] = {}
 
     def imports(self, module: Path) -> set[str]:

@@ -71,7 +71,7 @@ def entry(note: NoteInfo, body: Body, highlights: tuple[str, ...]) -> dict[str, 
         "links_digest": sha(*("\x1f".join(r) for r in resolved)), "toc_digest": sha(note.toc_entry),
         "tags_digest": sha(note.url, note.title, *note.tags), "anchors_digest": sha(*note.anchor_list),
         "files": int(any(kind != "wiki" and r[0] in ("attachment", "broken")
-                         for (kind, _), r in zip(body.links, resolved)))}
+                         for (kind, _), r in zip(body.links, resolved, strict=True)))}
     broken = body.broken()
     if broken:
         found["broken"] = [[line, reason] for line, reason in broken]
@@ -107,9 +107,8 @@ def recheck(notes: list[NoteInfo], old: dict[str, Any], same_universe: bool,
         found = old.get(note.key)
         if found is None or found["sha"] != note.sha256:
             stale.append(note)
-        elif settled and not found.get("files", 1):
-            entries[note.key] = found
-        elif all(holds(note, kind, raw, r) for (kind, raw), r in zip(found["links"], found["resolved"])):
+        elif (settled and not found.get("files", 1)) or all(
+                holds(note, kind, raw, r) for (kind, raw), r in zip(found["links"], found["resolved"], strict=True)):
             entries[note.key] = found
         else:
             stale.append(note)

@@ -14,6 +14,7 @@ themselves copied the whole page once per level of folders (270 ms of the 340 ms
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable
@@ -26,11 +27,11 @@ from builder.core import urls
 from builder.core.slug import fold
 from builder.core.templates import Page, Templates
 from builder.render.output import CACHE_DIR, Output, write_atomic
-from builder.render.pages import NoteInfo, dir_anchor, nav_context
+from builder.render.pages import NoteInfo, nav_context
 from builder.render.state import sha
 
 _MARK = "<!--notes-portal fragment {}-->"  # where a folder's note list goes (see splice)
-_MARKS = re.compile(r"<!--notes-portal fragment ([0-9a-f]+)-->")
+_FRAGMENT_MARK = re.compile(r"<!--notes-portal fragment ([0-9a-f]+)-->")
 OPEN_MAX = 300  # a source with at most this many notes shows every folder open; a bigger one, closed
 FRAGMENT_TEMPLATE = "toc_notes.html"
 
@@ -69,11 +70,11 @@ def folder_tree(notes: list[NoteInfo]) -> Folder:
     return root
 
 
-def walk(folder: Folder) -> list[Folder]:
+def folders_depth_first(folder: Folder) -> list[Folder]:
     """``folder`` and every folder below it, depth first."""
     found = [folder]
     for child in folder.children:
-        found.extend(walk(child))
+        found.extend(folders_depth_first(child))
     return found
 
 
@@ -120,10 +121,8 @@ def prune_sources(site: Path, source_ids: set[str]) -> None:
         if name not in source_ids:
             for leftover in (base / name).glob("*"):
                 leftover.unlink(missing_ok=True)
-            try:
+            with contextlib.suppress(OSError):
                 (base / name).rmdir()
-            except OSError:
-                pass
 
 
 def fragment_context(source_id: str, notes: list[NoteInfo]) -> dict[str, Any]:
@@ -157,8 +156,8 @@ def plan(env_fp: str, source_id: str, kind: str, notes: list[NoteInfo], entry_di
     ``sha(note.toc_entry)``, kept in its manifest entry, by key in ``entry_digests``) and shape."""
     root = folder_tree(notes)
     folder_fps = {f.path: sha(env_fp, "toc", source_id, f.path, *(entry_digests[n.key] for n in f.notes))
-                  for f in walk(root) if f.notes}
-    shape = [f"{f.path}\x1f{f.count}" for f in walk(root)]
+                  for f in folders_depth_first(root) if f.notes}
+    shape = [f"{f.path}\x1f{f.count}" for f in folders_depth_first(root)]
     fingerprint = sha(env_fp, "toc-page", source_id, kind, str(len(notes) <= OPEN_MAX), *shape,
                       *folder_fps.values())
     return TocPlan(urls.toc_url(source_id), fingerprint, root, folder_fps)
@@ -172,7 +171,7 @@ def toc_page(source_id: str, kind: str, toc: TocPlan) -> Page:
         # a folder alone beside nothing (``pages/`` holding a whole Grav wiki) is open: a click that
         # shows nothing new would be the first thing every visit asks for
         alone = len(folder.children) == 1 and not folder.notes
-        return {"path": folder.path, "name": folder.name or source_id, "anchor": dir_anchor(folder.path),
+        return {"path": folder.path, "name": folder.name or source_id, "anchor": urls.dir_anchor(folder.path),
                 "count": folder.count, "notes_html": notes_html, "lone": lone,
                 "children": [node(c, alone) for c in folder.children]}
 
@@ -187,8 +186,8 @@ def toc_page(source_id: str, kind: str, toc: TocPlan) -> Page:
 def splice(skeleton: str, toc: TocPlan, fragments: Fragments, render_fragment: Callable[[Folder], str]) -> bytes:
     """The page as UTF-8: ``skeleton`` (the rendered :func:`toc_page`) with each folder's marker
     replaced by its note list from ``fragments`` (made by ``render_fragment`` when missing)."""
-    folders = {toc.folder_fps[f.path]: f for f in walk(toc.root) if f.notes}
-    pieces = _MARKS.split(skeleton)  # text, fingerprint, text, …
+    folders = {toc.folder_fps[f.path]: f for f in folders_depth_first(toc.root) if f.notes}
+    pieces = _FRAGMENT_MARK.split(skeleton)  # text, fingerprint, text, …
     return b"".join(piece.encode("utf-8") if i % 2 == 0
                     else fragments.get(piece, partial(render_fragment, folders[piece]))
                     for i, piece in enumerate(pieces))

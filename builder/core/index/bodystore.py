@@ -3,6 +3,7 @@ blobs by key in a file of the site's cache, read by each render process on its o
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -56,10 +57,8 @@ def _write(path: Path, rows: Iterable[tuple[str, bytes]], keep: set[str] | None)
             conn.close()
         return True
     except (OSError, sqlite_module().Error):
-        try:
+        with contextlib.suppress(OSError):
             path.unlink(missing_ok=True)
-        except OSError:
-            pass
         return False
 
 

@@ -8,7 +8,7 @@ one more. A webhook's delivery id is remembered with the job it made, so a repla
 nothing new. Every call opens its own short connection: the web app's threads and the runner share
 the file, never a connection. It is its own database, but its SQL lives beside the index's in this
 package, the one place that holds SQL (the embedding cache, :mod:`builder.embed_cache`, is the one
-older exception); the runner that executes the jobs is :mod:`builder.jobs`.
+older exception); the runner that executes the jobs is :mod:`builder.job_runner`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from textwrap import dedent
 from typing import TYPE_CHECKING, Any
@@ -81,7 +81,7 @@ class Enqueued:
 def _iso(moment: float | None) -> str | None:
     if moment is None:
         return None
-    return datetime.fromtimestamp(moment, tz=timezone.utc).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(moment, tz=UTC).isoformat(timespec="seconds")
 
 
 def job_view(row: Row, now: float | None = None) -> dict[str, Any]:

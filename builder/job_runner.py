@@ -11,6 +11,7 @@ that takes it first queues again the jobs that a killed process left running.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -137,10 +138,8 @@ class JobRunner:
         return state
 
     def _progress(self, job_id: str, report: BuildReport) -> None:
-        try:
+        with contextlib.suppress(JobsUnavailable):  # the job's progress is for show; the build goes on
             self.queue.progress(job_id, report.phase, report.notes, report.chunks, report.removed)
-        except JobsUnavailable:
-            pass  # the job's progress is for show; the build goes on
 
 
 def _failure(code: int, log: SyncLog) -> str:

@@ -64,7 +64,7 @@ def served_as(rel: str) -> tuple[str, dict[str, str]] | None:
     if rel.startswith(urls.STATIC_DIR + "/") and suffix in STATIC_TYPES:
         return STATIC_TYPES[suffix], {}
     if filetypes.published(rel):
-        return filetypes.served_as(rel)
+        return filetypes.attachment_served_as(rel)
     return None
 
 

@@ -32,8 +32,7 @@ if TYPE_CHECKING:
     from server.search import SearchResult
     from server.searcher import Searcher
 
-SCHEMA = "notes-portal/1"
-MAX_QUERY_CHARS = 500
+SCHEMA_VERSION = "notes-portal/1"
 TOC_HEADING_LEVELS = 3  # the table of contents lists headings down to ###
 READ_LINES = 400  # read_note: lines returned by default …
 MAX_READ_LINES = 2000  # … and at most
@@ -100,7 +99,7 @@ def for_server(searcher: Searcher) -> ReadPath:
 
 def envelope(command: str, body: dict[str, Any]) -> dict[str, Any]:
     """``body`` under the schema's version and the command's name."""
-    return {"schema": SCHEMA, "command": command, **body}
+    return {"schema": SCHEMA_VERSION, "command": command, **body}
 
 
 def error_body(command: str, exc: UserError) -> dict[str, Any]:
@@ -134,7 +133,7 @@ def search_result(rp: ReadPath, query: str, *, limit: int = 10, source: str | No
                       correct=correct)
 
 
-def search_data(result: SearchResult) -> dict[str, Any]:
+def search_result_data(result: SearchResult) -> dict[str, Any]:
     """``/api/search``'s JSON (without ``took_ms``) plus each hit's ``provenance`` in words."""
     from server.search import provenance
 
@@ -143,16 +142,16 @@ def search_data(result: SearchResult) -> dict[str, Any]:
     return envelope("search", body)
 
 
-def search(rp: ReadPath, query: str, *, limit: int = 10, source: str | None = None, tag: str | None = None,
-           mode: str = "hybrid", as_typed: bool = False) -> dict[str, Any]:
+def search_data(rp: ReadPath, query: str, *, limit: int = 10, source: str | None = None, tag: str | None = None,
+                mode: str = "hybrid", as_typed: bool = False) -> dict[str, Any]:
     """``search``: hits by words and meaning from the index, grouped by note, with ``weak`` when
     nothing confident matched (``as_typed``: no word replaced by a close one)."""
-    return search_data(search_result(rp, query, limit=limit, source=source, tag=tag, mode=mode,
-                                     correct=not as_typed))
+    return search_result_data(search_result(rp, query, limit=limit, source=source, tag=tag, mode=mode,
+                                            correct=not as_typed))
 
 
-def toc(rp: ReadPath, *, source: str | None = None, tag: str | None = None, folder: str | None = None,
-        max_notes: int | None = None, max_chars: int | None = None) -> dict[str, Any]:
+def toc_data(rp: ReadPath, *, source: str | None = None, tag: str | None = None, folder: str | None = None,
+             max_notes: int | None = None, max_chars: int | None = None) -> dict[str, Any]:
     """``toc``: the published notes the index holds (path, title, tags, headings to ###, page URL),
     by source and path; ``folder`` keeps one folder's notes (and its subfolders'). At most ``max_notes``
     notes and about ``max_chars`` characters of JSON (``truncated`` says when some were left out)."""
@@ -179,8 +178,8 @@ def toc(rp: ReadPath, *, source: str | None = None, tag: str | None = None, fold
                             "total": len(rows), "truncated": len(notes) < len(rows), "notes": notes})
 
 
-def grep(rp: ReadPath, pattern: str, *, source: str | None = None, ignore_case: bool = False,
-         max_results: int | None = None) -> dict[str, Any]:
+def grep_data(rp: ReadPath, pattern: str, *, source: str | None = None, ignore_case: bool = False,
+              max_results: int | None = None) -> dict[str, Any]:
     """``grep``: lines of the sources' files on disk now (every file in ``paths`` and not ``exclude``d,
     markdown or not), never of an unpublished note; at most ``max_results`` of them."""
     from builder.grep import MAX_LINE_CHARS, find
@@ -224,7 +223,7 @@ def _unpublished(rp: ReadPath) -> Callable[[str, str], bool]:
     return skip
 
 
-def status(rp: ReadPath) -> dict[str, Any]:
+def status_data(rp: ReadPath) -> dict[str, Any]:
     """``status``: the index, the embedding model and, per source, notes, chunks, pending vectors,
     the last sync and the indexed revision."""
     from builder.status import collect_status
@@ -232,18 +231,17 @@ def status(rp: ReadPath) -> dict[str, Any]:
     return envelope("status", collect_status(rp.config))
 
 
-def read_note(rp: ReadPath, source: str, path: str, *, section: str | None = None, start_line: int = 1,
+def read_data(rp: ReadPath, source: str, path: str, *, section: str | None = None, start_line: int = 1,
               max_lines: int = READ_LINES) -> dict[str, Any]:
     """``read``: the note as it is on disk now, with line numbers (``N: text``), whole or one section,
     at most ``max_lines`` lines and :data:`MAX_READ_CHARS` characters from ``start_line``; ``index``
     says whether the index has seen this version of it."""
-    from builder.cli.notefile import find_section
-    from builder.cli.notefile import read_note as read_file
+    from builder.cli.notefile import find_section, read_note
 
     if not 1 <= max_lines <= MAX_READ_LINES:
         raise UserError(f"max_lines must be from 1 to {MAX_READ_LINES}, got {max_lines}")
     config = rp.config
-    note = read_file(config, config.source(source), path)
+    note = read_note(config, config.source(source), path)
     indexed = _indexed(rp, source, path)
     if indexed is not None and indexed[0] == "unpublished":
         raise UserError(f"{source}:{path} is not published (the index holds it as published: false)")

@@ -40,20 +40,18 @@ def build_in_child(config: Config, *, full: bool = False, source_id: str | None 
         raise ValueError("a build in a child process embeds with the config's provider")
     command = [sys.executable, "-m", "builder.cli", "build", "--config", str(config.path), "--progress"]
     command += ["--full"] * full + ["--wait"] * wait + (["--source", source_id] if source_id else [])
-    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": _project_path()})
-    assert proc.stdout is not None and proc.stderr is not None
     errors: list[str] = []
-    reader = threading.Thread(target=_collect, args=(proc.stderr, errors), daemon=True)
-    reader.start()
-    for progress in _progress(proc.stdout):
-        if report is not None:
-            report.notes, report.chunks, report.removed = progress["notes"], progress["chunks"], progress["removed"]
-            report.enter(progress["phase"])
-    code = proc.wait()
-    reader.join()
-    if proc.stdin is not None:
-        proc.stdin.close()
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env={**os.environ, "PYTHONPATH": _project_path()}) as proc:  # closes the pipes
+        assert proc.stdout is not None and proc.stderr is not None
+        reader = threading.Thread(target=_collect, args=(proc.stderr, errors), daemon=True)
+        reader.start()
+        for phase, notes, chunks, removed in _progress(proc.stdout):
+            if report is not None:
+                report.notes, report.chunks, report.removed = notes, chunks, removed
+                report.enter(phase)
+        code = proc.wait()
+        reader.join()
     if log is not None:
         for line in errors:
             level, _, message = line.partition(" ")
@@ -72,14 +70,14 @@ def _project_path() -> str:
     return os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
 
 
-def _progress(stream: IO[bytes]) -> Iterator[dict[str, int | str]]:
+def _progress(stream: IO[bytes]) -> Iterator[tuple[str, int, int, int]]:
+    """(phase, notes, chunks, removed) of each progress line; other lines (a stray print) are skipped."""
     for raw in stream:
         try:
-            progress = json.loads(raw)
-        except ValueError:
-            continue  # not a progress line (a stray print); the build goes on
-        if isinstance(progress, dict) and {"phase", "notes", "chunks", "removed"} <= progress.keys():
-            yield progress
+            line = json.loads(raw)
+            yield str(line["phase"]), int(line["notes"]), int(line["chunks"]), int(line["removed"])
+        except (ValueError, TypeError, KeyError):
+            continue
 
 
 def _collect(stream: IO[bytes], lines: list[str]) -> None:

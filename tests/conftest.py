@@ -328,9 +328,10 @@ def naucse_portal(tmp_path_factory):
     return build_corpus(tmp_path_factory.mktemp("naucse"), "naucse")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """Debian's headless Chromium driven by Playwright (never a downloaded browser)."""
+    """Debian's headless Chromium driven by Playwright (never a downloaded browser). Per module: Playwright's
+    sync API keeps an asyncio loop running in this thread, where other tests run their own (anyio.run)."""
     require_browser()
     from playwright.sync_api import sync_playwright
 

@@ -15,8 +15,7 @@ from starlette.testclient import TestClient
 from builder.core.config import load_config
 from server.app import create_app
 from server.sync_api import sync_routes
-from tests.conftest import HashEmbedder, ollama_yaml, require_browser
-from tests.conftest import CHROMIUM_ARGS
+from tests.conftest import HashEmbedder, ollama_yaml
 from tests.test_server import build_and_render
 from tests.test_server_live import live_server
 
@@ -128,19 +127,6 @@ def test_without_a_key_signing_in_just_goes_back(config_for, quiet_log):
     response = client.get("/auth", params={"next": "/search?q=x"}, follow_redirects=False)
     assert (response.status_code, response.headers["location"]) == (303, "/search?q=x")
     assert client.get("/search", params={"q": "čaj"}).status_code == 200
-
-
-@pytest.fixture
-def browser():
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    from tests.conftest import CHROMIUM
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def _watch(page, errors: list[str]) -> None:

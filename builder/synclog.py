@@ -6,6 +6,8 @@ import sys
 import time
 from pathlib import Path
 
+from builder.core.terminal import printable
+
 
 class SyncLog:
     """Collects and writes event lines; creates nothing until the first line."""
@@ -16,7 +18,8 @@ class SyncLog:
         self.lines: list[str] = []
 
     def _write(self, level: str, message: str) -> None:
-        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {level} {' '.join(message.split())}"
+        message = printable(" ".join(message.split()))  # one line, no control character of a note's name
+        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {level} {message}"
         self.lines.append(line)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as handle:
@@ -27,7 +30,7 @@ class SyncLog:
     def heard(self, level: str, message: str) -> None:
         """A line another process (a build in a child) already wrote to the log: kept in ``lines`` for
         the caller, not written again."""
-        self.lines.append(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {level} {' '.join(message.split())}")
+        self.lines.append(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {level} {printable(' '.join(message.split()))}")
 
     def info(self, message: str) -> None:
         self._write("INFO", message)

@@ -19,6 +19,7 @@ from typing import Any
 
 from builder.core.config import Config, SourceConfig
 from builder.core.errors import UserError
+from builder.core.terminal import printable
 from builder.sources import Scope, is_hidden
 from builder.sync import build
 
@@ -104,7 +105,7 @@ class Watch:
                 for source_id in sources_touched(self.folders, (path for _, path in changes)):
                     self._ask(source_id)
         except Exception as exc:  # a folder gone, too many watches (fs.inotify.max_user_watches), …
-            print(f"notes-portal: watching the folders stopped ({type(exc).__name__}: {exc}); "
+            print(f"notes-portal: watching the folders stopped ({type(exc).__name__}: {printable(str(exc))}); "
                   "cron's build still runs", file=sys.stderr)
         finally:
             self.ready.set()
@@ -113,13 +114,14 @@ class Watch:
         try:
             self.enqueue(source_id, "watch")
         except UserError as exc:
-            print(f"notes-portal: {exc}", file=sys.stderr)
+            print(f"notes-portal: {printable(str(exc))}", file=sys.stderr)
 
     def _poll_git(self) -> None:
         while not self._stop.wait(self.config.watch.git_poll):
             try:
                 self.build_function(self.config, wait=True)
             except UserError as exc:
-                print(f"notes-portal: {exc}", file=sys.stderr)
+                print(f"notes-portal: {printable(str(exc))}", file=sys.stderr)
             except Exception as exc:  # a bug must not end the poller
-                print(f"notes-portal: the git poll's build failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+                print(f"notes-portal: the git poll's build failed ({type(exc).__name__}: {printable(str(exc))})",
+                      file=sys.stderr)

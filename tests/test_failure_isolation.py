@@ -69,3 +69,28 @@ def test_a_public_note_turned_unpublished_or_unreadable_leaves_the_site_and_sear
     assert run(config) == (0, [warning])
     assert not page.exists() and found(config, "datamax") == 0
     assert found(config, "krystalovy") == 1 and (config.site.output / "notes" / "verejne.html").is_file()
+
+
+OSC52 = "\x1b]52;c;cm0gLXJmIH4=\x07"  # a terminal's clipboard write
+CLEAR = "\x1b[2J\r\u202e"  # clear the screen, return, override the direction
+
+
+def test_control_characters_of_a_note_never_reach_the_terminal_or_the_log(tmp_path, capsys):
+    from builder.cli import main
+
+    name = f"osobni/zlo{CLEAR}.md"
+    write_note(tmp_path / "notes", name, f"---\ntitle: Zlo{OSC52}\ntags: [x\n---\n# Zlo{OSC52}\n\n"
+                                         f"Datamax {CLEAR}smlouva [chybí](nikde{OSC52}.md)\n")
+    config = portal(tmp_path)
+    code, warnings = run(config)
+    assert code == 0 and len(warnings) == 2 and capsys.readouterr()  # a broken front matter, a broken link
+    outputs = [config.log_path.read_text(encoding="utf-8")]
+    for command in (["search", "datamax"], ["toc"], ["grep", "Datamax"], ["read", "notes", name],
+                    ["status"], ["read", "notes", f"osobni/{OSC52}.md"]):
+        main([*command, "--config", str(config.path)])
+        captured = capsys.readouterr()
+        outputs += [captured.out, captured.err]
+    for output in outputs:
+        assert not any(c in output for c in "\x1b\x07\r\u202e"), output
+    every = "".join(outputs)
+    assert "zlo\\u001b[2J\\u000d\\u202e.md" in every and "Zlo\\u001b]52;c;cm0gLXJmIH4=\\u0007" in every

@@ -31,7 +31,9 @@ from builder.cli.commands import (
 from builder.cli.package import version
 from builder.cli.command_data import MAX_READ_LINES, READ_LINES, SCHEMA_VERSION, error_body
 from builder.core.errors import IndexUnreadable, UserError
+from builder.core.terminal import PrintableStream, printable
 
+NOTE_TEXT_COMMANDS = frozenset({"search", "toc", "grep", "read", "status", "eval"})  # print what notes hold
 DESCRIPTION = "Your markdown notes as a searchable portal: for a browser, a shell and agents."
 EPILOG = (f"Every command reads its config from --config FILE, else $NOTES_PORTAL_CONFIG,\n"
           f"else ./{DEFAULT_CONFIG}. Run notes-portal COMMAND --help for a command's options.")
@@ -205,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
         sqlite_module,  # the sqlite3 module is loaded only by a command
     )
 
+    stdout = sys.stdout
+    if args.command in NOTE_TEXT_COMMANDS:
+        sys.stdout = PrintableStream(stdout)
     try:
         try:
             return int(args.func(args) or 0)
@@ -219,7 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         if getattr(args, "json", False):
             print(json.dumps(error_body(args.command, exc), ensure_ascii=False, indent=2))
-        print(f"notes-portal: {exc}", file=sys.stderr)
+        print(f"notes-portal: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    finally:
+        sys.stdout = stdout

@@ -94,7 +94,10 @@ def payload_of(body: bytes, content_type: str) -> dict[str, Any]:
     if content_type.split(";")[0].strip().lower() == "application/x-www-form-urlencoded":
         fields = parse_qs(body.decode("utf-8"), keep_blank_values=True)
         body = (fields.get("payload") or [""])[0].encode("utf-8")
-    data = json.loads(body)
+    try:
+        data = json.loads(body)
+    except RecursionError:  # a well-signed body of thousands of nested brackets
+        raise ValueError("nested too deeply") from None
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     return data
@@ -131,7 +134,7 @@ def _ignored(reason: str) -> Response:
 async def _body(request: Request, limit: int) -> bytes | None:
     """The raw body, or None when it is over ``limit`` bytes (said in advance or found reading)."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    if declared.isascii() and declared.isdigit() and int(declared) > limit:
         return None
     body = bytearray()
     async for chunk in request.stream():

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import stat
 from collections.abc import AsyncIterator, Collection
 from email.utils import formatdate, parsedate
@@ -68,6 +69,9 @@ def served_as(rel: str) -> tuple[str, dict[str, str]] | None:
     return None
 
 
+_DIGITS = re.compile(r"[0-9]*")  # str.isdigit() also takes "²", which int() refuses
+
+
 def requested_range(value: str, size: int) -> tuple[int, int] | None:
     """(start, end exclusive) of a single ``bytes=`` range, or None to send the whole file
     (no range, several ranges, or one we do not understand: the standard lets a server ignore it)."""
@@ -75,7 +79,7 @@ def requested_range(value: str, size: int) -> tuple[int, int] | None:
     if unit.strip().lower() != "bytes" or "," in spec:
         return None
     first, dash, last = spec.strip().partition("-")
-    if not dash or not (first.isdigit() or first == "") or not (last.isdigit() or last == "") or first == last == "":
+    if not dash or not _DIGITS.fullmatch(first) or not _DIGITS.fullmatch(last) or first == last == "":
         return None
     if first == "":  # the last N bytes
         return (max(size - int(last), 0), size) if int(last) > 0 and size > 0 else None

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from builder import indexfile
 from builder.core import index as db
@@ -94,3 +96,60 @@ def test_control_characters_of_a_note_never_reach_the_terminal_or_the_log(tmp_pa
         assert not any(c in output for c in "\x1b\x07\r\u202e"), output
     every = "".join(outputs)
     assert "zlo\\u001b[2J\\u000d\\u202e.md" in every and "Zlo\\u001b]52;c;cm0gLXJmIH4=\\u0007" in every
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A built portal with an attachment, served by uvicorn on 127.0.0.1: (host, port)."""
+    from server.app import create_app
+    from tests.test_server_live import live_server
+
+    root = tmp_path_factory.mktemp("served")
+    (root / "notes").mkdir()
+    (root / "notes" / "plan.pdf").write_bytes(b"%PDF-1.4\n" + bytes(range(256)) * 4)
+    config = portal(root)
+    write_note(root / "notes", "priloha.md", "# Příloha\n\n[plán](plan.pdf)\n")
+    assert run(config)[0] == 0
+    with live_server(create_app(config)) as address:
+        yield address
+
+
+def get(address: tuple[str, int], path: str, headers: dict[str, str]) -> tuple[int, bytes]:
+    """A GET whose header values go out as Latin-1 bytes, as HTTP/1.1 sends them."""
+    import http.client
+
+    conn = http.client.HTTPConnection(*address, timeout=10)
+    try:
+        conn.request("GET", path, headers=headers)  # http.client encodes values as Latin-1
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("path", ["/notes/verejne.html", "/notes/plan.pdf"])
+@pytest.mark.parametrize("value", ["bytes=²-", "bytes=-³", "bytes=1-¹", "bytes=²³-¹"])
+def test_a_range_of_digits_that_are_not_ascii_is_ignored(served, path, value):
+    """Byte 0xB2 of a header is "²" to a server, a digit to str.isdigit() and none to int()."""
+    assert get(served, path, {"Range": value}) == get(served, path, {})
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.text(st.sampled_from("bytes=-, 0123456789¹²³¼ \t;"), max_size=20)
+       | st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f"), max_size=20))
+def test_any_range_header_is_answered_without_a_server_error(served, value):
+    status, _ = get(served, "/notes/plan.pdf", {"Range": value.strip(" \t")})
+    assert status in (200, 206, 416)
+
+
+def test_a_well_signed_webhook_body_nested_thousands_deep_is_400(tmp_path):
+    from starlette.testclient import TestClient
+
+    from server.app import create_app
+    from tests.sync_support import SECRET, make_portal, signed
+
+    config = make_portal(tmp_path).config
+    body = b"[" * 2000 + b"]" * 2000
+    response = TestClient(create_app(config)).post("/api/hooks/travel", content=body,
+                                                   headers=signed("gitea", SECRET, body))
+    assert (response.status_code, response.json()) == (400, {"error": "the body is not a JSON push payload"})

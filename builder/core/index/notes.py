@@ -290,7 +290,7 @@ def content_changes(conn: Connection, since: str) -> list[tuple[str, str]] | Non
     changes older than :data:`CONTENT_LOG_KEEP`, or a whole source removed."""
     generation, _, version = since.rpartition("#")
     rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('generation', 'content_version')"))
-    if generation != rows.get("generation", "") or not version.isdigit():
+    if generation != rows.get("generation", "") or not (version.isascii() and version.isdigit()):
         return None
     now, then = int(rows.get("content_version", "0")), int(version)
     if now < then or now - then > CONTENT_LOG_KEEP:

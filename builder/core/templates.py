@@ -8,11 +8,9 @@ page looks like the rest of the site. Jinja2 is imported only when a
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -52,41 +50,17 @@ class Page:
                           sort_keys=True, ensure_ascii=False, default=str)
 
 
-@cache
-def _bytecode_cache_class() -> type:
-    import jinja2
-
-    class BytecodeCache(jinja2.FileSystemBytecodeCache):
-        """Compiled templates on disk; a cache that cannot be written (a full disk) is only skipped."""
-
-        def dump_bytecode(self, bucket: Any) -> None:
-            with contextlib.suppress(OSError):
-                super().dump_bytecode(bucket)
-
-    return BytecodeCache
-
-
 class Templates:
     """The Jinja2 environment (autoescaping) and the site-wide template variables: the site's title,
     the asset version and the sources (the navigation on every page lists them)."""
 
     def __init__(self, template_dir: Path, site_title: str, asset_version: str,
-                 sources: tuple[str, ...] = (), cache_dir: Path | None = None) -> None:
+                 sources: tuple[str, ...] = ()) -> None:
         import jinja2
-
-        # Compiling the templates costs a one-note build ~50 ms: ``cache_dir`` keeps the compiled code
-        # (keyed by Jinja2 by template name and source checksum, so an edited template is recompiled).
-        compiled = None
-        if cache_dir is not None:
-            try:
-                cache_dir.mkdir(parents=True, exist_ok=True)
-                compiled = _bytecode_cache_class()(str(cache_dir))
-            except OSError:
-                pass  # compiled in memory, as without a cache
 
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir)),
                                       autoescape=True, trim_blocks=True, lstrip_blocks=True,
-                                      undefined=jinja2.StrictUndefined, bytecode_cache=compiled)
+                                      undefined=jinja2.StrictUndefined)
         self.site_title = site_title
         self.asset_version = asset_version
         self.sources = sources

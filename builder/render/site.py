@@ -145,8 +145,7 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
     roots = {s.id: config.source_root(s) for s in config.sources}
     highlights = highlight.blocks_file(site)
     kept: Path | None = None  # the note bodies kept between big renders (builder.render.bodycache)
-    jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds),
-                                cache_dir=site / output.CACHE_DIR / "jinja")
+    jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds))
     jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site))
     try:
         with Pool(workers) as pool:

@@ -286,6 +286,25 @@ def test_on_a_phone_the_tree_is_a_drawer(server, browser):
     context.close()
 
 
+@pytest.mark.parametrize("reduced", [False, True], ids=["motion", "reduced-motion"])
+def test_the_phone_drawer_stays_still_when_a_page_loads_and_moves_only_when_opened(server, browser, reduced):
+    context = browser.new_context(viewport={"width": 390, "height": 844},
+                                  reduced_motion="reduce" if reduced else "no-preference")
+    page = context.new_page()
+    page.add_init_script("window.moved = []; document.addEventListener('transitionrun', "
+                         "function (e) { window.moved.push(e.propertyName); }, true);")
+    page.goto(f"{server}/notes/recepty/teh-tarik.html")
+    page.wait_for_load_state("load")
+    box = page.locator("#site-nav").bounding_box()
+    assert box is None or box["x"] + box["width"] <= 0  # off screen from the first frame
+    page.wait_for_timeout(400)
+    assert page.evaluate("window.moved") == []
+    page.locator("header .nav-toggle").click()
+    page.locator("#site-nav a[aria-current=page]").wait_for(state="visible")
+    assert ("transform" in page.evaluate("window.moved")) is not reduced
+    context.close()
+
+
 def test_the_links_view_leads_to_the_notes_it_shows(server, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(f"{server}/notes/projekty/sauter-bus.html")

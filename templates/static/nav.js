@@ -137,6 +137,7 @@
     close.addEventListener("click", function () { set(false); button.focus(); });
     nav.insertBefore(close, nav.firstChild);
     function set(open) {
+      root.classList.add("drawer-moved");
       root.classList.toggle("nav-open", open);
       button.setAttribute("aria-expanded", open ? "true" : "false");
       if (open) {

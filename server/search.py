@@ -105,6 +105,13 @@ def check_limit(limit: int | str) -> int:
     return int(text)
 
 
+def unknown_tag(conn: Connection, tag: str) -> str:
+    """``unknown tag 'x' (tags: a, b, … 40 in all)``: the message of a 400 and of the CLI's exit 2."""
+    known = db.tag_names(conn)
+    listed = ", ".join(name for name, _ in known[:12]) + (f", … {len(known)} in all" if len(known) > 12 else "")
+    return f"unknown tag {tag[:40]!r} ({f'tags: {listed}' if known else 'no note has tags'})"
+
+
 def search(conn: Connection, config: Config, query: str, *, limit: int = 10, source: str | None = None,
            tag: str | None = None, mode: str = "hybrid", embedder: Embedder | None = None,
            embedder_error: str | None = None, query_vector: bytes | None = None,
@@ -122,6 +129,8 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     check_mode(mode)
     check_limit(limit)
     db.check_identity(conn, config)
+    if tag is not None and not db.tag_exists(conn, tag):
+        raise UserError(unknown_tag(conn, tag))
     terms = parse(query)
     if not terms:
         return SearchResult(query, mode, (), ("the query has no words to search for",))

@@ -305,6 +305,16 @@ def test_the_phone_drawer_stays_still_when_a_page_loads_and_moves_only_when_open
     context.close()
 
 
+@pytest.mark.parametrize("path", ["index.html", "notes/recepty/teh-tarik.html"])
+def test_dates_never_break_on_a_phone(server, browser, path):
+    context = browser.new_context(viewport={"width": 320, "height": 700})
+    page = context.new_page()
+    page.goto(f"{server}/{path}")
+    lines = page.locator("time").evaluate_all("els => els.map(el => el.getClientRects().length)")
+    assert lines and set(lines) == {1}
+    context.close()
+
+
 def test_the_links_view_leads_to_the_notes_it_shows(server, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(f"{server}/notes/projekty/sauter-bus.html")

@@ -40,7 +40,7 @@ def test_search_text_output(built, capsys):
     assert out[0] == "note: embeddings disabled (provider: none): FTS-only results"
     assert out[1] == " 1. Sauter Bus > Zapojení  [words #1]"
     assert out[2] == "    notes:projekty/sauter-bus.md:5#zapojeni"
-    assert out[3] == "    [Převodník] [MAX485] na pinech P0 a P1."
+    assert out[3] == "    ⟦Převodník⟧ ⟦MAX485⟧ na pinech P0 a P1."
 
 
 def test_a_corrected_search_says_so_and_as_typed_does_not_correct(built, capsys):

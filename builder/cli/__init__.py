@@ -55,7 +55,7 @@ class Parser(argparse.ArgumentParser):
 
 def _command(sub: argparse._SubParsersAction, name: str, summary: str, description: str,
              common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    return sub.add_parser(name, parents=[common], help=summary, description=description,
+    return sub.add_parser(name, parents=[common], help=summary, description=description, allow_abbrev=False,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
@@ -70,10 +70,10 @@ class _Version(argparse.Action):
 
 
 def parser() -> Parser:
-    top = Parser(prog="notes-portal", description=DESCRIPTION, epilog=EPILOG,
+    top = Parser(prog="notes-portal", description=DESCRIPTION, epilog=EPILOG, allow_abbrev=False,
                  formatter_class=argparse.RawDescriptionHelpFormatter)
     top.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     common.add_argument("--config", metavar="FILE",
                         help=f"the portal's YAML config (default: $NOTES_PORTAL_CONFIG, else ./{DEFAULT_CONFIG})")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")

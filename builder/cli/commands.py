@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.core.config import Config, load_config
 from builder.core.errors import ConfigError
+from builder.core.terminal import BOLD, NORMAL
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from builder.watch import Watch
 
 DEFAULT_CONFIG = "portal.yaml"
+PLAIN_MARKS = (("⟦", "⟧"), ("«", "»"), ("⟪", "⟫"), ("[[", "]]"))  # a match's ends in plain text
 CONFIG_HINT = "point at one with --config FILE or $NOTES_PORTAL_CONFIG"
 
 
@@ -90,11 +92,16 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def _plain_snippet(snippet: str) -> str:
+    """A snippet's marked words in bold on a terminal (unless $NO_COLOR is set), elsewhere between the
+    first pair of markers its text does not hold (a literal ``[Unit]`` must not look like a match)."""
     import html
 
-    bold = sys.stdout.isatty()
-    text = snippet.replace("<mark>", "\x1b[1m" if bold else "[").replace("</mark>", "\x1b[0m" if bold else "]")
-    return html.unescape(text)
+    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
+        marks = (BOLD, NORMAL)
+    else:
+        plain = html.unescape(snippet.replace("<mark>", "").replace("</mark>", ""))
+        marks = next((pair for pair in PLAIN_MARKS if pair[0] not in plain and pair[1] not in plain), PLAIN_MARKS[-1])
+    return html.unescape(snippet.replace("<mark>", marks[0]).replace("</mark>", marks[1]))
 
 
 def cmd_toc(args: argparse.Namespace) -> int:
@@ -106,7 +113,7 @@ def cmd_toc(args: argparse.Namespace) -> int:
         print_json(data)
         return 0
     current_source, current_dir = None, None
-    for note in data["notes"]:
+    for note in _as_the_toc_page_shows(data["notes"]):
         if note["source"] != current_source:
             current_source, current_dir = note["source"], None
             print(f"== {current_source} ==")
@@ -120,6 +127,17 @@ def cmd_toc(args: argparse.Namespace) -> int:
     if not data["notes"]:
         print("(no notes)")
     return 0
+
+
+def _as_the_toc_page_shows(notes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One tree per source: a folder's own notes, then its folders, each the same way (depth first)."""
+    order = {source: i for i, source in enumerate(dict.fromkeys(note["source"] for note in notes))}
+
+    def place(note: dict[str, Any]) -> tuple[int, tuple[str, ...], str]:
+        folder, _, name = note["path"].rpartition("/")
+        return order[note["source"]], tuple(folder.split("/")) if folder else (), name
+
+    return sorted(notes, key=place)
 
 
 def cmd_grep(args: argparse.Namespace) -> int:

@@ -157,6 +157,10 @@ def load_config(path: str | Path) -> Config:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
+    except IsADirectoryError:
+        inside = sorted(p.name for p in path.glob("*.yaml")) or ["portal.yaml"]
+        raise ConfigError(f"{path} is a folder, not a config file; pass the file itself, "
+                          f"e.g. --config {path / inside[0]}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read config file ({exc})") from None
     try:

@@ -187,3 +187,23 @@ def vectors_of(conn: Connection, chunk_ids: Iterable[int]) -> list[tuple[int, by
 def count_vectors(conn: Connection) -> int:
     """How many chunks have their vector."""
     return int(conn.execute("SELECT count(*) FROM chunks WHERE embedded_at IS NOT NULL").fetchone()[0])
+
+
+def tag_names(conn: Connection) -> list[tuple[str, int]]:
+    """Every tag of a published note with how many notes carry it, the most used first."""
+    rows = conn.execute(dedent("""
+        SELECT min(value) AS tag, count(DISTINCT f.source_id || char(0) || f.path) AS notes
+        FROM files AS f, json_each(f.tags)
+        WHERE f.status = 'ok'
+        GROUP BY casefold(value)
+        ORDER BY notes DESC, tag
+    """)).fetchall()
+    return [(row[0], row[1]) for row in rows]
+
+
+def tag_exists(conn: Connection, tag: str) -> bool:
+    """Does a published note carry ``tag`` (compared as the tag filter compares)?"""
+    return conn.execute(dedent("""
+        SELECT 1 FROM files AS f, json_each(f.tags)
+        WHERE f.status = 'ok' AND casefold(value) = casefold(:tag) LIMIT 1
+    """), {"tag": tag}).fetchone() is not None

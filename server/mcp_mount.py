@@ -49,6 +49,25 @@ class Guarded:
         await self.app(scope, receive, send)
 
 
+HOW_TO = ("this is the MCP endpoint (Streamable HTTP): an MCP client POSTs JSON-RPC messages here, "
+          "starting with initialize; a GET opens a stream only within the session that returns "
+          "(Mcp-Session-Id). See docs/AGENTS.md")
+
+
+class SessionStreams:
+    """``app``, but a GET without a session (``curl http://…/mcp``) gets a short answer saying how to use
+    the endpoint instead of an event stream that never ends (MCP: 400 for a request that needs a session)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET" and "mcp-session-id" not in Request(scope).headers:
+            await JSONResponse({"error": HOW_TO}, status_code=400)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 def mcp_route(key: ApiKey, endpoint: McpEndpoint, denied_message: str) -> Route:
-    """The ``/mcp`` route (POST requests, GET streams, DELETE to end a session), guarded by ``key``."""
-    return Route(PATH, Guarded(key, endpoint, denied_message), methods=["GET", "POST", "DELETE"])
+    """The ``/mcp`` route (POST requests, GET streams within a session, DELETE to end one), guarded by ``key``."""
+    return Route(PATH, Guarded(key, SessionStreams(endpoint), denied_message), methods=["GET", "POST", "DELETE"])

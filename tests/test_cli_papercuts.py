@@ -108,3 +108,15 @@ def test_a_folder_given_as_the_config_says_which_file_to_pass(portal, capsys):
     assert main(["status", "--config", str(portal.path.parent)]) == 2
     assert capsys.readouterr().err == (f"notes-portal: {portal.path.parent} is a folder, not a config file; "
                                        f"pass the file itself, e.g. --config {portal.path}\n")
+
+
+def test_a_plain_get_of_the_mcp_endpoint_says_how_to_use_it_and_opens_no_stream(portal):
+    import httpx2
+
+    from builder.cli.mcp_http import http_endpoint
+    from tests.test_server_live import live_server
+
+    with live_server(create_app(portal, mcp=http_endpoint(portal))) as (host, port):
+        response = httpx2.get(f"http://{host}:{port}/mcp", timeout=10)  # curl's request: no Accept, no session
+    assert response.status_code == 400 and response.headers["content-type"] == "application/json"
+    assert response.json()["error"].startswith("this is the MCP endpoint (Streamable HTTP): an MCP client POSTs")

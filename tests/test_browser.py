@@ -315,6 +315,18 @@ def test_dates_never_break_on_a_phone(server, browser, path):
     context.close()
 
 
+@pytest.mark.parametrize("path", ["notes/projekty/sauter-bus.html", "graph-notes.html"])
+def test_a_link_graph_fits_a_phone_s_width(server, browser, path):
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto(f"{server}/{path}")
+    box = page.locator(".graph-box").first
+    graph = box.locator("svg.graph").bounding_box()
+    assert graph["width"] > 300 and graph["x"] >= 0 and graph["x"] + graph["width"] <= 390
+    assert box.evaluate("el => el.scrollWidth <= el.clientWidth")
+    context.close()
+
+
 def test_the_links_view_leads_to_the_notes_it_shows(server, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(f"{server}/notes/projekty/sauter-bus.html")

@@ -41,6 +41,7 @@ from builder.core.slug import fold
 from builder.render import output
 from builder.render.site import render_site
 from builder.synclog import SyncLog
+from tests.render_support import build_and_render
 
 if TYPE_CHECKING:
     from tests.git_support import Daemon
@@ -227,9 +228,8 @@ def _relocate(config: Config, template: Path, target: Path) -> None:
         return
     conn = db.connect(index)
     try:
-        with conn:
-            conn.execute("UPDATE sources SET url = replace(url, :template, :target) WHERE instr(url, :template)",
-                         {"template": f"file://{template}/", "target": f"file://{target}/"})
+        conn.execute("UPDATE sources SET url = replace(url, :template, :target) WHERE instr(url, :template)",
+                     {"template": f"file://{template}/", "target": f"file://{target}/"})
         if (config.site.output / output.STATE).is_file():
             with contextlib.redirect_stderr(io.StringIO()):
                 report = render_site(config, conn, full=False, log=SyncLog(Path(os.devnull), echo_info=False))
@@ -367,8 +367,6 @@ def serve(config_path: Path, *args: str) -> Iterator[str]:
 def served_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sample notes indexed (vectors of :class:`HashEmbedder`; the configured Ollama is never asked)
     and the whole site rendered, as the server's tests serve them: copy it with :func:`copy_config`."""
-    from tests.render_support import build_and_render
-
     home = tmp_path_factory.mktemp("served")
     write_sample_notes(home / "notes")
     build_and_render(sample_config(home, ollama_yaml("http://127.0.0.1:9")), full=True, embedder_factory=HashEmbedder)

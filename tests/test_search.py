@@ -45,7 +45,7 @@ def indexed_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def indexed(indexed_template, tmp_path, notes_dir):
+def indexed(indexed_template: Path, tmp_path: Path, notes_dir: Path):
     config = copy_config(indexed_template, tmp_path)
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
     yield config, conn
@@ -322,7 +322,7 @@ def many_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def many(many_template, tmp_path, notes_dir):
+def many(many_template: Path, tmp_path: Path, notes_dir: Path):
     config = copy_config(many_template, tmp_path)
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
     yield config, conn

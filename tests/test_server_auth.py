@@ -17,11 +17,9 @@ from builder.core.config import Config, load_config
 from server.app import create_app
 from server.sync_api import sync_routes
 from tests.conftest import (
-    CHROMIUM_ARGS,
     HashEmbedder,
     copy_config,
     ollama_yaml,
-    require_browser,
     sample_config,
     write_sample_notes,
 )
@@ -143,19 +141,6 @@ def test_without_a_key_signing_in_just_goes_back(config_for):
     response = client.get("/auth", params={"next": "/search?q=x"}, follow_redirects=False)
     assert (response.status_code, response.headers["location"]) == (303, "/search?q=x")
     assert client.get("/search", params={"q": "čaj"}).status_code == 200
-
-
-@pytest.fixture
-def browser():
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    from tests.conftest import CHROMIUM
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def _watch(page, errors: list[str]) -> None:

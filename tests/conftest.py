@@ -1,4 +1,6 @@
-"""Shared fixtures: a deterministic test embedder, config writers, a stand-in Ollama server.
+"""Shared fixtures and helpers: a deterministic test embedder, config writers, the sample notes, copies
+of a portal built once per module, a stand-in Ollama server, git without the user's config, ``git
+daemon``, a time bound, the real CLI's server in a child process.
 
 The stand-in Ollama server exists because no Ollama can run here: it speaks
 Ollama's documented ``POST /api/embed`` protocol (``model``, ``input`` list,
@@ -8,12 +10,15 @@ Ollama's documented ``POST /api/embed`` protocol (``model``, ``input`` list,
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -24,13 +29,22 @@ import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 
+from builder import indexfile
+from builder.core import index as db
 from builder.core.config import Config, load_config
 from builder.core.slug import fold
+from builder.render import output
+from builder.render.site import render_site
 from builder.synclog import SyncLog
+from tests.render_support import build_and_render
+
+if TYPE_CHECKING:
+    from tests.git_support import Daemon
 
 PROJECT = Path(__file__).resolve().parents[1]
 SHARED = PROJECT.parent / "shared"
@@ -188,16 +202,45 @@ def write_note(root: Path, rel: str, text: str) -> Path:
     return path
 
 
-def copy_portal(template: Path, target: Path) -> Path:
+def copy_portal(template: Path, target: Path, configs: tuple[str, ...] = ("portal.yaml",)) -> Path:
     """``target`` made a copy of a portal built once per module in ``template`` (notes, config, index,
     site, git repositories), which a test may then change freely: a copy costs milliseconds, a build
-    hundreds. The configs' absolute paths are moved to the copy; a copy builds and renders as a no-op."""
+    hundreds. The absolute paths in the configs, and in the index and render state of each of
+    ``configs``, are moved to the copy (see :func:`_relocate`); a copy builds and renders as a no-op."""
     shutil.copytree(template, target, symlinks=True, dirs_exist_ok=True)
     for config in target.rglob("*.yaml"):
         text = config.read_text(encoding="utf-8")
         if str(template) in text:
             config.write_text(text.replace(str(template), str(target)), encoding="utf-8")
+    for name in configs:
+        _relocate(load_config(target / name), template, target)
     return target
+
+
+def _relocate(config: Config, template: Path, target: Path) -> None:
+    """The index names each git source's URL (``status`` shows it), and the render state holds digests
+    of the sources' absolute folders (builder.render.state.scopes): with the template's, the delta
+    render would decline in the copy and every note's links would be resolved again. The URLs are
+    moved, and a render makes the state the one a build in the copy's place leaves; it writes no page
+    (its log, which repeats the broken links, is thrown away)."""
+    index = indexfile.resolve(config.index)
+    if index is None:
+        return
+    conn = db.connect(index)
+    try:
+        conn.execute("UPDATE sources SET url = replace(url, :template, :target) WHERE instr(url, :template)",
+                     {"template": f"file://{template}/", "target": f"file://{target}/"})
+        if (config.site.output / output.STATE).is_file():
+            with contextlib.redirect_stderr(io.StringIO()):
+                report = render_site(config, conn, full=False, log=SyncLog(Path(os.devnull), echo_info=False))
+            assert (report.written, report.removed) == ((), ()), report
+    finally:
+        conn.close()
+
+
+def copy_config(template: Path, target: Path, name: str = "portal.yaml") -> Config:
+    """:func:`copy_portal` with the one config ``name``, loaded."""
+    return load_config(copy_portal(template, target, (name,)) / name)
 
 
 def write_config(tmp_path: Path, body: str, name: str = "portal.yaml") -> Path:
@@ -211,9 +254,8 @@ def ollama_yaml(url: str, dims: int = DIMS, model: str = "test-embed:1") -> str:
             f"  dims: {dims}\n  batch: 8\n  timeout: 2\n")
 
 
-@pytest.fixture
-def notes_dir(tmp_path: Path) -> Path:
-    root = tmp_path / "notes"
+def write_sample_notes(root: Path) -> Path:
+    """Three notes in ``root`` (a recipe, a project, a packing list) that many tests search and read."""
     write_note(root, "recepty/teh-tarik.md", """
         ---
         title: Teh Tarik
@@ -254,23 +296,35 @@ def notes_dir(tmp_path: Path) -> Path:
     return root
 
 
+def sample_config(root: Path, embedding_yaml: str = "embedding:\n  provider: none\n", extra: str = "") -> Config:
+    """A portal.yaml in ``root`` over the folder ``root/notes`` with the given embedding YAML, loaded."""
+    body = f"index: data/index.sqlite\n{embedding_yaml}sources:\n  notes:\n    folder: notes\n{extra}"
+    return load_config(write_config(root, body))
+
+
+def quiet(config: Config) -> SyncLog:
+    """The portal's log, INFO lines not echoed."""
+    return SyncLog(config.log_path, echo_info=False)
+
+
+@pytest.fixture
+def notes_dir(tmp_path: Path) -> Path:
+    return write_sample_notes(tmp_path / "notes")
+
+
 @pytest.fixture
 def config_for(tmp_path: Path, notes_dir: Path):
     """Write a config over ``notes_dir`` with the given embedding YAML and load it."""
 
     def make(embedding_yaml: str = "embedding:\n  provider: none\n", extra: str = "") -> Config:
-        body = f"index: data/index.sqlite\n{embedding_yaml}sources:\n  notes:\n    folder: notes\n{extra}"
-        return load_config(write_config(tmp_path, body))
+        return sample_config(tmp_path, embedding_yaml, extra)
 
     return make
 
 
 @pytest.fixture
 def quiet_log():
-    def make(config: Config) -> SyncLog:
-        return SyncLog(config.log_path, echo_info=False)
-
-    return make
+    return quiet
 
 
 def free_port() -> int:
@@ -305,6 +359,91 @@ def serve(config_path: Path, *args: str) -> Iterator[str]:
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+# ---------------------------------------------------------------- portals built once per session (copy them)
+
+@pytest.fixture(scope="session")
+def served_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample notes indexed (vectors of :class:`HashEmbedder`; the configured Ollama is never asked)
+    and the whole site rendered, as the server's tests serve them: copy it with :func:`copy_config`."""
+    home = tmp_path_factory.mktemp("served")
+    write_sample_notes(home / "notes")
+    build_and_render(sample_config(home, ollama_yaml("http://127.0.0.1:9")), full=True, embedder_factory=HashEmbedder)
+    return home
+
+
+@pytest.fixture(scope="session")
+def sync_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The portal of ``sync_support.make_portal`` (two git sources and a folder), built: copy it with
+    ``sync_support.copy_of``."""
+    from tests.sync_support import make_portal  # (sync_support imports this module)
+
+    home = tmp_path_factory.mktemp("sync")
+    make_portal(home)
+    return home
+
+
+# ---------------------------------------------------------------- git, a time bound
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_git() -> Iterator[None]:
+    """No user or system git config and a fixed identity, for every test and for the portals built once
+    per module or session (which is why it is a session's: those are made before any test's fixture)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+        patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        for role in ("AUTHOR", "COMMITTER"):
+            patch.setenv(f"GIT_{role}_NAME", "Tester")
+            patch.setenv(f"GIT_{role}_EMAIL", "tester@example.invalid")
+        yield
+
+
+@pytest.fixture
+def git_daemon(tmp_path: Path) -> Iterator[Daemon]:
+    """`git daemon` serving tmp_path/served on 127.0.0.1 (git://), started and stopped here."""
+    from tests.git_support import Daemon  # (git_support imports this module)
+
+    base = tmp_path / "served"
+    base.mkdir(exist_ok=True)
+    port = free_port()
+    log = tmp_path / "daemon.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", "--verbose", f"--base-path={base}",
+                                 "--listen=127.0.0.1", f"--port={port}"], stdout=sink, stderr=sink)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            assert proc.poll() is None, log.read_text()
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "git daemon did not start listening"
+                time.sleep(0.05)
+        yield Daemon(f"git://127.0.0.1:{port}", log)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+TIME_BOUND_S = 45  # per test (``SIGALRM``): a build that hangs or spins fails instead of stalling the suite
+
+
+@pytest.fixture
+def time_bound() -> Iterator[None]:
+    """The test fails once it has run ``TIME_BOUND_S`` seconds (the harnesses of the slow tier use it)."""
+
+    def expired(signum: int, frame: object) -> None:
+        raise TimeoutError(f"the test ran past {TIME_BOUND_S} s: something hangs or loops")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(TIME_BOUND_S)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 # ---------------------------------------------------------------- the real model, paid for once (tests/realmodel.py)

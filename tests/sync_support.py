@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 from builder.core.config import Config, load_config
 from builder.sync import build
 from builder.synclog import SyncLog
-from tests.conftest import HashEmbedder, ollama_yaml, write_config, write_note
-from tests.test_git import Upstream
+from tests.conftest import HashEmbedder, copy_config, ollama_yaml, write_config, write_note
+from tests.git_support import Upstream
 
 SECRET = "travel-hook-secret-0123456789abcdef"  # 35 characters
 OTHER_SECRET = "journal-hook-secret-0123456789abcdef"
@@ -61,6 +61,13 @@ def make_portal(tmp_path: Path, *, extra: str = "", travel: str = "", embedding:
     if built:
         assert build(config, embedder_factory=HashEmbedder, log=SyncLog(config.log_path, echo_info=False)) == 0
     return Portal(config, up, journal, notes)
+
+
+def copy_of(template: Path, tmp_path: Path) -> Portal:
+    """A copy in ``tmp_path`` of the portal :func:`make_portal` made in ``template`` (conftest.copy_portal):
+    its own repositories, clones, index and site."""
+    return Portal(copy_config(template, tmp_path), Upstream.existing(tmp_path, "travel"),
+                  Upstream.existing(tmp_path, "journal"), tmp_path / "notes")
 
 
 def push_payload(ref: str = "refs/heads/main", after: str = "0" * 40, default_branch: str = "main",

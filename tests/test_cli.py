@@ -5,19 +5,38 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from builder.cli import main
+from builder.core.config import Config
 from builder.sync import build
-from tests.conftest import HashEmbedder, require_ripgrep, write_config, write_note
+from tests.conftest import (
+    HashEmbedder,
+    copy_config,
+    quiet,
+    require_ripgrep,
+    sample_config,
+    write_config,
+    write_note,
+    write_sample_notes,
+)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample notes built once for the module; each test gets a copy."""
+    home = tmp_path_factory.mktemp("built")
+    write_sample_notes(home / "notes")
+    config = sample_config(home, "embedding:\n  provider: none\n")
+    assert build(config, embedder_factory=HashEmbedder, log=quiet(config)) == 0
+    return home
 
 
 @pytest.fixture
-def built(config_for, quiet_log):
-    config = config_for("embedding:\n  provider: none\n")
-    assert build(config, embedder_factory=HashEmbedder, log=quiet_log(config)) == 0
-    return config
+def built(template: Path, tmp_path: Path, notes_dir: Path) -> Config:
+    return copy_config(template, tmp_path)
 
 
 def test_search_json_has_the_api_shape(built, capsys):

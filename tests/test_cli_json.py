@@ -7,24 +7,42 @@ docs/CLI-JSON.md must say so (and bump the version when a key changes meaning or
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from builder.cli import main
 from builder.cli.command_data import MAX_READ_CHARS
+from builder.core.config import Config
 from builder.grep import MAX_LINE_CHARS
 from builder.sync import build
-from tests.conftest import require_ripgrep, write_config, write_note
+from tests.conftest import (
+    copy_config,
+    quiet,
+    require_ripgrep,
+    sample_config,
+    write_config,
+    write_note,
+    write_sample_notes,
+)
 
 SCHEMA = "notes-portal/1"
 
 
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample notes built once for the module; each test gets a copy."""
+    home = tmp_path_factory.mktemp("built")
+    write_sample_notes(home / "notes")
+    config = sample_config(home, "embedding:\n  provider: none\n")
+    assert build(config, log=quiet(config)) == 0
+    return home
+
+
 @pytest.fixture
-def built(config_for, quiet_log):
-    config = config_for("embedding:\n  provider: none\n")
-    assert build(config, log=quiet_log(config)) == 0
-    return config
+def built(template: Path, tmp_path: Path, notes_dir: Path) -> Config:
+    return copy_config(template, tmp_path)
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:

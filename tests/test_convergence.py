@@ -6,7 +6,6 @@ from __future__ import annotations
 import errno
 import json
 import marshal
-import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -17,21 +16,14 @@ from builder.core.index.renderstate import shard_of
 from builder.render import output
 from builder.sync import build
 from builder.synclog import SyncLog
-from tests.test_render_helpers import make_config, write
+from tests.conftest import copy_config
+from tests.render_support import make_config, site_snapshot, write
 
 NOTES = {
     "a.md": "# Alfa\n\nOdkaz na [b](b.md).\n",
     "b.md": "---\ntags: [čaj]\n---\n# Beta\n\nText.\n",
     "sub/c.md": "# Gama\n\n![obrázek](img.png)\n",
 }
-TIME = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d")
-
-
-def site_snapshot(site: Path) -> dict[str, bytes]:
-    """Every file a visitor can fetch, with the build time on the pages blanked out."""
-    return {p.relative_to(site).as_posix(): TIME.sub(b"<time>", p.read_bytes())
-            for p in sorted(site.rglob("*")) if p.is_file()
-            and not any(part.startswith(".") for part in p.relative_to(site).parts)}
 
 
 def clean_site(tmp_path: Path, root: Path) -> dict[str, bytes]:
@@ -43,16 +35,22 @@ def clean_site(tmp_path: Path, root: Path) -> dict[str, bytes]:
     return site_snapshot(config.site.output)
 
 
-@pytest.fixture
-def portal(tmp_path: Path):
-    root = tmp_path / "notes"
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """:data:`NOTES` built once for the module; each test gets a copy."""
+    root = tmp_path_factory.mktemp("convergence")
     for rel, text in NOTES.items():
-        write(root, rel, text)
-    (root / "sub/img.png").write_bytes(b"png")
-    config = make_config(tmp_path, {"notes": root})
-    log = SyncLog(config.log_path, echo_info=False)
-    assert build(config, log=log) == 0
-    return config, root, log
+        write(root / "notes", rel, text)
+    (root / "notes/sub/img.png").write_bytes(b"png")
+    config = make_config(root, {"notes": root / "notes"})
+    assert build(config, log=SyncLog(config.log_path, echo_info=False)) == 0
+    return root
+
+
+@pytest.fixture
+def portal(template: Path, tmp_path: Path):
+    config = copy_config(template, tmp_path)
+    return config, tmp_path / "notes", SyncLog(config.log_path, echo_info=False)
 
 
 def test_a_build_stopped_between_index_and_render_is_repaired_by_the_next(portal, tmp_path):

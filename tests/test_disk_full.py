@@ -16,7 +16,6 @@ import errno
 import hashlib
 import json
 import os
-import re
 import resource
 import signal
 import subprocess
@@ -34,33 +33,18 @@ from builder.core.config import Config, load_config
 from builder.sync import build
 from builder.synclog import SyncLog
 from server.app import create_app
-from tests.conftest import FakeOllama, HashEmbedder, ollama_yaml
+from tests.conftest import PROJECT, FakeOllama, HashEmbedder, ollama_yaml
+from tests.render_support import site_snapshot
 
-pytestmark = pytest.mark.slow
+# a time bound on every test (``SIGALRM``): a build that hangs or spins fails instead of stalling the suite
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("time_bound")]
 
-PROJECT = Path(__file__).resolve().parents[1]
-TIME_BOUND_S = 45  # per test (``SIGALRM``): a build that hangs or spins fails instead of stalling the suite
-TIME = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d")
 MiB = 1024 * 1024
 OLD_NOTES = {
     "recepty/caj.md": "# Čaj\n\nZelený čaj se spaří vodou o 80 °C, slovo starozrnko.\n",
     "hory/snezka.md": "# Sněžka\n\nVýstup z Pece pod Sněžkou, slovo starohora.\n",
     "index.md": "# Domů\n\n[Čaj](recepty/caj.md) a [Sněžka](hory/snezka.md).\n",
 }
-
-
-@pytest.fixture(autouse=True)
-def time_bound() -> Iterator[None]:
-    def expired(signum: int, frame: object) -> None:
-        raise TimeoutError(f"the test ran past {TIME_BOUND_S} s: something hangs or loops")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(TIME_BOUND_S)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def new_notes(count: int = 40) -> dict[str, str]:
@@ -171,13 +155,6 @@ def portal(where: Path, notes: Path, url: str, *, index: str, site: str) -> Conf
 def run_build(config: Config) -> int:
     """One build in this process, with the real HTTP provider (the stand-in Ollama behind it)."""
     return build(config, log=SyncLog(config.log_path, echo_info=False))
-
-
-def site_snapshot(site: Path) -> dict[str, bytes]:
-    """Every file a visitor can fetch, the build time on the pages blanked out (dot-files ignored)."""
-    return {p.relative_to(site).as_posix(): TIME.sub(b"<time>", p.read_bytes())
-            for p in sorted(site.rglob("*")) if p.is_file()
-            and not any(part.startswith(".") for part in p.relative_to(site).parts)}
 
 
 def clean_site(tmp_path: Path, notes: Path, url: str) -> dict[str, bytes]:

@@ -7,7 +7,6 @@ documented protocols on 127.0.0.1 (no such server can run in this sandbox).
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -26,17 +25,12 @@ from tests.conftest import (
     DIMS,
     FakeOllama,
     HashEmbedder,
+    free_port,
     hashed_vector,
     ollama_yaml,
     write_config,
     write_note,
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_unreachable_endpoint_then_backfill(config_for, quiet_log):

@@ -34,17 +34,14 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-import tests.test_disk_full
-import tests.test_git
 from builder import gitsource, indexfile
 from builder.core import index as db
 from builder.core.config import Config, load_config
 from builder.sync import build
 from builder.synclog import SyncLog
 from server.app import create_app
-from tests.conftest import DIMS, hashed_vector, write_config, write_note
-from tests.test_disk_full import site_snapshot
-from tests.test_git import (
+from tests.conftest import DIMS, PROJECT, hashed_vector, write_config, write_note
+from tests.git_support import (
     Daemon,
     Upstream,
     assert_index_is_exactly,
@@ -55,15 +52,10 @@ from tests.test_git import (
     run,
     source_row,
 )
+from tests.render_support import site_snapshot
 
-pytestmark = pytest.mark.slow
-
-PROJECT = Path(__file__).resolve().parents[1]
-# Fixtures shared with those modules: `git daemon` on 127.0.0.1, git without the user's config, and
-# a time bound on every test (SIGALRM), so that a build that hangs or spins fails instead of waiting.
-git_daemon = tests.test_git.git_daemon
-isolated_git = tests.test_git.isolated_git
-time_bound = tests.test_disk_full.time_bound
+# a time bound on every test (SIGALRM), so that a build that hangs or spins fails instead of waiting
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("time_bound")]
 
 
 def cli(config: Config, *args: str, timeout: float = 30) -> tuple[subprocess.CompletedProcess[str], float]:

@@ -2,23 +2,21 @@
 answers, wrong URLs, rewritten history, redaction of credentials, grep over our clone.
 
 Every repository lives in tmp_path; the only network is 127.0.0.1. Global and system git config
-are switched off, and the identity comes from the environment, so the user's setup cannot leak in.
+are switched off, and the identity comes from the environment (conftest's ``isolated_git``), so the
+user's setup cannot leak in.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,126 +24,21 @@ import pytest
 
 from builder import gitsource, indexfile
 from builder.core import index as db
-from builder.core.config import Config, load_config
 from builder.core.index import schema
 from builder.status import collect_status, format_status
-from builder.sync import build
-from builder.synclog import SyncLog
-from tests.conftest import (
-    DIMS,
-    HashEmbedder,
-    ollama_yaml,
-    require_ripgrep,
-    write_config,
-    write_note,
+from tests.conftest import require_ripgrep, write_note
+from tests.git_support import (
+    Upstream,
+    assert_index_is_exactly,
+    git,
+    log_lines,
+    make_config,
+    open_index,
+    run,
+    source_row,
 )
 
-EMBED = ollama_yaml("http://127.0.0.1:9", DIMS)  # never contacted: the tests pass an embedder
 NO_EMBED = "embedding:\n  provider: none\n"
-
-
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for role in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{role}_NAME", "Tester")
-        monkeypatch.setenv(f"GIT_{role}_EMAIL", "tester@example.invalid")
-
-
-def git(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
-    assert proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr}"
-    return proc.stdout
-
-
-class Upstream:
-    """The user's side: a bare repository (the remote we index) and a working copy that pushes to it."""
-
-    def __init__(self, tmp_path: Path, name: str) -> None:
-        self.name = name
-        self.bare = tmp_path / "served" / f"{name}.git"
-        self.work = tmp_path / "work" / name
-        git("init", "--quiet", "--bare", "-b", "main", str(self.bare))
-        git("init", "--quiet", "-b", "main", str(self.work))
-
-    @property
-    def url(self) -> str:
-        return f"file://{self.bare}"
-
-    def write(self, rel: str, text: str) -> None:
-        path = self.work / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-
-    def move(self, old: str, new: str) -> None:
-        (self.work / new).parent.mkdir(parents=True, exist_ok=True)
-        git("mv", old, new, cwd=self.work)
-
-    def remove(self, rel: str) -> None:
-        git("rm", "--quiet", rel, cwd=self.work)
-
-    def commit(self, message: str, author: str = "Alice", when: str = "2024-01-01T10:00:00+00:00") -> str:
-        git("add", "--all", cwd=self.work)
-        git("commit", "--quiet", "-m", message, cwd=self.work,
-            env={"GIT_AUTHOR_NAME": author, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when})
-        return self.head()
-
-    def push(self, branch: str = "main", force: bool = False) -> None:
-        git("push", "--quiet", *(["--force"] if force else []), str(self.bare), f"{branch}:{branch}",
-            cwd=self.work)
-
-    def head(self) -> str:
-        return git("rev-parse", "HEAD", cwd=self.work).strip()
-
-    def notes(self, rev: str = "HEAD") -> dict[str, bytes]:
-        """Every markdown file of ``rev`` with its bytes: what the index must hold exactly."""
-        names = git("ls-tree", "-r", "-z", "--name-only", rev, cwd=self.work).split("\0")
-        return {name: subprocess.run(["git", "show", f"{rev}:{name}"], cwd=self.work, capture_output=True,
-                                     check=True).stdout
-                for name in names if name.endswith(".md")}
-
-
-@dataclass
-class Daemon:
-    url: str
-    log: Path
-
-    def upload_requests(self) -> int:
-        return self.log.read_text(encoding="utf-8", errors="replace").count("Request upload-pack")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def git_daemon(tmp_path: Path) -> Iterator[Daemon]:
-    """`git daemon` serving tmp_path/served on 127.0.0.1 (git://), started and stopped here."""
-    base = tmp_path / "served"
-    base.mkdir(exist_ok=True)
-    port = free_port()
-    log = tmp_path / "daemon.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", "--verbose", f"--base-path={base}",
-                                 "--listen=127.0.0.1", f"--port={port}"], stdout=sink, stderr=sink)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            assert proc.poll() is None, log.read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "git daemon did not start listening"
-                time.sleep(0.05)
-        yield Daemon(f"git://127.0.0.1:{port}", log)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 class SilentServer:
@@ -199,52 +92,10 @@ def git_calls(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return calls
 
 
-def make_config(tmp_path: Path, sources: str, *, timeout: float | None = None, embedding: str = EMBED) -> Config:
-    body = (f"index: data/index.sqlite\n{embedding}"
-            + (f"git:\n  timeout: {timeout}\n" if timeout is not None else "")
-            + "sources:\n" + textwrap.indent(textwrap.dedent(sources).strip("\n"), "  ") + "\n")
-    return load_config(write_config(tmp_path, body))
-
-
-def run(config: Config, **kwargs: Any) -> int:
-    return build(config, embedder_factory=HashEmbedder, log=SyncLog(config.log_path, echo_info=False), **kwargs)
-
-
-def open_index(config: Config) -> Any:
-    return db.connect(indexfile.resolve(config.index))
-
-
-def log_lines(config: Config) -> list[str]:
-    """The log without timestamps."""
-    if not config.log_path.exists():
-        return []
-    return [line.split(" ", 1)[1] for line in config.log_path.read_text(encoding="utf-8").splitlines()]
-
-
-def source_row(config: Config, source_id: str) -> db.SourceRow:
-    return db.get_sources(open_index(config))[source_id]
-
-
 def tree_stamp(root: Path) -> dict[str, tuple[int, int]]:
     """(mtime, size) of every file below ``root``: equal stamps mean nothing was written."""
     return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.stat().st_size)
             for p in root.rglob("*") if p.is_file()}
-
-
-def assert_index_is_exactly(conn: Any, source_id: str, notes: dict[str, bytes],
-                            gone_words: tuple[str, ...] = ()) -> None:
-    """The source's files are the notes (same bytes), every note has chunks, nothing is orphaned."""
-    files = {r["path"]: r["sha256"] for r in conn.execute(
-        "SELECT path, sha256 FROM files WHERE source_id = :s", {"s": source_id})}
-    assert files == {path: hashlib.sha256(data).hexdigest() for path, data in notes.items()}
-    chunk_paths = {r[0] for r in conn.execute("SELECT DISTINCT path FROM chunks WHERE source_id = :s",
-                                              {"s": source_id})}
-    assert chunk_paths == set(notes)
-    chunk_ids = {r[0] for r in conn.execute("SELECT id FROM chunks")}
-    assert {r[0] for r in conn.execute("SELECT rowid FROM vec_chunks")} == chunk_ids  # no orphan vectors
-    assert db.counts(conn)["chunks_fts"] == len(chunk_ids)
-    for word in gone_words:  # a stale FTS entry would still match the words of a deleted note
-        assert conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH :w", {"w": word}).fetchone()[0] == 0
 
 
 # ---------------------------------------------------------------- 1. a push, then a no-op

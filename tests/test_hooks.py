@@ -24,18 +24,19 @@ from tests.sync_support import (
     SECRET,
     SYNC_KEY,
     Portal,
+    copy_of,
     make_portal,
     push_payload,
     signed,
 )
-from tests.test_git import isolated_git  # noqa: F401 (autouse: no user git config, a fixed identity)
 
 NOTHING = {"queued": 0, "running": 0, "succeeded": 0, "failed": 0}
 
 
 @pytest.fixture
-def portal(tmp_path: Path) -> Portal:
-    return make_portal(tmp_path)
+def portal(sync_template: Path, tmp_path: Path) -> Portal:
+    """A copy of the portal of :func:`make_portal`."""
+    return copy_of(sync_template, tmp_path)
 
 
 def app_of(portal: Portal) -> tuple[TestClient, JobRunner]:

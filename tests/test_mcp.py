@@ -12,10 +12,8 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -25,7 +23,6 @@ from typing import Any, TypeVar
 import anyio
 import httpx2
 import pytest
-import uvicorn
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -37,27 +34,46 @@ from builder.core.config import Config, load_config
 from builder.sync import build
 from server.app import KEY_MISSING, create_app
 from server.sync_api import sync_routes
-from tests.conftest import ollama_yaml, write_config, write_note
+from tests.conftest import (
+    PROJECT,
+    FakeOllama,
+    copy_config,
+    free_port,
+    ollama_yaml,
+    quiet,
+    write_config,
+    write_note,
+    write_sample_notes,
+)
+from tests.server_support import live_server
 
-PROJECT = Path(__file__).resolve().parents[1]
 KEY = "agent-key-123"
 TOOLS = ["search", "toc", "grep", "read_note", "status"]
 T = TypeVar("T")
 
 
-@pytest.fixture
-def portal(tmp_path, notes_dir, fake_ollama, quiet_log) -> Config:
-    """The three notes of ``notes_dir`` plus a file that is not a note, an unpublished note and an
-    excluded folder; built with the stand-in Ollama."""
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The three sample notes plus a file that is not a note, an unpublished note and an excluded folder;
+    built once for the module with the stand-in Ollama, which answers the queries of every test."""
+    home = tmp_path_factory.mktemp("mcp")
+    notes_dir = write_sample_notes(home / "notes")
     write_note(notes_dir, "projekty/capture.txt", "0x7e 0xA1 RS485 frame\n")
     write_note(notes_dir, "projekty/tajne.md", "---\npublished: false\n---\n# Tajné\n\nRS485 heslo hunter2\n")
     write_note(notes_dir, "private/denik.md", "# Deník\n\nRS485 soukromé\n")
-    (tmp_path / "outside.md").write_text("# Mimo\n\nRS485 mimo zdroj\n", encoding="utf-8")
-    path = write_config(tmp_path, f"index: data/index.sqlite\n{ollama_yaml(fake_ollama.url)}"
+    (home / "outside.md").write_text("# Mimo\n\nRS485 mimo zdroj\n", encoding="utf-8")
+    with FakeOllama() as ollama:
+        path = write_config(home, f"index: data/index.sqlite\n{ollama_yaml(ollama.url)}"
                                   "sources:\n  notes:\n    folder: notes\n    exclude: [\"private/**\"]\n")
-    config = load_config(path)
-    assert build(config, log=quiet_log(config)) == 0
-    return config
+        config = load_config(path)
+        assert build(config, log=quiet(config)) == 0
+        yield home
+
+
+@pytest.fixture
+def portal(template: Path, tmp_path: Path, notes_dir: Path) -> Config:
+    """A copy of the template (its notes are ``notes_dir``)."""
+    return copy_config(template, tmp_path)
 
 
 def over_stdio(config: Config, talk: Callable[[Client], Awaitable[T]], errlog: Path) -> T:
@@ -270,21 +286,8 @@ def serving(config: Config, **options: Any) -> Iterator[str]:
     """The real web app with /mcp (``options`` for ``create_app``), served by uvicorn on 127.0.0.1 in
     a thread (lifespan on: the MCP session manager runs in it); yields the base URL."""
     app = create_app(config, mcp=http_endpoint(config, host="127.0.0.1"), **options)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with live_server(app, lifespan="on") as (host, port):
+        yield f"http://{host}:{port}"
 
 
 def over_http(url: str, talk: Callable[[Client], Awaitable[T]], headers: dict[str, str] | None = None) -> T:
@@ -399,9 +402,7 @@ def test_http_with_a_key_needs_it(portal, tmp_path):
 def test_serve_mounts_mcp_unless_told_not_to(portal, tmp_path):
     """``notes-portal serve`` as a user starts it: /mcp answers a POST; with --no-mcp it does not."""
     for flags, expected in (([], 200), (["--no-mcp"], 405)):  # 405: only the site (GET) is there
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
+        port = free_port()
         with subprocess.Popen([sys.executable, "-m", "builder.cli", "serve", "--port", str(port), *flags,
                                "--config", str(portal.path)], cwd=PROJECT, env={**os.environ},
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:

@@ -11,7 +11,9 @@ import pytest
 
 from builder.core import urls
 from builder.render.stamp import site_is_stale
-from tests.test_render_helpers import (
+from tests.conftest import copy_config
+from tests.render_support import (
+    Run,
     build_and_render,
     check_site,
     make_config,
@@ -22,9 +24,9 @@ from tests.test_render_helpers import (
 )
 
 
-@pytest.fixture
-def notes(tmp_path: Path) -> Path:
-    root = tmp_path / "notes"
+def write_notes(root: Path) -> Path:
+    """Notes with links of every kind (good, broken, unsafe, out of scope), an unpublished note, an
+    excluded folder and attachments."""
     write(root, "recepty/teh-tarik.md", """
         ---
         title: Teh Tarik
@@ -102,9 +104,23 @@ def notes(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def site(tmp_path: Path, notes: Path):
-    config = make_config(tmp_path, {"notes": notes}, extra="    exclude: ['soukrome/**']\n")
-    run = build_and_render(config)
+def notes(tmp_path: Path) -> Path:
+    return write_notes(tmp_path / "notes")
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Run]:
+    """The notes built and rendered once for the module, and what that build did."""
+    home = tmp_path_factory.mktemp("render")
+    config = make_config(home, {"notes": write_notes(home / "notes")}, extra="    exclude: ['soukrome/**']\n")
+    return home, build_and_render(config)
+
+
+@pytest.fixture
+def site(template: tuple[Path, Run], tmp_path: Path):
+    """A copy of the template, with the template's build (the first) as its own."""
+    home, run = template
+    config = copy_config(home, tmp_path)
     return config, run, config.site.output
 
 

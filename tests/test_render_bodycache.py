@@ -8,26 +8,35 @@ from pathlib import Path
 
 import pytest
 
+from builder.core.config import load_config
 from builder.render import bodycache, markdown, site
-from tests.test_render_delta import NOTES, make_notes, manifest, site_snapshot
-from tests.test_render_helpers import build_and_render, make_config, write
+from tests.conftest import copy_portal
+from tests.render_support import NOTES, build_and_render, make_config, make_notes, manifest, site_snapshot, write
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two portals over the same notes (2 sources, links, copies, code, broken links), both built once
+    for the module, every render counting as a big one."""
+    root = tmp_path_factory.mktemp("bodycache")
+    make_notes(root / "notes")
+    write(root / "notes", "kod.md", "# Kód\n\n```python\nprint('ahoj')\n```\n\n[Alfa](a.md) a [[Gama]]\n")
+    write(root / "notes", "kopie/kod.md", "# Kód\n\n```python\nprint('ahoj')\n```\n\n[Alfa](a.md) a [[Gama]]\n")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(site, "BIG_RENDER", 1)
+        for name in ("kept", "parsed"):
+            (root / name).mkdir()
+            build_and_render(make_config(root / name, {"notes": root / "notes", "other": root / "other"}))
+    return root
 
 
 @pytest.fixture
-def portals(tmp_path: Path, monkeypatch):
-    """Two portals over the same notes (2 sources, links, copies, code, broken links), both built;
-    every render counts as a big one (the body cache is used by big renders only)."""
+def portals(template: Path, tmp_path: Path, monkeypatch):
+    """A copy of the template's two portals; every render counts as a big one (the body cache is used
+    by big renders only)."""
     monkeypatch.setattr(site, "BIG_RENDER", 1)
-    root = tmp_path / "notes"
-    make_notes(root)
-    write(root, "kod.md", "# Kód\n\n```python\nprint('ahoj')\n```\n\n[Alfa](a.md) a [[Gama]]\n")
-    write(root, "kopie/kod.md", "# Kód\n\n```python\nprint('ahoj')\n```\n\n[Alfa](a.md) a [[Gama]]\n")
-    configs = []
-    for name in ("kept", "parsed"):
-        (tmp_path / name).mkdir()
-        configs.append(make_config(tmp_path / name, {"notes": root, "other": tmp_path / "other"}))
-        build_and_render(configs[-1])
-    return root, *configs
+    copy_portal(template, tmp_path, ("kept/portal.yaml", "parsed/portal.yaml"))
+    return tmp_path / "notes", *(load_config(tmp_path / name / "portal.yaml") for name in ("kept", "parsed"))
 
 
 def parsed_notes(monkeypatch) -> list[str]:

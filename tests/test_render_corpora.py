@@ -14,7 +14,7 @@ import pytest
 from builder.core import urls
 from builder.render.broken import broken_link_counts
 from tests.conftest import DIMS, HashEmbedder, ollama_yaml, require_shared
-from tests.test_render_helpers import (
+from tests.render_support import (
     EXAMPLES,
     KEMT,
     build_and_render,

@@ -14,49 +14,23 @@ import pytest
 
 from builder import indexfile
 from builder.core import index as db
+from builder.core.config import load_config
 from builder.render import delta, output
 from builder.render.site import render_site
 from builder.sync import build
 from builder.synclog import SyncLog
-from tests.test_render_helpers import build_and_render, make_config, write
-
-DAY = 86400.0
-TIME = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d")
-NOTES = {
-    "a.md": "---\ntags: [čaj]\n---\n# Alfa\n\nOdkaz na [b](sub/b.md) a [[Gama]].\n\n## Oddíl\n\ntext\n",
-    "sub/b.md": "---\ntags: [čaj, hory]\n---\n# Beta\n\nText a [alfa](../a.md#Oddíl).\n",
-    "sub/c.md": "# Gama\n\n[[d]] a ![obrázek](img.png) a ![plán](plan.png)\n",
-    "sub/d.md": "---\ntags: [hory]\nupdated: 2020-01-05\n---\n# Delta\n\nText.\n",
-    "e.md": "# Epsilon\n\nNic, jen [chybí](nikde.md) a [stránka](stranka.html).\n\n## Poznámka\n\ny\n",
-}
-FILLER = 16  # more notes than the home page lists as recently changed
-OTHER = {"x.md": "# Iks\n\n[[y]]\n\n## Část\n", "dir/y.md": "---\ntags: [čaj]\n---\n# Ypsilon\n\nText.\n"}
-
-
-def make_notes(root: Path) -> None:
-    base = time.time() - 60 * DAY
-    for i, (rel, text) in enumerate(NOTES.items()):
-        write(root, rel, text, base + i * DAY)
-    for i in range(FILLER):
-        write(root, f"old/n{i:02}.md", f"# Stará {i}\n\nOdkaz na [Alfu](../a.md).\n", base - (i + 1) * DAY)
-    (root / "sub/img.png").write_bytes(b"png-1")
-    (root / "stranka.html").write_text("<p>HTML se nezveřejňuje</p>", encoding="utf-8")
-    write(root, "koncept.md", "---\npublished: false\n---\n# Koncept\n", base)
-    for i, (rel, text) in enumerate(OTHER.items()):
-        write(root.parent / "other", rel, text, base - 30 * DAY + i * DAY)
-
-
-def site_snapshot(site: Path) -> dict[str, bytes]:
-    """Every file a visitor can fetch, with the build time blanked out."""
-    return {p.relative_to(site).as_posix(): TIME.sub(b"<time>", p.read_bytes())
-            for p in sorted(site.rglob("*")) if p.is_file()
-            and not any(part.startswith(".") for part in p.relative_to(site).parts)}
-
-
-def manifest(site: Path) -> dict:
-    found = output.read_manifest(site)
-    found.pop("content")  # names the index generation: each portal has its own
-    return found
+from tests.conftest import copy_portal
+from tests.render_support import (
+    DAY,
+    NOTES,
+    OTHER,
+    build_and_render,
+    make_config,
+    make_notes,
+    manifest,
+    site_snapshot,
+    write,
+)
 
 
 def touch(path: Path, when: float) -> None:
@@ -119,17 +93,22 @@ def spy_on_delta(monkeypatch) -> list[bool]:
     return calls
 
 
-@pytest.fixture
-def portals(tmp_path: Path):
-    """Two portals over the same notes, each with its own index and site, both built."""
-    root = tmp_path / "notes"
-    make_notes(root)
-    configs = []
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two portals over the same notes, each with its own index and site, both built once for the module."""
+    root = tmp_path_factory.mktemp("delta")
+    make_notes(root / "notes")
     for name in ("delta", "full"):
-        (tmp_path / name).mkdir()
-        configs.append(make_config(tmp_path / name, {"notes": root, "other": tmp_path / "other"}))
-        build_and_render(configs[-1])
-    return root, *configs
+        (root / name).mkdir()
+        build_and_render(make_config(root / name, {"notes": root / "notes", "other": root / "other"}))
+    return root
+
+
+@pytest.fixture
+def portals(template: Path, tmp_path: Path):
+    """A copy of the template's two portals."""
+    copy_portal(template, tmp_path, ("delta/portal.yaml", "full/portal.yaml"))
+    return tmp_path / "notes", *(load_config(tmp_path / name / "portal.yaml") for name in ("delta", "full"))
 
 
 @pytest.mark.parametrize("name", list(EDITS))

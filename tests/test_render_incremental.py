@@ -11,24 +11,27 @@ import pytest
 from builder.core import templates as page_templates
 from builder.core.index.renderstate import shard_of
 from builder.render import output
-from tests.test_render_helpers import (
+from tests.conftest import copy_config
+from tests.render_support import (
     build_and_render,
     check_site,
     make_config,
     parse_page,
+    record_writes,
     site_files,
     stale,
     write,
+    writes,
 )
-from tests.test_renderstate import record_writes, writes
 
 DAY = 86400.0
 
 
-@pytest.fixture
-def portal(tmp_path: Path):
-    """Five notes with distinct past mtimes: a → b, c → d, e alone; tags on a, b, d."""
-    root = tmp_path / "notes"
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Five notes with distinct past mtimes: a → b, c → d, e alone; tags on a, b, d; built once for the module."""
+    home = tmp_path_factory.mktemp("incremental")
+    root = home / "notes"
     base = time.time() - 30 * DAY
     write(root, "a.md", "---\ntags: [čaj]\n---\n# Alfa\n\nOdkaz na [b](sub/b.md).\n\n## Oddíl\n\ntext\n", base)
     write(root, "sub/b.md", "---\ntags: [čaj, hory]\n---\n# Beta\n\nText.\n", base + DAY)
@@ -36,10 +39,15 @@ def portal(tmp_path: Path):
     write(root, "sub/d.md", "---\ntags: [hory]\n---\n# Delta\n\nText.\n", base + 3 * DAY)
     write(root, "e.md", "# Epsilon\n\nNic.\n", base + 4 * DAY)
     (root / "sub/img.png").write_bytes(b"png-1")
-    config = make_config(tmp_path, {"notes": root})
+    config = make_config(home, {"notes": root})
     first = build_and_render(config)
     assert len(first.report.written) == len(site_files(config.site.output))
-    return config, root
+    return home
+
+
+@pytest.fixture
+def portal(template: Path, tmp_path: Path):
+    return copy_config(template, tmp_path), tmp_path / "notes"
 
 
 def changed_files(config, before: dict[str, int]) -> set[str]:

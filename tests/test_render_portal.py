@@ -18,13 +18,15 @@ from builder.render.broken import broken_link_counts
 from builder.render.links import Link
 from builder.render.markdown import make_renderer, render_body
 from builder.status import collect_status, format_status
-from tests.test_convergence import site_snapshot
-from tests.test_render_helpers import (
+from tests.conftest import write_config
+from tests.git_support import Upstream
+from tests.render_support import (
     build_and_render,
     check_site,
     make_config,
     parse_page,
     site_files,
+    site_snapshot,
     write,
 )
 
@@ -76,9 +78,6 @@ def test_front_matter_dates_come_first_then_the_file_time(tmp_path):
 
 
 def test_a_git_note_shows_its_last_commit_and_author(tmp_path):
-    from tests.conftest import write_config
-    from tests.test_git import Upstream, isolated_git  # noqa: F401  (the fixture: no global git config)
-
     pytest.importorskip("builder.gitsource")
     up = Upstream(tmp_path, "notes")
     up.write("caj.md", "# Čaj\n\nZelený.\n")

@@ -12,6 +12,7 @@ import pytest
 
 from builder.core.index import renderstate
 from builder.core.index.renderstate import SHARDS, read_state, shard_of, write_state
+from tests.render_support import record_writes, writes
 
 MAPS = ("notes", "pages")
 
@@ -40,27 +41,6 @@ def test_what_is_saved_is_read_back(tmp_path):
     assert read_state(path) == saved
     assert {name for name, _ in rows(path)} == {"meta", "notes", "pages"}
     assert len([key for key in rows(path) if key[0] == "notes"]) == SHARDS  # 500 keys reach every shard
-
-
-def record_writes(path: Path) -> None:
-    """From now on, note every row a save writes into the file (in a table of the test's own)."""
-    with sqlite3.connect(path) as conn:
-        conn.executescript("""
-            CREATE TABLE written (name TEXT, part);
-            CREATE TRIGGER shard_written AFTER INSERT ON shards BEGIN
-              INSERT INTO written VALUES (NEW.map, NEW.shard); END;
-            CREATE TRIGGER meta_written AFTER INSERT ON meta BEGIN
-              INSERT INTO written VALUES ('meta', NEW.key); END;
-        """)
-    conn.close()
-
-
-def writes(path: Path) -> list[tuple[str, object]]:
-    """The rows written since :func:`record_writes`, sorted."""
-    with sqlite3.connect(path) as conn:
-        found = sorted(conn.execute("SELECT name, part FROM written"))
-    conn.close()
-    return found
 
 
 def test_a_save_rewrites_only_the_rows_that_changed(tmp_path):

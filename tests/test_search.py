@@ -3,6 +3,8 @@ weak answers, hit shape, notes, hostile input."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,15 +20,33 @@ from server.fusion import fuse
 from server.query import match_all, parse
 from server.search import search
 from server.snippets import MAX_MARKED_WORDS, excerpt, snippet, typed_without_accents
-from tests.conftest import HashEmbedder, ollama_yaml, write_note
+from tests.conftest import (
+    HashEmbedder,
+    copy_config,
+    ollama_yaml,
+    quiet,
+    sample_config,
+    write_note,
+    write_sample_notes,
+)
 
 EMBED = ollama_yaml("http://127.0.0.1:9")
 
 
+@pytest.fixture(scope="module")
+def indexed_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample notes built once for the module (each test searches a copy: the searches keep what
+    they read per index file)."""
+    home = tmp_path_factory.mktemp("indexed")
+    write_sample_notes(home / "notes")
+    config = sample_config(home, EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet(config))
+    return home
+
+
 @pytest.fixture
-def indexed(config_for, quiet_log):
-    config = config_for(EMBED)
-    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+def indexed(indexed_template: Path, tmp_path: Path, notes_dir: Path):
+    config = copy_config(indexed_template, tmp_path)
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
     yield config, conn
     conn.close()
@@ -286,16 +306,25 @@ def test_the_answer_names_the_words_its_snippets_mark(indexed, query, marked):
     assert search(conn, config, query, mode="bm25").to_json()["marked"] == list(marked)
 
 
-@pytest.fixture
-def many(config_for, notes_dir, quiet_log):
+@pytest.fixture(scope="module")
+def many_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample notes, a long note of many sections and two copies of one note, built once for the module."""
+    home = tmp_path_factory.mktemp("many")
+    notes_dir = write_sample_notes(home / "notes")
     sections = "".join(f"## Oddíl {i}\n\nKonvice a teplota vody číslo {i}. {'text ' * 250}\n\n" for i in range(5))
     write_note(notes_dir, "caj/velka.md", f"# Velká čajová\n\n{sections}")
     write_note(notes_dir, "caj/mala.md", "# Malá\n\nKonvice a teplota vody pro zelený čaj.\n")
     copy = "# Kopie\n\nKonvice stejná jako jinde, teplota vody 80 stupňů.\n"
     write_note(notes_dir, "caj/kopie-a.md", copy)
     write_note(notes_dir, "archiv/kopie-a.md", copy)
-    config = config_for(EMBED)
-    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    config = sample_config(home, EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet(config))
+    return home
+
+
+@pytest.fixture
+def many(many_template: Path, tmp_path: Path, notes_dir: Path):
+    config = copy_config(many_template, tmp_path)
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
     yield config, conn
     conn.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -13,35 +14,23 @@ from starlette.testclient import TestClient
 
 from builder import indexfile
 from builder.core import index as db
-from builder.core.config import load_config
-from builder.render.site import render_site
+from builder.core.config import Config, load_config
 from builder.sync import build
 from server.app import SECURITY_HEADERS, create_app
-from tests.conftest import HashEmbedder, ollama_yaml, write_note
-
-
-def build_and_render(config, log):
-    """Build the index and render the whole site (shared by the server's test modules)."""
-    assert build(config, embedder_factory=HashEmbedder, log=log) == 0
-    conn = db.connect(indexfile.resolve(config.index))
-    render_site(config, conn, full=True, log=log)
-    conn.close()
+from tests.conftest import HashEmbedder, copy_config, free_port, ollama_yaml, write_note
+from tests.render_support import build_and_render
+from tests.server_support import ids_in
 
 
 @pytest.fixture
-def portal(config_for, quiet_log):
-    config = config_for(ollama_yaml("http://127.0.0.1:9"))
-    build_and_render(config, quiet_log(config))
-    return config
+def portal(served_template: Path, tmp_path: Path, notes_dir: Path) -> Config:
+    """A copy of the sample notes built and rendered (its notes are ``notes_dir``)."""
+    return copy_config(served_template, tmp_path)
 
 
 @pytest.fixture
 def client(portal):
     return TestClient(create_app(portal, embedder_factory=HashEmbedder))
-
-
-def ids_in(page: str) -> set[str]:
-    return set(re.findall(r'\bid="([^"]+)"', page))
 
 
 def test_search_result_shape_and_url_lands_on_the_section(client):
@@ -152,11 +141,11 @@ def test_new_index_is_served_without_restart(portal, client, notes_dir, quiet_lo
 
 
 @pytest.mark.parametrize("api_key_yaml", ["server:\n  api_key: s3cret-key\n"])
-def test_api_key_guards_the_query_endpoints(config_for, quiet_log, api_key_yaml):
+def test_api_key_guards_the_query_endpoints(config_for, api_key_yaml):
     base = config_for(ollama_yaml("http://127.0.0.1:9"))
     base.path.write_text(base.path.read_text() + api_key_yaml)
     config = load_config(base.path)
-    build_and_render(config, quiet_log(config))
+    build_and_render(config, full=True, embedder_factory=HashEmbedder)
     client = TestClient(create_app(config, embedder_factory=HashEmbedder))
     denied = client.get("/api/search", params={"q": "čaj"})
     assert denied.status_code == 401 and denied.json()["error"].startswith("missing or wrong API key")
@@ -354,7 +343,7 @@ def test_the_scan_of_vectors_in_memory_runs_beside_the_words_search_once_per_que
 def test_an_index_from_before_chunk_vectors_is_served_by_vec0_until_a_build_adds_them(
         config_for, notes_dir, quiet_log):
     config = config_for(ollama_yaml("http://127.0.0.1:9"))
-    build_and_render(config, quiet_log(config))
+    build_and_render(config, full=True, embedder_factory=HashEmbedder)
     conn = db.connect(indexfile.resolve(config.index))
     with db.transaction(conn):  # the file as the code before schema step 5 left it
         conn.execute("DROP TABLE chunk_vectors")
@@ -399,8 +388,6 @@ def test_a_fresh_server_answers_concurrent_first_queries_with_vectors(portal, fa
     import urllib.parse
     import urllib.request
 
-    from tests.conftest import free_port
-
     text = portal.path.read_text().replace("http://127.0.0.1:9", fake_ollama.url)
     portal.path.write_text(text)
     port = free_port()
@@ -443,11 +430,11 @@ def test_the_results_pages_links_mark_the_forms_their_sections_hold(client):
             in page.text)
 
 
-def test_notes_of_one_title_on_the_results_page_say_where_they_are(portal, notes_dir, quiet_log):
+def test_notes_of_one_title_on_the_results_page_say_where_they_are(portal, notes_dir):
     for year in ("2023", "2024"):
         write_note(notes_dir, f"cviceni/{year}.md", f"# Cvičení\n\nMeteostanice s ESP32, ročník {year}.\n")
     write_note(notes_dir, "meteostanice.md", "# Meteostanice\n\nESP32 a čidlo BME280.\n")
-    build_and_render(portal, quiet_log(portal))
+    build_and_render(portal, full=True, embedder_factory=HashEmbedder)
     page = TestClient(create_app(portal, embedder_factory=HashEmbedder)).get(
         "/search", params={"q": "meteostanice", "mode": "bm25"}).text
     titles = re.findall(r'class="note-link"[^>]*>([^<]*)</a>(?: <span class="hit-where">([^<]*)</span>)?', page)

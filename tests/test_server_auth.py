@@ -7,28 +7,42 @@ import hmac
 import html
 import re
 from http.cookies import SimpleCookie
+from pathlib import Path
 
 import pytest
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from builder.core.config import load_config
+from builder.core.config import Config, load_config
 from server.app import create_app
 from server.sync_api import sync_routes
-from tests.conftest import HashEmbedder, ollama_yaml
-from tests.test_server import build_and_render
-from tests.test_server_live import live_server
+from tests.conftest import (
+    HashEmbedder,
+    copy_config,
+    ollama_yaml,
+    sample_config,
+    write_sample_notes,
+)
+from tests.render_support import build_and_render
+from tests.server_support import live_server
 
 KEY = "s3cret-key"
 
 
-@pytest.fixture
-def portal(config_for, quiet_log):
-    base = config_for(ollama_yaml("http://127.0.0.1:9"))
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample notes behind the key, built and rendered once for the module; each test gets a copy."""
+    home = tmp_path_factory.mktemp("auth")
+    write_sample_notes(home / "notes")
+    base = sample_config(home, ollama_yaml("http://127.0.0.1:9"))
     base.path.write_text(base.path.read_text() + f"server:\n  api_key: {KEY}\n")
-    config = load_config(base.path)
-    build_and_render(config, quiet_log(config))
-    return config
+    build_and_render(load_config(base.path), full=True, embedder_factory=HashEmbedder)
+    return home
+
+
+@pytest.fixture
+def portal(template: Path, tmp_path: Path, notes_dir: Path) -> Config:
+    return copy_config(template, tmp_path)
 
 
 @pytest.fixture
@@ -120,9 +134,9 @@ def test_a_bad_sign_in_form_is_a_4xx(client, body, status):
     assert response.status_code == status and "<form class=\"auth\"" in response.text
 
 
-def test_without_a_key_signing_in_just_goes_back(config_for, quiet_log):
+def test_without_a_key_signing_in_just_goes_back(config_for):
     config = config_for(ollama_yaml("http://127.0.0.1:9"))
-    build_and_render(config, quiet_log(config))
+    build_and_render(config, full=True, embedder_factory=HashEmbedder)
     client = TestClient(create_app(config, embedder_factory=HashEmbedder))
     response = client.get("/auth", params={"next": "/search?q=x"}, follow_redirects=False)
     assert (response.status_code, response.headers["location"]) == (303, "/search?q=x")

@@ -9,17 +9,11 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import socket
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, unquote
-
-import uvicorn
-from starlette.types import ASGIApp
 
 import pytest
 
@@ -28,47 +22,8 @@ from builder.sync import build
 from builder.synclog import SyncLog
 from server.app import create_app
 from tests.conftest import HashEmbedder, ollama_yaml
-from tests.test_server import build_and_render
-
-
-@contextmanager
-def live_server(app: ASGIApp) -> Iterator[tuple[str, int]]:
-    """``app`` served by uvicorn on 127.0.0.1 (a free port) in a thread; yields (host, port)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield sock.getsockname()
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
-
-
-@dataclass(frozen=True)
-class Fetched:
-    status: int
-    declared: int | None  # Content-Length
-    body: bytes
-
-
-def fetch(address: tuple[str, int], path: str, timeout: float = 20.0) -> Fetched:
-    """One GET on a new connection; raises when the connection breaks (a short body included)."""
-    conn = http.client.HTTPConnection(*address, timeout=timeout)
-    try:
-        conn.request("GET", path)
-        response = conn.getresponse()
-        body = response.read()
-        length = response.getheader("Content-Length")
-        return Fetched(response.status, int(length) if length is not None else None, body)
-    finally:
-        conn.close()
+from tests.render_support import build_and_render
+from tests.server_support import fetch, live_server
 
 
 def test_a_page_replaced_while_it_is_fetched_arrives_whole(config_for):
@@ -168,7 +123,7 @@ def test_readers_during_writes_never_fail_and_hits_lead_to_pages(config_for, qui
     """24 rounds: a build (incremental edits, additions, deletions; every sixth --full) while 16 clients
     search and open the hits, then, with builds paused, 16 clients check that every hit's page exists."""
     config = config_for(ollama_yaml("http://127.0.0.1:9"))
-    build_and_render(config, quiet_log(config))
+    build_and_render(config, full=True, embedder_factory=HashEmbedder)
     outcome = Outcome()
     started = time.monotonic()
     with live_server(create_app(config, embedder_factory=HashEmbedder)) as address:

@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 
 from builder import indexfile
 from builder.core import index as db
+from builder.core.config import Config
 from builder.core.embedding import EmbeddingError
 from builder.sync import build
 from server import searcher as searcher_module
@@ -22,17 +23,16 @@ from server.embedder import QueryEmbedder
 from server.reader import IndexReader
 from server.searcher import Searcher
 from server.vectors import VectorMemory
-from tests.conftest import HashEmbedder, ollama_yaml
-from tests.test_server import build_and_render
+from tests.conftest import HashEmbedder, copy_config, ollama_yaml
+from tests.render_support import build_and_render
 
 ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00")
 
 
 @pytest.fixture
-def portal(config_for, quiet_log):
-    config = config_for(ollama_yaml("http://127.0.0.1:9"))
-    build_and_render(config, quiet_log(config))
-    return config
+def portal(served_template: Path, tmp_path: Path, notes_dir: Path) -> Config:
+    """A copy of the sample notes built and rendered (its notes are ``notes_dir``)."""
+    return copy_config(served_template, tmp_path)
 
 
 class SlowEmbedder(HashEmbedder):
@@ -302,10 +302,9 @@ def test_the_latest_queries_vectors_are_kept(portal, cache_size, embedded):
     assert vectors[1] == vectors[4] == (HashEmbedder().embed_query("sýr"), None)
 
 
-def test_a_query_asked_again_is_not_embedded_again_and_keeps_its_vector_when_the_embedder_fails(config_for,
-                                                                                                 quiet_log):
+def test_a_query_asked_again_is_not_embedded_again_and_keeps_its_vector_when_the_embedder_fails(config_for):
     config = config_for(ollama_yaml("http://127.0.0.1:9"), extra="search:\n  query_cache: 10\n")
-    build_and_render(config, quiet_log(config))
+    build_and_render(config, full=True, embedder_factory=HashEmbedder)
     made: list[Counting] = []
     client = TestClient(create_app(config, embedder_factory=lambda _: made.append(Counting()) or made[-1]))
 

@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
+from builder.core.config import Config
 from builder.core.filetypes import SANDBOX_CSP
 from server.app import SECURITY_HEADERS, create_app
-from tests.conftest import HashEmbedder, ollama_yaml, write_note
-from tests.test_server import build_and_render, ids_in
+from tests.conftest import HashEmbedder, copy_config, ollama_yaml, sample_config, write_note, write_sample_notes
+from tests.render_support import build_and_render
+from tests.server_support import ids_in
 
 SVG = '<svg xmlns="http://www.w3.org/2000/svg"><circle r="4" style="fill: red"/></svg>'
 
 
-@pytest.fixture
-def portal(config_for, quiet_log, notes_dir):
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample notes, a folder's index note and attachments of several types, built and rendered once for
+    the module; each test gets a copy."""
+    home = tmp_path_factory.mktemp("site")
+    notes_dir = write_sample_notes(home / "notes")
     write_note(notes_dir, "recepty/napoje/masala-chai.md", "# Masala chai\n\nČaj se zázvorem.\n")
     write_note(notes_dir, "projekty/index.md", "# Projekty\n\nPřehled projektů.\n")
     write_note(notes_dir, "projekty/prilohy.md", """
@@ -28,9 +35,13 @@ def portal(config_for, quiet_log, notes_dir):
     (notes_dir / "projekty" / "backup.sh").write_text("#!/bin/sh\nrsync -a ~/notes nas:\n", encoding="utf-8")
     (notes_dir / "projekty" / "mereni.json").write_text('{"teplota": 21.5}\n', encoding="utf-8")
     (notes_dir / "projekty" / "Plán cesty.pdf").write_bytes(b"%PDF-1.4\n%%EOF\n")
-    config = config_for(ollama_yaml("http://127.0.0.1:9"))
-    build_and_render(config, quiet_log(config))
-    return config
+    build_and_render(sample_config(home, ollama_yaml("http://127.0.0.1:9")), full=True, embedder_factory=HashEmbedder)
+    return home
+
+
+@pytest.fixture
+def portal(template: Path, tmp_path: Path, notes_dir: Path) -> Config:
+    return copy_config(template, tmp_path)
 
 
 @pytest.fixture

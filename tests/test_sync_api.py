@@ -18,25 +18,26 @@ from builder.lock import BuildLock
 from builder.sync import build
 from server.app import create_app
 from tests.conftest import HashEmbedder
+from tests.server_support import live_server
 from tests.sync_support import (
     API_KEY,
     SECRET,
     SYNC_KEY,
     Portal,
+    copy_of,
     make_portal,
     push_payload,
     signed,
     wait_for,
 )
-from tests.test_git import isolated_git  # noqa: F401 (autouse: no user git config, a fixed identity)
-from tests.test_server_live import live_server
 
 KEY = {"X-API-Key": SYNC_KEY}
 
 
 @pytest.fixture
-def portal(tmp_path: Path) -> Portal:
-    return make_portal(tmp_path)
+def portal(sync_template: Path, tmp_path: Path) -> Portal:
+    """A copy of the portal of :func:`make_portal`."""
+    return copy_of(sync_template, tmp_path)
 
 
 def client_of(portal: Portal, runner: JobRunner) -> TestClient:

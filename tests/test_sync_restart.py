@@ -8,22 +8,13 @@ index half-updated).
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import socket
-import subprocess
-import sys
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from builder.core.index.jobqueue import JobQueue
-from tests.conftest import FakeOllama
+from tests.conftest import DIMS, FakeOllama, free_port
+from tests.server_support import call, serving
 from tests.sync_support import (
     API_KEY,
     SECRET,
@@ -33,49 +24,8 @@ from tests.sync_support import (
     signed,
     wait_for,
 )
-from tests.test_git import (
-    free_port,
-    isolated_git,  # noqa: F401 (autouse: no user git config, a fixed identity)
-)
 
 pytestmark = pytest.mark.slow
-
-PROJECT = Path(__file__).resolve().parents[1]
-DIMS = 32
-
-
-@contextmanager
-def serving(config_path: Path, port: int, *flags: str) -> Iterator[subprocess.Popen[bytes]]:
-    """``notes-portal serve`` in a child process, answering on 127.0.0.1:``port``."""
-    proc = subprocess.Popen([sys.executable, "-m", "builder.cli", "serve", "--no-mcp", "--port", str(port), *flags,
-                             "--config", str(config_path)], cwd=PROJECT, env=os.environ.copy(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for(lambda: proc.poll() is None and _answers(port), timeout=60, step=0.1)
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-        proc.wait(timeout=30)
-
-
-def _answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
-def call(port: int, method: str, path: str, body: bytes | None = None,
-         headers: dict[str, str] | None = None) -> tuple[int, Any]:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method,
-                                     headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 def test_a_job_running_when_the_server_is_killed_completes_after_a_restart(tmp_path):

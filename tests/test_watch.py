@@ -15,10 +15,9 @@ from builder.core.config import Config, load_config
 from builder.job_runner import JobRunner
 from builder.sync import build
 from builder.watch import Watch, relevant, sources_touched
-from tests.conftest import HashEmbedder, write_config, write_note
+from tests.conftest import PROJECT, HashEmbedder, free_port, write_config, write_note
+from tests.server_support import call, serving
 from tests.sync_support import make_portal, wait_for
-from tests.test_git import isolated_git  # noqa: F401 (autouse: no user git config, a fixed identity)
-from tests.test_sync_restart import PROJECT, call, free_port, serving
 
 pytestmark = pytest.mark.slow
 

@@ -1,13 +1,14 @@
-"""Helpers for the renderer tests: build an index, render it, parse and check the produced pages.
-
-(Named test_render_*.py so that it sits with the renderer's tests; it holds no tests itself.)
-"""
+"""Helpers for the renderer and server tests: build an index, render it, parse and check the produced
+pages, compare whole sites; the notes the delta render's tests edit; the render state's writes."""
 
 from __future__ import annotations
 
 import os
 import posixpath
+import re
+import sqlite3
 import textwrap
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -17,6 +18,7 @@ import html5lib
 from builder import indexfile
 from builder.core import index as db
 from builder.core.config import Config, load_config
+from builder.render import output
 from builder.render.site import RenderReport, render_site
 from builder.render.stamp import site_is_stale
 from builder.sync import build
@@ -25,6 +27,7 @@ from builder.synclog import SyncLog
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 KEMT = SHARED / "corpora" / "kemt-wiki" / "pages"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "notes"
+TIME = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d")  # the build time on the pages
 
 
 def write(root: Path, rel: str, text: str, mtime: float | None = None) -> Path:
@@ -56,7 +59,8 @@ class Run:
 
 
 def build_and_render(config: Config, *, full: bool = False, workers: int = 1, embedder_factory=None) -> Run:
-    """Refresh the index (as ``notes-portal build`` does), then render the site from it."""
+    """Refresh the index (as ``notes-portal build`` does), then render the site from it (the whole
+    site with ``full``)."""
     log = SyncLog(config.log_path, echo_info=False)
     assert build(config, log=log, embedder_factory=embedder_factory, render=False) == 0
     conn = db.connect(indexfile.resolve(config.index))
@@ -137,3 +141,70 @@ def _internal_target(page: str, value: str) -> str | None:
     target = posixpath.normpath(posixpath.join(base, path.lstrip("/")))
     assert not target.startswith(".."), f"{page}: {value!r} leaves the site"
     return posixpath.join(target, "index.html") if value.endswith("/") else target
+
+
+def site_snapshot(site: Path) -> dict[str, bytes]:
+    """Every file a visitor can fetch, the build time on the pages blanked out (dot-files and
+    dot-folders ignored)."""
+    return {p.relative_to(site).as_posix(): TIME.sub(b"<time>", p.read_bytes())
+            for p in sorted(site.rglob("*")) if p.is_file()
+            and not any(part.startswith(".") for part in p.relative_to(site).parts)}
+
+
+def manifest(site: Path) -> dict:
+    """The site's manifest without the name of the index generation (each portal has its own)."""
+    found = output.read_manifest(site)
+    found.pop("content")
+    return found
+
+
+# ---------------------------------------------------------------- the notes of the delta render's tests
+
+DAY = 86400.0
+NOTES = {
+    "a.md": "---\ntags: [čaj]\n---\n# Alfa\n\nOdkaz na [b](sub/b.md) a [[Gama]].\n\n## Oddíl\n\ntext\n",
+    "sub/b.md": "---\ntags: [čaj, hory]\n---\n# Beta\n\nText a [alfa](../a.md#Oddíl).\n",
+    "sub/c.md": "# Gama\n\n[[d]] a ![obrázek](img.png) a ![plán](plan.png)\n",
+    "sub/d.md": "---\ntags: [hory]\nupdated: 2020-01-05\n---\n# Delta\n\nText.\n",
+    "e.md": "# Epsilon\n\nNic, jen [chybí](nikde.md) a [stránka](stranka.html).\n\n## Poznámka\n\ny\n",
+}
+FILLER = 16  # more notes than the home page lists as recently changed
+OTHER = {"x.md": "# Iks\n\n[[y]]\n\n## Část\n", "dir/y.md": "---\ntags: [čaj]\n---\n# Ypsilon\n\nText.\n"}
+
+
+def make_notes(root: Path) -> None:
+    """:data:`NOTES` and :data:`FILLER` older notes in ``root``, :data:`OTHER` in ``root/../other``,
+    each with a date of its own in the past."""
+    base = time.time() - 60 * DAY
+    for i, (rel, text) in enumerate(NOTES.items()):
+        write(root, rel, text, base + i * DAY)
+    for i in range(FILLER):
+        write(root, f"old/n{i:02}.md", f"# Stará {i}\n\nOdkaz na [Alfu](../a.md).\n", base - (i + 1) * DAY)
+    (root / "sub/img.png").write_bytes(b"png-1")
+    (root / "stranka.html").write_text("<p>HTML se nezveřejňuje</p>", encoding="utf-8")
+    write(root, "koncept.md", "---\npublished: false\n---\n# Koncept\n", base)
+    for i, (rel, text) in enumerate(OTHER.items()):
+        write(root.parent / "other", rel, text, base - 30 * DAY + i * DAY)
+
+
+# ---------------------------------------------------------------- the render state file's writes
+
+def record_writes(path: Path) -> None:
+    """From now on, note every row a save writes into the file (in a table of the test's own)."""
+    with sqlite3.connect(path) as conn:
+        conn.executescript("""
+            CREATE TABLE written (name TEXT, part);
+            CREATE TRIGGER shard_written AFTER INSERT ON shards BEGIN
+              INSERT INTO written VALUES (NEW.map, NEW.shard); END;
+            CREATE TRIGGER meta_written AFTER INSERT ON meta BEGIN
+              INSERT INTO written VALUES ('meta', NEW.key); END;
+        """)
+    conn.close()
+
+
+def writes(path: Path) -> list[tuple[str, object]]:
+    """The rows written since :func:`record_writes`, sorted."""
+    with sqlite3.connect(path) as conn:
+        found = sorted(conn.execute("SELECT name, part FROM written"))
+    conn.close()
+    return found

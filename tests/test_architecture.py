@@ -177,3 +177,15 @@ def test_the_project_keeps_its_layers():
 
 def test_the_project_has_no_import_cycle():
     assert cycles(ROOT) == []
+
+
+def test_no_test_module_imports_another():
+    """Shared test helpers live in conftest.py and the support modules (tests/*_support.py, realmodel.py):
+    importing a test module would run its fixtures' module-level code twice and tie two files together."""
+    found = []
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [f"{path.name}:{node.lineno} {name}" for name in names if name.startswith("tests.test_")]
+    assert found == []

@@ -114,7 +114,7 @@ def test_a_plain_get_of_the_mcp_endpoint_says_how_to_use_it_and_opens_no_stream(
     import httpx2
 
     from builder.cli.mcp_http import http_endpoint
-    from tests.test_server_live import live_server
+    from tests.server_support import live_server
 
     with live_server(create_app(portal, mcp=http_endpoint(portal))) as (host, port):
         response = httpx2.get(f"http://{host}:{port}/mcp", timeout=10)  # curl's request: no Accept, no session

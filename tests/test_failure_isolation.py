@@ -102,7 +102,7 @@ def test_control_characters_of_a_note_never_reach_the_terminal_or_the_log(tmp_pa
 def served(tmp_path_factory):
     """A built portal with an attachment, served by uvicorn on 127.0.0.1: (host, port)."""
     from server.app import create_app
-    from tests.test_server_live import live_server
+    from tests.server_support import live_server
 
     root = tmp_path_factory.mktemp("served")
     (root / "notes").mkdir()

@@ -121,7 +121,7 @@ def examples_index(work: Path) -> Path:
 LAST_ERRORS: list[str] = []
 LAST_NOTES: list[str] = []  # the answers' other notes (a corrected word, a word no note mentions)
 # an answer's note saying its vector half is missing: the answer is degraded, counted as an error
-DEGRADED = ("embeddings unavailable", "chunks still awaiting vectors")
+DEGRADED = ("embeddings unavailable", "search by meaning is still being prepared")
 
 
 def client_run(port: int, mode: str, count: int, latencies: list[float], errors: list[str], seed: int,

@@ -58,6 +58,11 @@ def format_status(status: dict[str, Any]) -> str:
     lines = [f"index: {status['index']}" + ("" if status["exists"] else " (not built yet)")
              + (f": {status['error']}" if status.get("error") else ""),
              f"embedding: {emb['provider']} {emb['model']} ({emb['dims']} dims)"]
+    waiting = sum(s["pending_vectors"] for s in status["sources"])
+    if waiting:
+        total = sum(s["chunks"] for s in status["sources"])
+        lines.append(f"vectors: {total - waiting:,} of {total:,} sections so far (the rest are being backfilled; "
+                     "search finds them by words meanwhile)")
     for s in status["sources"]:
         where = s["location"]
         if s["kind"] == "git":

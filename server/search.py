@@ -83,11 +83,14 @@ class SearchResult:
     corrected: str | None = None  # the words searched instead of the typed ones
     marked: tuple[str, ...] = ()  # the words the snippets mark: as searched, function words left out
     translated: tuple[tuple[str, tuple[str, ...]], ...] = ()  # English words and the translations searched too
+    vectors: tuple[int, int] | None = None  # (chunks with a vector, all chunks) while some still wait
 
     def to_json(self) -> dict[str, Any]:
         return {"query": self.query, "mode": self.mode, "weak": self.weak, "corrected": self.corrected,
                 "translated": {word: list(found) for word, found in self.translated},
-                "marked": list(self.marked), "notes": list(self.notes), "hits": [asdict(h) for h in self.hits]}
+                "marked": list(self.marked), "notes": list(self.notes),
+                "vectors": {"ready": self.vectors[0], "total": self.vectors[1]} if self.vectors else None,
+                "hits": [asdict(h) for h in self.hits]}
 
 
 def check_mode(mode: str) -> str:
@@ -166,9 +169,9 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
         semantic, note = _vector(conn, config, source, tag, query_vector, embedder_error, nearest)
         if note:
             notes.append(note)
-    pending = db.count_pending(conn) if config.embedding.enabled else 0
-    if pending and mode != "bm25":
-        notes.append(f"{pending} chunks still awaiting vectors: they are found by words only")
+    progress = db.vector_progress(conn) if config.embedding.enabled else None
+    if progress and mode != "bm25":
+        notes.append(waiting_for_vectors(*progress))
     rows = db.chunk_details(conn, [i for i, _ in lexical] + [i for i, _ in semantic])
     texts = _best_notes_texts(lexical, rows)
     best = max((coverage(text, terms) for text in texts), default=0.0)
@@ -179,7 +182,14 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode, unaccented)
     if not hits and not db.counts(conn)["chunks"]:
         notes.append("the index is empty: run `notes-portal build`")
-    return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected, tuple(marks(terms)), translated)
+    return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected, tuple(marks(terms)), translated,
+                        progress)
+
+
+def waiting_for_vectors(ready: int, total: int) -> str:
+    """The note of a search while the vectors are backfilled (the search box and the CLI show it)."""
+    return (f"search by meaning is still being prepared: {ready:,} of {total:,} sections have their vectors; "
+            "the others are found by words only")
 
 
 def embed_query(embedder: Embedder, query: str) -> tuple[bytes | None, str | None]:

@@ -57,7 +57,7 @@ def test_search(built, capsys):
     assert (code, err) == (0, "")
     assert body == {
         "schema": SCHEMA, "command": "search", "query": "powerbanka", "mode": "hybrid", "weak": False,
-        "corrected": None, "translated": {}, "marked": ["powerbanka"],
+        "corrected": None, "translated": {}, "marked": ["powerbanka"], "vectors": None,
         "notes": ["embeddings disabled (provider: none): FTS-only results"],
         "hits": [{"source": "notes", "path": "cestovani/snezka.md", "title": "Balicí seznam – Sněžka",
                   "breadcrumb": "Balicí seznam – Sněžka", "anchor": "", "line_start": 5, "line_end": 7,

@@ -65,7 +65,7 @@ def _top_paths(index, query: str, k: int = 5, mode: str = "hybrid") -> list[str]
     config, conn, embedder = index
     result = search(conn, config, query, limit=k, mode=mode, embedder=embedder)
     # real vectors, no degraded mode
-    assert not [n for n in result.notes if "embeddings" in n or "awaiting vectors" in n]
+    assert not [n for n in result.notes if "embeddings" in n or "being prepared" in n]
     return [hit.path for hit in result.hits]
 
 

@@ -50,7 +50,8 @@ def test_unreachable_endpoint_then_backfill(config_for, quiet_log):
     assert all(h.ranks["vector"] is None for h in result.hits)
     assert any(n.startswith("embeddings unavailable (ollama at") and n.endswith("FTS-only results")
                for n in result.notes)
-    assert f"{total} chunks still awaiting vectors: they are found by words only" in result.notes
+    assert (f"search by meaning is still being prepared: 0 of {total:,} sections have their vectors; "
+            "the others are found by words only") in result.notes and result.vectors == (0, total)
     conn.close()
 
     with FakeOllama(port=port) as server:  # the endpoint is back; no note changed

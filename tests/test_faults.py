@@ -238,7 +238,9 @@ def test_a_misbehaving_provider_leaves_chunks_pending_search_says_so_and_the_nex
         assert answer.status_code == 200
         body = answer.json()
         assert body["notes"] == [f"embeddings unavailable ({provider_reason(provider, fault, 1)}): FTS-only results",
-                                 f"{pending} chunks still awaiting vectors: they are found by words only"]
+                                 f"search by meaning is still being prepared: {5 - pending} of 5 sections have "
+                                 "their vectors; the others are found by words only"]
+        assert body["vectors"] == {"ready": 5 - pending, "total": 5}
         assert [(h["path"], h["ranks"]) for h in body["hits"]] == [("cestovani/snezka.md",
                                                                     {"bm25": 1, "vector": None})]
 

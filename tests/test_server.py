@@ -37,7 +37,9 @@ def test_search_result_shape_and_url_lands_on_the_section(client):
     response = client.get("/api/search", params={"q": "Zapojení převodník"})
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"query", "mode", "weak", "corrected", "translated", "marked", "notes", "hits", "took_ms"}
+    assert set(body) == {"query", "mode", "weak", "corrected", "translated", "marked", "notes", "vectors", "hits",
+                         "took_ms"}
+    assert body["vectors"] is None  # every chunk has its vector
     assert (body["query"], body["mode"], body["weak"], body["corrected"], body["marked"], body["notes"]) == (
         "Zapojení převodník", "hybrid", False, None, ["zapojení", "převodník"], [])
     top = body["hits"][0]

@@ -54,6 +54,7 @@ from builder.core.index.notes import (
     unpublished_notes,
     update_source,
     upsert_source,
+    vector_progress,
     vectors_version,
 )
 from builder.core.index.queries import (
@@ -101,7 +102,6 @@ __all__ = [
     "note_headings", "NoteRow", "notes_for_render", "notes_for_toc", "open_index", "pending_chunks", "read_snapshot",
     "replace_file", "set_last_change", "set_meta", "snapshot_only", "source_stats", "SourceRow",
     "sqlite_module", "store_vectors", "tag_exists", "tag_names", "touch_file", "transaction", "unpublished_notes",
-    "update_source",
-    "upsert_source", "vec_version", "vector_candidates", "vectors_of", "vectors_version", "word_segments",
-    "words_starting", "WriteBatch",
+    "update_source", "upsert_source", "vec_version", "vector_candidates", "vector_progress", "vectors_of",
+    "vectors_version", "word_segments", "words_starting", "WriteBatch",
 ]

@@ -259,6 +259,16 @@ def count_pending(conn: Connection) -> int:
     return int(conn.execute("SELECT count(*) FROM chunks WHERE embedded_at IS NULL").fetchone()[0])
 
 
+def vector_progress(conn: Connection) -> tuple[int, int] | None:
+    """(chunks with a vector, all chunks) while some still wait for theirs, else None. Cheap when
+    none waits (schema step 11's partial index); all chunks are counted only while some wait."""
+    pending = count_pending(conn)
+    if not pending:
+        return None
+    total = count_chunks(conn)
+    return total - pending, total
+
+
 def store_vectors(conn: Connection, vectors: Iterable[tuple[int, bytes]], now: str) -> None:
     """Insert vectors for chunk ids and mark those chunks embedded, in one transaction."""
     rows = [{"id": chunk_id, "embedding": blob, "now": now} for chunk_id, blob in vectors]

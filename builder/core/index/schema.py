@@ -263,6 +263,11 @@ SCHEMA_STEPS: tuple[str | Callable[[Connection], None], ...] = (
     """
     INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('hashsize', 16777216);
     """,
+    # 11: the chunks waiting for vectors, found without a scan of every chunk (a search says how far
+    # the vectors have got while they are backfilled: notes.vector_progress)
+    """
+    CREATE INDEX IF NOT EXISTS chunks_waiting ON chunks(id) WHERE embedded_at IS NULL;
+    """,
 )
 
 

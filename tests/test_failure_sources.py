@@ -42,10 +42,10 @@ def portal(tmp_path: Path, *, other: bool = False) -> Config:
     return load_config(write_config(tmp_path, body))
 
 
-def run(config: Config, **options: object) -> tuple[int, list[str]]:
+def run(config: Config, *, full: bool = False) -> tuple[int, list[str]]:
     """One build: its exit code and its WARN lines."""
     log = SyncLog(config.log_path, echo_info=False)
-    code = build(config, log=log, **options)  # type: ignore[arg-type]
+    code = build(config, log=log, full=full)
     return code, [line.split(" WARN ", 1)[1] for line in log.lines if " WARN " in line]
 
 
@@ -72,6 +72,14 @@ def files(config: Config, source: str = "notes") -> dict[str, tuple[str, str | N
     try:
         return {r[0]: (r[1], r[2]) for r in conn.execute(
             "SELECT path, status, status_note FROM files WHERE source_id = :source", {"source": source})}
+    finally:
+        conn.close()
+
+
+def db_row(config: Config, source: str) -> db.SourceRow:
+    conn = db.connect(indexfile.resolve(config.index), readonly=True, vec=False)
+    try:
+        return db.get_sources(conn)[source]
     finally:
         conn.close()
 
@@ -187,14 +195,6 @@ def test_an_unreadable_folder_keeps_its_notes_and_the_rest_of_the_source_updates
     assert code == 0 and f"  last error ({db_row(config, 'notes').last_error_at}): {kept[7:]}" in out.splitlines()
     assert run(config) == (0, [])  # readable again: the error is gone
     assert db_row(config, "notes").last_error is None
-
-
-def db_row(config: Config, source: str) -> db.SourceRow:
-    conn = db.connect(indexfile.resolve(config.index), readonly=True, vec=False)
-    try:
-        return db.get_sources(conn)[source]
-    finally:
-        conn.close()
 
 
 @pytest.mark.parametrize("what", ["deleted", "unreadable"])

@@ -85,7 +85,8 @@ def find(config: Config, sources: list[SourceConfig], pattern: str, *, ignore_ca
     for source in sources:
         root = config.source_root(source)
         if not root.is_dir():
-            warnings.append(f"{source.id}: {root} does not exist yet (run `notes-portal build`)")
+            warnings.append(f"{source.id}: {root} does not exist" + (" (is it mounted?)" if source.kind == "folder"
+                                                                      else " yet (run `notes-portal build`)"))
             continue
         read_in = _still_in_code_pages(root, {path: codec for (sid, path), codec in (code_pages or {}).items()
                                               if sid == source.id})

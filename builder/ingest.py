@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.core.index import FileRecord, chunk_stems
+from builder.core.index import UNREAD, FileRecord, chunk_stems
 from builder.core.textdecode import decode_note
 
 if TYPE_CHECKING:
@@ -86,6 +86,14 @@ def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | No
                   "embed_sha": sha256_text(c.embed_text), "stems": chunk_stems(c.breadcrumb, c.text)}
                  for c in chunks)  # the word keys here too: this runs on every core, the writer on one
     return Ingested(_record(path, data, size, mtime_ns, changed_at, **fields), rows, tuple(warnings))
+
+
+def unread(path: str, size: int, mtime_ns: int | None, changed_at: str | None, reason: str) -> Ingested:
+    """A note whose bytes could not be read: skipped (no page, no chunks), its content unknown
+    (:data:`UNREAD`), until it changes or can be read."""
+    note = f"cannot be read ({reason}); skipped until it changes or can be read"
+    record = replace(_record(path, b"", size, mtime_ns, changed_at, "skipped", note), sha256=UNREAD)
+    return Ingested(record, (), (f"{path}: {note}",))
 
 
 @dataclass(frozen=True)

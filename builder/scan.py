@@ -9,8 +9,10 @@ changed since the indexed commit. Both answer a :class:`SourceChanges`, which
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.core import index as db
@@ -38,9 +40,11 @@ class SourceChanges:
     rev: str | None = None  # git: the commit the index will hold once applied
     refresh: bool = False  # git: the rev or the scope moved, so the source row must be rewritten
     authors: Mapping[str, str] = field(default_factory=dict)  # git: path → author of its last change
-    warning: str | None = None  # git: indexed from a stale clone because the remote failed
+    warning: str | None = None  # indexed only in part: a stale git clone, folders that could not be listed
     undecodable: tuple[str, ...] = ()  # git: names that are not UTF-8 (escaped), which cannot be notes
     states: Mapping[str, db.FileState] | None = None  # what the index held when scanned (None: not read)
+    broken: Mapping[str, str] = field(default_factory=dict)  # folder: entries that cannot be read → why
+    unread_dirs: tuple[str, ...] = ()  # folder: folders not listed ("" the root), whose notes stay as indexed
 
     @property
     def empty(self) -> bool:
@@ -51,31 +55,66 @@ class SourceFailed(Exception):
     """A source could not be scanned; ``str()`` is the redacted one-line reason for the WARN line."""
 
 
-def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None, force: bool) -> SourceChanges:
+def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None, force: bool, *,
+                held: bool | None = None) -> SourceChanges:
     """A folder source's changes: every file whose size or mtime differs from what the index holds
-    (``force``: every file), and the files gone, unless that would empty most of the source."""
+    (``force``: every file, and every removal, however many), and the files gone, unless that would
+    empty most of the source. A note that cannot be read is one note's problem (recorded as skipped,
+    read again once it changes or can be read); a folder that cannot be listed keeps its notes.
+    ``held``: whether an index holds notes of the source (default: this one has its row)."""
     assert source.root is not None
     scope = Scope.of(source)
-    if not source.root.is_dir():
-        raise OSError(f"directory {source.root} is gone")
+    if not os.path.isdir(source.root):
+        held = row is not None if held is None else held
+        kept = "its notes stay as they were indexed" if held else "nothing is indexed from it"
+        raise SourceFailed(f"folder {source.root} does not exist (not mounted, moved or renamed?); {kept}")
     scanned = walk(source.root, scope)
-    if scanned.errors:
-        more = f" and {len(scanned.errors) - 1} more" if len(scanned.errors) > 1 else ""
-        raise SourceFailed(f"cannot read {scanned.errors[0]}{more}; its notes stay as they were indexed")
-    found = scanned.files
-    states = {} if force else db.file_states(conn, source.id)
-    changed = tuple(stat for path, stat in sorted(found.items())
-                    if path not in states or states[path].size != stat.size
-                    or states[path].mtime_ns != stat.mtime_ns)
-    deleted = tuple(sorted(set(states) - set(found)))
-    if deleted and (not found or len(deleted) > max(MASS_REMOVAL, len(states) // 2)):
+    found, broken = scanned.files, scanned.broken
+    states = db.file_states(conn, source.id)
+    if force:
+        changed = [*found.values(), *(b.stat for b in broken.values())]
+    else:
+        changed = [stat for path, stat in found.items() if _looks_changed(source, states.get(path), stat)]
+        changed += [b.stat for path, b in broken.items()
+                    if states.get(path) != db.FileState(db.UNREAD, b.stat.size, b.stat.mtime_ns)]
+    unread = tuple(sorted(scanned.unread_dirs))
+    deleted = tuple(sorted(path for path in set(states) - set(found) - set(broken)
+                           if not any(_below(path, folder) for folder in unread)))
+    if not force and deleted and (not found or len(deleted) > max(MASS_REMOVAL, len(states) // 2)):
         raise SourceFailed(f"the scan would remove {len(deleted)} of the {len(states)} notes the index holds "
                            f"(is {source.root} mounted and complete?); nothing was removed. If they are really "
-                           "gone, run `notes-portal build --full`")
+                           f"gone, run `notes-portal build --full --source {source.id}`")
+    warning = None
+    if unread:
+        more = f" and {len(unread) - 1} more" if len(unread) > 1 else ""
+        first = unread[0]
+        warning = (f"cannot read {first or '.'}/: {scanned.unread_dirs[first]}{more}; "
+                   "its notes stay as they were indexed")
     uncovered = tuple(uncovered_dirs(source.root, scope))
     previous = row.uncovered if row else ()
-    return SourceChanges(source, changed, deleted, uncovered,
-                         coverage_changed=row is None or uncovered != previous, states=states)
+    return SourceChanges(source, tuple(sorted(changed)), deleted, uncovered,
+                         coverage_changed=row is None or uncovered != previous, warning=warning, states=states,
+                         broken={path: b.reason for path, b in broken.items()}, unread_dirs=unread)
+
+
+def _looks_changed(source: SourceConfig, state: db.FileState | None, stat: FileStat) -> bool:
+    """Does the walk's file differ from the index's record? A note recorded as unreadable is read again
+    when it changes, or when it can be read now (a chmod moves neither its size nor its mtime)."""
+    if state is None or state.size != stat.size or state.mtime_ns != stat.mtime_ns:
+        return True
+    return state.sha256 == db.UNREAD and source.root is not None and _readable(source.root / stat.path)
+
+
+def _readable(path: Path) -> bool:
+    try:
+        with open(path, "rb"):
+            return True
+    except OSError:
+        return False
+
+
+def _below(path: str, folder: str) -> bool:
+    return not folder or path.startswith(folder + "/")
 
 
 def source_heads(config: Config, selected: list[SourceConfig]) -> dict[str, str | GitError]:
@@ -131,7 +170,7 @@ def _git_changes(conn: Connection, config: Config, source: SourceConfig, row: db
         log.info(f"{source.id}: {checkout.repaired}")
     rev = checkout.rev
     same_scope = row is not None and row.scope == scope_key(source)
-    states = db.file_states(conn, source.id) if row is not None else {}
+    states = db.file_states(conn, source.id)  # --full in place holds them too: what is gone must go
     since = indexed if indexed and same_scope and git.is_ancestor(root, indexed, rev, timeout) else None
     if since:
         diff = git.diff_files(root, since, rev, timeout)
@@ -162,4 +201,4 @@ def _git_changes(conn: Connection, config: Config, source: SourceConfig, row: db
                          coverage_changed=row is None or uncovered != previous, rev=rev,
                          refresh=not same_scope or row is None or row.indexed_rev != rev, authors=authors,
                          undecodable=tuple(name for name in diff.undecodable if scope.wants(name)),
-                         states=states if row is not None else None)  # read once: the index writes use it
+                         states=states)  # read once: the index writes use it

@@ -10,6 +10,7 @@ everything below it (``notes`` = ``notes/**``).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Iterable
@@ -137,17 +138,27 @@ class Walk:
     """What a folder walk found, and what it could not read (a read error is never an empty folder)."""
 
     files: dict[str, FileStat]
-    errors: tuple[str, ...]  # "<relative path>: <reason>", one per unreadable folder or file
+    broken: dict[str, Broken]  # wanted names that cannot be read as a file (each one note's problem)
+    unread_dirs: dict[str, str]  # folder that could not be listed ("" is the root) → why: its notes are unknown
+
+
+class Broken(NamedTuple):
+    """A wanted entry that is not a readable file: a symbolic link loop, a link to nothing, a stat error."""
+
+    stat: FileStat  # of the entry itself (the link, not its target): the same on every walk until it changes
+    reason: str
 
 
 def walk(root: Path, scope: Scope) -> Walk:
     """Every wanted file under ``root`` with size and mtime. Hidden entries are skipped. A symlink is
     followed only when it resolves inside the root and the scope wants its target's own path too
     (a link must not carry an excluded file past ``paths``/``exclude``); each real directory is
-    visited once."""
+    visited once. An entry that cannot be read is reported by itself: a wanted name in ``broken``,
+    a folder (or what may be one) in ``unread_dirs``; the rest of the walk goes on."""
     real_root = os.path.realpath(root)
     found: dict[str, FileStat] = {}
-    errors: list[str] = []
+    broken: dict[str, Broken] = {}
+    unread: dict[str, str] = {}
     seen_dirs = {real_root}
     stack = [(str(root), "", "")]  # (folder, its path as seen, its real path), both relative to the root
     while stack:
@@ -155,7 +166,7 @@ def walk(root: Path, scope: Scope) -> Walk:
         try:
             entries = list(os.scandir(directory))
         except OSError as exc:
-            errors.append(f"{rel_dir or '.'}/: {exc.strerror or exc}")
+            unread[rel_dir] = exc.strerror or str(exc)
             continue
         for entry in entries:
             if is_hidden(entry.name):
@@ -174,12 +185,34 @@ def walk(root: Path, scope: Scope) -> Walk:
                     if scope.may_contain(rel) and (real == rel or scope.may_contain(real)):
                         seen_dirs.add(os.path.realpath(entry.path))
                         stack.append((entry.path, rel, real))
-                elif entry.is_file() and scope.wants(rel) and (real == rel or scope.wants(real)):
-                    st = entry.stat()
-                    found[rel] = FileStat(rel, st.st_size, st.st_mtime_ns)
+                elif entry.is_file():
+                    if scope.wants(rel) and (real == rel or scope.wants(real)):
+                        st = entry.stat()
+                        found[rel] = FileStat(rel, st.st_size, st.st_mtime_ns)
+                elif entry.is_symlink() and scope.wants(rel) and scope.wants(real):
+                    broken[rel] = Broken(_own_stat(entry, rel), f"a symbolic link to {real}, which does not exist")
+            except FileNotFoundError:
+                continue  # gone since its folder was listed
             except OSError as exc:
-                errors.append(f"{rel}: {exc.strerror or exc}")
-    return Walk(found, tuple(sorted(errors)))
+                if scope.wants(rel):
+                    broken[rel] = Broken(_own_stat(entry, rel), _why(exc))
+                elif exc.errno != errno.ELOOP and scope.may_contain(rel):
+                    unread[rel] = exc.strerror or str(exc)  # a link to a folder that cannot be reached, maybe
+    return Walk(found, broken, unread)
+
+
+def _own_stat(entry: os.DirEntry[str], rel: str) -> FileStat:
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except OSError:
+        return FileStat(rel, -1, 0)
+    return FileStat(rel, st.st_size, st.st_mtime_ns)
+
+
+def _why(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "a loop of symbolic links"
+    return exc.strerror or str(exc)
 
 
 def uncovered_dirs(root: Path, scope: Scope) -> list[str]:

@@ -8,9 +8,11 @@ numpy, Jinja2 nor the embedding model.
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder import indexfile
@@ -47,6 +49,8 @@ class Indexed:
     code: int  # EXIT_OK or EXIT_PARTIAL
     changed: bool  # a note entered, changed or left the index
     failed: tuple[str, ...] = ()  # sources whose changes could not be scanned or applied
+    carried: int = 0  # a new generation: notes carried over from the previous index (their last good state)
+    uncarried: tuple[str, ...] = ()  # a new generation: sources whose last good notes could not be carried over
 
 
 def build(config: Config, *, full: bool = False, source_id: str | None = None,
@@ -70,7 +74,7 @@ def build(config: Config, *, full: bool = False, source_id: str | None = None,
         current = indexfile.resolve(config.index)
         for leftover in indexfile.remove_leftovers(config.index):  # of a --full build that was killed
             log.info(f"removed {leftover}, left by a build that did not finish")
-        if full or current is None:
+        if current is None or (full and source_id is None):
             return _full_build(config, embedder_factory, log, render, report)
         try:
             conn = db.connect(current, vec=False)
@@ -81,12 +85,15 @@ def build(config: Config, *, full: bool = False, source_id: str | None = None,
         try:
             diffs = db.identity_diffs(conn, config)
             if not diffs:
-                indexed = _incremental(conn, config, selected, source_id is None, embedder_factory, log, report)
+                # --full --source X rescans X in place: its notes as they are now, removals included,
+                # whatever the other sources do (a new generation would need every source)
+                indexed = _incremental(conn, config, selected, source_id is None, embedder_factory, log, report,
+                                       force=full)
                 if render and (indexed.changed or site_is_stale(config, db.content_token(conn))):
                     report.enter("render")
                     return max(indexed.code, _update_site(config, conn, full=False, log=log, indexed=indexed))
                 return indexed.code
-            if config.embedding.enabled:  # embedding every note again is a person's decision: `build --full`
+            if config.embedding.enabled and not full:  # embedding every note again is a person's decision
                 db.check_identity(conn, config)
         finally:
             conn.close()
@@ -113,8 +120,10 @@ def _update_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
 
 def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: SyncLog, render: bool,
                 report: BuildReport) -> int:
-    """Build a complete new index file beside the old one, then swap it in atomically. When a source
-    fails, the old index (which still holds that source's notes) keeps serving instead."""
+    """Build a complete new index file beside the old one, then swap it in atomically. What cannot be
+    read again (a failing source, a folder its scan could not list) keeps its last good notes, carried
+    over from the old index; only when they cannot be carried does the old index keep serving instead."""
+    previous = indexfile.resolve(config.index)
     new_path = indexfile.new_generation(config.index)
     conn = db.connect(new_path)
     try:
@@ -124,11 +133,12 @@ def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: S
                                "created_at": now_iso(), "generation": new_path.name})
         if config.embedding.enabled:
             db.ensure_vec_table(conn, config.embedding.dims)
-        indexed = _incremental(conn, config, list(config.sources), True, embedder_factory, log, report, force=True)
+        indexed = _incremental(conn, config, list(config.sources), True, embedder_factory, log, report, force=True,
+                               carry_from=previous)
         db.checkpoint(conn)
-        if indexed.failed and indexfile.resolve(config.index) is not None:
-            log.warn(f"full build not swapped in: {', '.join(indexed.failed)} could not be indexed; "
-                     "the previous index keeps serving")
+        if indexed.uncarried:
+            log.warn(f"full build not swapped in: the notes of {', '.join(indexed.uncarried)} could neither be "
+                     "indexed nor kept from the previous index; the previous index keeps serving")
             raise _Abandoned
     except BaseException as exc:
         conn.close()
@@ -142,7 +152,8 @@ def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: S
         if not render:
             return indexed.code
         report.enter("render")
-        return max(indexed.code, _update_site(config, conn, full=True, log=log, indexed=indexed))
+        # carried notes keep their pages: a full render would read them again from where they cannot be read
+        return max(indexed.code, _update_site(config, conn, full=not indexed.carried, log=log, indexed=indexed))
     finally:
         conn.close()
 
@@ -153,12 +164,15 @@ class _Abandoned(Exception):
 
 def _incremental(conn: Connection, config: Config, selected: list[SourceConfig], all_sources: bool,
                  embedder_factory: EmbedderFactory | None, log: SyncLog, report: BuildReport,
-                 force: bool = False) -> Indexed:
-    """Index what changed in the selected sources."""
+                 force: bool = False, carry_from: Path | None = None) -> Indexed:
+    """Index what changed in the selected sources (``force``: every file of them, every removal).
+    ``carry_from`` (a new generation's build): the previous index, whose notes of what could not be
+    read now are carried into this one."""
     code = EXIT_OK
     failed: list[str] = []
     db.migrate(conn)  # an index from before a schema step gains it here; a single SELECT when current
     known = db.get_sources(conn)
+    held = set(known) | (_sources_of(carry_from) if carry_from is not None else set())
     heads = source_heads(config, selected)
     scans: list[SourceChanges] = []
     for source in selected:
@@ -167,7 +181,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
             if source.kind == "git":
                 scan = scan_git(conn, config, source, row, heads[source.id], force, log)
             else:
-                scan = scan_folder(conn, source, row, force)
+                scan = scan_folder(conn, source, row, force, held=source.id in held)
         except (OSError, SourceFailed) as exc:
             reason = str(exc) if isinstance(exc, SourceFailed) else f"cannot read the source ({exc})"
             log.warn(f"{source.id}: {reason}")
@@ -186,7 +200,8 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     stale = [sid for sid in known if all_sources and sid not in {s.id for s in config.sources}]
     pending = db.count_pending(conn) if config.embedding.enabled else 0
     changed = bool(stale) or not all(s.empty for s in scans)
-    if not changed and not pending:
+    carry = carry_from is not None and (bool(failed) or any(s.unread_dirs for s in scans))
+    if not changed and not pending and not carry:
         return Indexed(code, False, tuple(failed))  # the every-minute case: nothing to say, nothing written
     report.enter("index")
     _load_vec(conn, config)
@@ -208,6 +223,12 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
                 _record_error(conn, scan.source, reason, log)
                 code = EXIT_PARTIAL
                 failed.append(scan.source.id)
+    carried: int = 0
+    uncarried: tuple[str, ...] = ()
+    if carry_from is not None and carry:
+        wanted: dict[str, tuple[str, ...] | None] = {s.source.id: s.unread_dirs for s in scans if s.unread_dirs}
+        wanted.update((sid, None) for sid in failed)
+        carried, uncarried = _carry(conn, carry_from, wanted, log)
     if written:
         _merge_words(conn, written, log)
     if config.embedding.enabled and db.count_pending(conn):
@@ -216,7 +237,34 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
         report.enter("embed")
         if not embed_pending(conn, config, embedder_factory, log):
             code = EXIT_PARTIAL
-    return Indexed(code, changed, tuple(failed))
+    return Indexed(code, changed, tuple(failed), carried, uncarried)
+
+
+def _carry(conn: Connection, previous: Path, wanted: Mapping[str, tuple[str, ...] | None],
+           log: SyncLog) -> tuple[int, tuple[str, ...]]:
+    """Carry the previous index's notes of ``wanted`` (see :func:`db.carry_notes`) into this new one:
+    how many, and the sources whose notes could not be carried (the previous index could not be read)."""
+    try:
+        carried = db.carry_notes(conn, previous, wanted)
+    except db.sqlite_module().Error as exc:
+        log.warn(f"cannot read the previous index ({exc}) to keep the notes of {', '.join(wanted)}")
+        return 0, tuple(wanted)
+    for source_id, notes in carried.items():
+        if notes:
+            log.info(f"{source_id}: kept {notes} notes as the previous index held them")
+    return sum(carried.values()), ()
+
+
+def _sources_of(path: Path) -> set[str]:
+    """The sources an index file holds (none when it cannot be read: carrying their notes says so)."""
+    try:
+        conn = db.connect(path, readonly=True, vec=False)
+        try:
+            return set(db.get_sources(conn))
+        finally:
+            conn.close()
+    except db.sqlite_module().Error:
+        return set()
 
 
 def _merge_words(conn: Connection, written: int, log: SyncLog) -> None:
@@ -259,7 +307,7 @@ class Applied:
 def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, report: BuildReport) -> Applied:
     """Write one source's changes into the index."""
     from builder.forkpool import Pool
-    from builder.ingest import ChangedFile, Ingested, ingest_all, sha256_bytes
+    from builder.ingest import ChangedFile, Ingested, ingest_all, sha256_bytes, unread
 
     source = scan.source
     root = config.source_root(source)
@@ -267,7 +315,8 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
     states = scan.states if scan.states is not None else db.file_states(conn, source.id)
     after = dict(states)  # what the index holds once this is applied (for a folder's revision)
     notes = chunks = touched = 0
-    unreadable: list[str] = []
+    unreadable: list[str] = []  # git: files of our clone that could not be read (the next build reads them again)
+    deleted = list(scan.deleted)
     for name in scan.undecodable:
         log.warn(f"{source.id}: {name}: the file name is not valid UTF-8, so it cannot be indexed; rename it")
     fits: Callable[[str], bool] | None = None
@@ -289,16 +338,30 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
         for start in range(0, len(scan.changed), INGEST_BATCH):
             todo: list[ChangedFile] = []
             for stat in scan.changed[start:start + INGEST_BATCH]:
+                why = scan.broken.get(stat.path)
                 try:
-                    data = (root / stat.path).read_bytes()
+                    data = (root / stat.path).read_bytes() if why is None else b""
                 except OSError as exc:
-                    log.warn(f"{source.id}: {stat.path}: cannot read ({exc.strerror or exc}); "
-                             "the next build tries again")
-                    unreadable.append(stat.path)
+                    if source.kind == "git":
+                        log.warn(f"{source.id}: {stat.path}: cannot read ({exc.strerror or exc}); "
+                                 "the next build tries again")
+                        unreadable.append(stat.path)
+                        continue
+                    if not os.path.lexists(root / stat.path):  # deleted since the scan
+                        if stat.path in states:
+                            deleted.append(stat.path)
+                        continue
+                    why = exc.strerror or str(exc)
+                if why is not None:  # one note's problem: it leaves the site until it changes or can be read
+                    skipped = unread(stat.path, stat.size, stat.mtime_ns, iso_from_ns(stat.mtime_ns), why)
+                    log.warn(f"{source.id}: {skipped.warnings[0]}")
+                    db.replace_file(conn, source.id, skipped.record, (), now_iso())
+                    after[stat.path] = db.FileState(db.UNREAD, stat.size, stat.mtime_ns)
+                    notes += 1
                     continue
                 old = states.get(stat.path)
                 author = scan.authors.get(stat.path)
-                if old is not None and old.sha256 == sha256_bytes(data):
+                if old is not None and old.sha256 == sha256_bytes(data) and old.size == len(data):
                     db.touch_file(conn, source.id, stat.path, stat.size, stat.mtime_ns, iso_from_ns(stat.mtime_ns))
                     if author is not None:  # same content, but the history that last touched it moved
                         db.set_last_change(conn, source.id, stat.path, iso_from_ns(stat.mtime_ns), author)
@@ -314,13 +377,13 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
             parsing = ahead
         if parsing is not None:
             store(*parsing)
-    for path in scan.deleted:
+    for path in deleted:
         db.delete_file(conn, source.id, path)
         after.pop(path, None)
-    report.indexed(notes, chunks, len(scan.deleted))
-    if notes or scan.deleted:
-        log.info(f"{source.id}: indexed {notes} files / {chunks} chunks, removed {len(scan.deleted)} files")
-    if notes or scan.deleted or scan.coverage_changed:
+    report.indexed(notes, chunks, len(deleted))
+    if notes or deleted:
+        log.info(f"{source.id}: indexed {notes} files / {chunks} chunks, removed {len(deleted)} files")
+    if notes or deleted or scan.coverage_changed:
         if scan.uncovered:
             log.info(f"{source.id}: coverage: markdown outside every paths entry in: "
                      + ", ".join(f"{d}/" for d in scan.uncovered))
@@ -335,7 +398,7 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
             values["last_error"] = None
         if source.kind == "git" and not unreadable:
             values.update(indexed_rev=scan.rev, scope=scope_key(source), last_sync_at=now_iso())
-        elif source.kind == "folder" and (notes or scan.deleted or touched):
+        elif source.kind == "folder" and (notes or deleted or touched):
             values.update(indexed_rev=_folder_rev(after), last_sync_at=now_iso())
         db.update_source(conn, source.id, **values)
     return Applied(failed=len(unreadable) + len(scan.undecodable), chunks=chunks)

@@ -95,8 +95,13 @@ class Watch:
         import watchfiles
 
         step = max(1, round(self.config.watch.debounce * 1000))
-        roots = [s.root for s in self.folders if s.root is not None]
+        roots = [s.root for s in self.folders if s.root is not None and s.root.is_dir()]
+        missing = [s.id for s in self.folders if s.root not in roots]
+        if missing:  # a folder that is not there (not mounted) is the builds' WARN; the others are watched
+            print(f"notes-portal: not watching {', '.join(missing)}: its folder does not exist", file=sys.stderr)
         try:
+            if not roots:
+                return
             changes_seen = watchfiles.watch(*roots, watch_filter=None, step=step, debounce=max(MAX_GROUP_MS, step),
                                             stop_event=self._stop, rust_timeout=1000, yield_on_timeout=True,
                                             raise_interrupt=False)

@@ -32,8 +32,7 @@ def folder(tmp_path: Path) -> Path:
                                    "folder, git, hook_secret, include, paths)"),
     (BASE.replace("provider: none", "provider: chroma"),
      "portal.yaml:3: embedding.provider: unknown provider 'chroma' (expected one of: local, ollama, openai, none)"),
-    (BASE.replace("folder: notes", "folder: missing"), "portal.yaml:6: sources.notes.folder: directory does not "
-                                                       "exist: "),
+    (BASE.replace("folder: notes", "folder: portal.yaml"), "portal.yaml:6: sources.notes.folder: not a directory: "),
     (BASE + "  Notes:\n    folder: notes\n", "portal.yaml:7: sources.Notes: source id must be lowercase letters"),
     (BASE + "  notes2:\n    folder: notes\n    git: x\n", "portal.yaml:7: sources.notes2: needs exactly one of"),
     (BASE.replace("provider: none", "provider: ollama\n  model: q:1\n  dims: 8\n  keep_alive: '-1'"),

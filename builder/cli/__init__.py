@@ -82,7 +82,8 @@ def parser() -> Parser:
                  "Sync every source, index what changed and render its pages. A build that finds\n"
                  "nothing new prints nothing and writes nothing.", common)
     p.add_argument("--full", action="store_true",
-                   help="rebuild into a new index file and swap it in (default: only what changed)")
+                   help="rebuild into a new index file and swap it in; with --source, read that source again "
+                        "in place, its removals accepted (default: only what changed)")
     p.add_argument("--wait", action="store_true",
                    help="when another build is running, wait for it and run after it (default: leave at once)")
     p.add_argument("--source", metavar="ID", help="only this source (default: every source)")

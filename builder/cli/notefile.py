@@ -71,7 +71,8 @@ def locate(config: Config, source: SourceConfig, path: str) -> Path:
     root = config.source_root(source)
     real_root = os.path.realpath(root)
     if not os.path.isdir(real_root):
-        raise UserError(f"{source.id}: {root} does not exist yet (run `notes-portal build`)")
+        raise UserError(f"{source.id}: {root} does not exist" + (" (is it mounted?)" if source.kind == "folder"
+                                                                  else " yet (run `notes-portal build`)"))
     real = os.path.realpath(root / path)
     if os.path.commonpath([real, real_root]) != real_root or real == real_root:
         raise UserError(f"{name} leads outside the source (a symbolic link)")

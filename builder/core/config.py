@@ -368,8 +368,10 @@ def _sources(r: Reader, raw: Any, base: Path) -> tuple[SourceConfig, ...]:
             if not folder:
                 raise r.fail((*skey, "folder"), "expected a directory path")
             root = r.path(folder, base)
-            if not root.is_dir():
-                raise r.fail((*skey, "folder"), f"directory does not exist: {root}")
+            if os.path.exists(root) and not os.path.isdir(root):
+                raise r.fail((*skey, "folder"), f"not a directory: {root}")
+            # a folder that is not there (an unmounted disk, a renamed folder) is the build's WARN, not a
+            # config error: the other sources still build and the server still starts
             if "branch" in s:
                 raise r.fail((*skey, "branch"), "only git sources have a branch")
             if "hook_secret" in s:

@@ -7,7 +7,8 @@ new chunks' words put in by the writer, deletes and updates by triggers),
 Its modules: :mod:`.connection` (opening it), :mod:`.schema` (numbered schema
 steps, ``meta`` and the identity check), :mod:`.notes` (what the build writes,
 what tables of contents read), :mod:`.batch` (many notes per transaction),
-:mod:`.queries` (what a search reads). Callers
+:mod:`.queries` (what a search reads), :mod:`.carry` (notes a ``--full`` build keeps from
+the previous generation). Callers
 use the names re-exported here: ``from builder.core import index as db``.
 :mod:`.jobqueue` holds the SQL of the sync job queue, a small database of its
 own (``jobs.sqlite``) beside the index, and :mod:`.renderstate` that of the
@@ -15,6 +16,7 @@ render's manifest (``<site>/.render-state``); each is imported by its full name.
 """
 
 from builder.core.index.batch import WriteBatch, merge_words, word_segments
+from builder.core.index.carry import carry_notes
 from builder.core.index.connection import (
     checkpoint,
     connect,
@@ -29,6 +31,7 @@ from builder.core.index.connection import (
 from builder.core.index.notes import (
     FileRecord,
     FileState,
+    UNREAD,
     NoteRow,
     SourceRow,
     code_pages,
@@ -92,7 +95,8 @@ from builder.core.index.schema import (
 )
 
 __all__ = [
-    "check_identity", "checkpoint", "chunk_details", "chunk_stems", "CHUNKER_VERSION", "code_pages", "connect",
+    "carry_notes", "check_identity", "checkpoint", "chunk_details", "chunk_stems", "CHUNKER_VERSION", "code_pages",
+    "connect",
     "content_changes", "content_token",
     "count_chunks", "count_pending", "count_vectors", "counts", "database_file", "delete_file", "delete_source",
     "ensure_vec_table", "expected_identity", "identity_diffs", "file_states", "file_status", "FileRecord", "FileState",
@@ -101,7 +105,7 @@ __all__ = [
     "knn_search", "load_vec", "merge_words", "migrate",
     "note_headings", "NoteRow", "notes_for_render", "notes_for_toc", "open_index", "pending_chunks", "read_snapshot",
     "replace_file", "set_last_change", "set_meta", "snapshot_only", "source_stats", "SourceRow",
-    "sqlite_module", "store_vectors", "tag_exists", "tag_names", "touch_file", "transaction", "unpublished_notes",
-    "update_source", "upsert_source", "vec_version", "vector_candidates", "vector_progress", "vectors_of",
-    "vectors_version", "word_segments", "words_starting", "WriteBatch",
+    "sqlite_module", "store_vectors", "tag_exists", "tag_names", "touch_file", "transaction", "UNREAD",
+    "unpublished_notes", "update_source", "upsert_source", "vec_version", "vector_candidates", "vector_progress",
+    "vectors_of", "vectors_version", "word_segments", "words_starting", "WriteBatch",
 ]

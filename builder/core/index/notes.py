@@ -115,6 +115,9 @@ class FileRecord:
     encoding: str | None = None  # the code page a note not in UTF-8 was read in (None: UTF-8)
 
 
+UNREAD = ""  # the sha256 recorded for a file that could not be read (a skipped note: no content known)
+
+
 def file_states(conn: Connection, source_id: str) -> dict[str, FileState]:
     """Path → (sha256, size, mtime) of every file of the source that the index holds."""
     cursor = conn.cursor()

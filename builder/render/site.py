@@ -293,9 +293,7 @@ def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], ki
     groups = pages.tag_groups(notes)
     tag_urls = [f"tags/{slug}/index.html" for slug in groups]
     for url, (slug, (name, members)) in zip(tag_urls, groups.items(), strict=True):
-        if not out.kept(url, dirty is None or dirty.tags) and \
-                out.wants(url, state.sha(env_fp, name, *(f"{n.url}\x1f{n.title}\x1f{' '.join(n.tags)}"
-                                                         for n in members))):
+        if not out.kept(url, dirty is None or dirty.tags) and out.wants(url, _tag_fp(env_fp, slug, name, members)):
             out.write(url, render(pages.tag_page(slug, name, members), ctx.built_at))
     if not out.kept(urls.BROKEN_LINKS_URL, dirty is None or dirty.broken):
         broken_page = pages.broken_links_page(notes, data.entries)
@@ -313,6 +311,15 @@ def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], ki
     if out.wants(urls.SITEMAP_URL, state.sha(env_fp, *page_urls)):
         out.write(urls.SITEMAP_URL, pages.sitemap(page_urls))
     return SitePages(page_urls, home, recent)
+
+
+def _tag_fp(env_fp: str, slug: str, name: str, members: list[pages.NoteInfo]) -> str:
+    """The fingerprint of a tag page: what it shows of each note (see :func:`pages.tag_companions`)."""
+    lines = []
+    for note in members:
+        shown, more = pages.tag_companions(note, slug)
+        lines.append(f"{note.url}\x1f{note.title}\x1f{more}\x1f" + "\x1f".join(shown))
+    return state.sha(env_fp, name, *lines)
 
 
 def _source_pages(out: output.Output, env_fp: str, source_id: str, kind: str, notes: list[pages.NoteInfo],

@@ -7,8 +7,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from builder import indexfile
 from builder.core import index as db
+from builder.core import urls
 from builder.core.config import Config, load_config
 from builder.sync import build
 from builder.synclog import SyncLog
@@ -51,6 +54,59 @@ def long_name(size: int, suffix: str = ".md") -> str:
     name = raw + "x" * (size - len(suffix) - len(raw.encode("utf-8"))) + suffix
     assert len(name.encode("utf-8")) == size
     return name
+
+
+# ---------------------------------------------------------------- 2. two notes, one page
+
+
+COLLISIONS = [
+    ("", ["index.md", "index.md.md"]),
+    ("", ["recepty/index.toc.md", "recepty/index.toc.md.md"]),
+    ('["*.md", "*.MD"]', ["caj.md", "caj.MD"]),
+    ('["*.md", "*.markdown"]', ["plan.markdown", "plan.markdown.md"]),
+    ('["*.md", "vlnka"]', ["vlnka.md", "vlnka"]),
+    ('["*.md", "vlnka"]', ["vlnka~.md", "vlnka"]),  # what keeps an extensionless name's page its own
+]
+
+
+@pytest.mark.parametrize("include, names", COLLISIONS,
+                         ids=["index", "index-toc", "case", "markdown", "extensionless", "tilde"])
+def test_two_notes_never_share_a_page(tmp_path, include, names):
+    from starlette.testclient import TestClient
+
+    from server.app import create_app
+
+    for n, name in enumerate(names):
+        write_note(tmp_path / "notes", name, f"# Stránka {n}\n\nSlovo jedinec{n}.\n")
+    config = portal(tmp_path, include)
+    assert run(config) == (0, [])
+    client = TestClient(create_app(config))
+    files = set()
+    for n, name in enumerate(names):
+        hits = client.get("/api/search", params={"q": f"jedinec{n}", "mode": "bm25"}).json()["hits"]
+        assert [h["path"] for h in hits] == [name]
+        rel = urls.site_file(hits[0]["url"])
+        assert f"jedinec{n}" in (config.site.output / rel).read_text(encoding="utf-8")
+        files.add(rel)
+    assert len(files) == len(names)
+
+
+def test_every_note_name_has_a_page_of_its_own():
+    stems = ["index", "Index", "index.toc", "a", "a~", "a.md", "a.MD", "a.markdown", ".md", "x.html"]
+    suffixes = ["", ".md", ".MD", ".md.md", ".markdown", "~", "~.md"]
+    for folder in ("", "f/", "f/g/"):
+        names = {folder + stem + suffix for stem in stems for suffix in suffixes}
+        pages = {urls.note_url("notes", name) for name in names}
+        assert len(pages) == len(names)
+        reserved = {urls.toc_url("notes"), "notes/f/index.toc.html"}
+        assert not pages & reserved
+
+
+def test_the_usual_pages_keep_their_urls():
+    assert urls.note_url("notes", "recepty/teh-tarik.md") == "notes/recepty/teh-tarik.html"
+    assert urls.note_url("notes", "index.md") == "notes/index.md.html"
+    assert urls.note_url("notes", "recepty/index.md") == "notes/recepty/index.html"
+    assert urls.note_url("notes", "recepty/index.toc.md") == "notes/recepty/index.toc.md.html"
 
 
 # ---------------------------------------------------------------- 3. thousands of tags

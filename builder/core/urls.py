@@ -38,6 +38,7 @@ def quote_path(path: str) -> str:
     return _q(path)
 
 
+NAME_MAX = 255  # bytes in one file name (ext4, xfs, btrfs, tmpfs): a longer page name cannot exist
 _RESERVED_STEMS = ("index", "index.toc")  # by depth: the source's table of contents; a top folder's, once
 
 
@@ -64,6 +65,16 @@ def note_url(source_id: str, path: str) -> str:
     folder, _, name = path.rpartition("/")
     prefix = f"{folder}/" if folder else ""
     return _q(f"{source_id}/{prefix}{page_name(name, path.count('/'))}")
+
+
+def name_problem(path: str) -> str | None:
+    """Why the page of the note at ``path`` cannot be a file (its name too long), or None. Its folders
+    are the note's own, which exist."""
+    name = path.rpartition("/")[2]
+    size = len(page_name(name, path.count("/")).encode("utf-8", "surrogateescape"))
+    if size <= NAME_MAX:
+        return None
+    return f"its page's file name would be {size} bytes, over the {NAME_MAX} a file name may have"
 
 
 def hit_url(source_id: str, path: str, anchor: str) -> str:

@@ -1,7 +1,7 @@
 """One file on disk → what the index stores about it (record + chunks), never an exception.
 
 Bad input becomes a status and a warning: binary data, invalid UTF-8, a note
-over the size limit, broken front matter, ``published: false``.
+over the size limit, a name too long for its page, broken front matter, ``published: false``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.core.index import UNREAD, FileRecord, chunk_stems
 from builder.core.textdecode import decode_note
+from builder.core.urls import name_problem
 
 if TYPE_CHECKING:
     from builder.forkpool import Pool
@@ -48,6 +49,10 @@ def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | No
     """Parse and chunk one note given its bytes; problems become a status and warnings. ``fits``
     (see :func:`builder.chunker.chunk_note`) sizes chunks by the embedding model's own tokens."""
     size = len(data)
+    unnamed = name_problem(path)
+    if unnamed is not None:  # its page could not exist: a note the site cannot show is not searchable either
+        reason = f"cannot be named: {unnamed}; rename it; not indexed"
+        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (), (f"{path}: {reason}",))
     if size > max_bytes:
         reason = f"{size / 1e6:.1f} MB is over limits.max_note_bytes ({max_bytes:,} bytes); not indexed"
         return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (), (f"{path}: {reason}",))

@@ -105,7 +105,11 @@ def headings_of(tokens: list[Token] | tuple[Token, ...]) -> list[Heading]:
     return headings
 
 
+MAX_TAGS = 256  # a note's tags kept: each is a page of the site, and a tag page lists the note
+
+
 def _tags(front: dict[str, Any]) -> tuple[str, ...]:
+    """Every distinct tag of the front matter, in its order (:data:`MAX_TAGS` are kept: see parse_note)."""
     raw = front.get("tags", front.get("tag"))
     taxonomy = front.get("taxonomy")
     if raw is None and isinstance(taxonomy, dict):  # Grav pages: taxonomy: {tag: [...]}
@@ -114,11 +118,11 @@ def _tags(front: dict[str, Any]) -> tuple[str, ...]:
         raw = raw.split(",")
     if not isinstance(raw, list):
         return ()
-    tags: list[str] = []
+    tags: dict[str, None] = {}  # in order, each once
     for item in raw:
         tag = " ".join(str(item).strip().lstrip("#").split())
-        if tag and tag not in tags and not isinstance(item, (dict, list)):
-            tags.append(tag)
+        if tag and not isinstance(item, (dict, list)):
+            tags[tag] = None
     return tuple(tags)
 
 
@@ -224,10 +228,13 @@ def parse_note(path: str, text: str) -> Note:
     if not isinstance(title, (str, int, float)) or not str(title).strip():
         first_h1 = next((h.text for h in headings if h.level == 1 and h.text), None)
         title = first_h1 or PurePosixPath(path).stem.replace("-", " ").replace("_", " ")
+    tags = _tags(front)
+    if len(tags) > MAX_TAGS:
+        warnings.append(f"{path}: {len(tags)} tags; only the first {MAX_TAGS} are kept")
     return Note(
         path=path,
         title=" ".join(str(title).split()),
-        tags=_tags(front),
+        tags=tags[:MAX_TAGS],
         headings=tuple(headings),
         published=not _is_false(front.get("published", True)),
         source_lines=tuple(text.split("\n")),

@@ -38,15 +38,43 @@ def quote_path(path: str) -> str:
     return _q(path)
 
 
+NAME_MAX = 255  # bytes in one file name (ext4, xfs, btrfs, tmpfs): a longer page name cannot exist
+_RESERVED_STEMS = ("index", "index.toc")  # by depth: the source's table of contents; a top folder's, once
+
+
+def page_name(name: str, depth: int) -> str:
+    """The page file of the note file ``name``, ``depth`` folders below its source's root (not encoded).
+
+    One rule keeps every note's page its own: ``x.md`` → ``x.html``, unless that stem could also be
+    read as another name's: it ends in ``.md`` or ``~``, or it is a reserved page (``index`` at the
+    root, ``index.toc`` one folder down); such a ``.md`` name keeps its whole name (``index.md.html``).
+    Any other name (``x.markdown``, ``x.MD``, ``x``) gains ``~.html``. The three kinds end differently
+    (``.html`` after no ``.md`` or ``~``; ``.md.html``; ``~.html``), so no two names share a page."""
+    if name.endswith(".md"):
+        stem = name[:-3]
+        reserved = _RESERVED_STEMS[depth] if depth < len(_RESERVED_STEMS) else None
+        if stem and not stem.endswith((".md", "~")) and stem.lower() != reserved:
+            return f"{stem}.html"
+        return f"{name}.html"
+    return f"{name}~.html"
+
+
 def note_url(source_id: str, path: str) -> str:
-    """The page of a note: ``recepty/teh-tarik.md`` in source ``notes`` → ``notes/recepty/teh-tarik.html``."""
-    lower = path.lower()
-    if lower == "index.md":  # ``<source>/index.html`` is the source's table of contents
-        return _q(f"{source_id}/index.md.html")
-    if lower.endswith("/index.toc.md") and lower.count("/") == 1:  # … and this, its folder's
-        return _q(f"{source_id}/{path}.html")
-    stem = path[:-3] if path.lower().endswith(".md") else path
-    return _q(f"{source_id}/{stem}.html")
+    """The page of a note: ``recepty/teh-tarik.md`` in source ``notes`` → ``notes/recepty/teh-tarik.html``
+    (see :func:`page_name`)."""
+    folder, _, name = path.rpartition("/")
+    prefix = f"{folder}/" if folder else ""
+    return _q(f"{source_id}/{prefix}{page_name(name, path.count('/'))}")
+
+
+def name_problem(path: str) -> str | None:
+    """Why the page of the note at ``path`` cannot be a file (its name too long), or None. Its folders
+    are the note's own, which exist."""
+    name = path.rpartition("/")[2]
+    size = len(page_name(name, path.count("/")).encode("utf-8", "surrogateescape"))
+    if size <= NAME_MAX:
+        return None
+    return f"its page's file name would be {size} bytes, over the {NAME_MAX} a file name may have"
 
 
 def hit_url(source_id: str, path: str, anchor: str) -> str:

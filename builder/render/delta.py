@@ -60,12 +60,13 @@ class DeltaReport:
 
 
 def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries: dict[str, Any], links: graph.Links,
-             recent: list[pages.NoteInfo], home: dict[str, Any], page_count: int, files: set[str]) -> dict[str, Any]:
+             recent: list[pages.NoteInfo], home: dict[str, Any], page_count: int, files: set[str],
+             retry: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
     """What a full render stores beside its manifest for the next delta render: the index content it
     rendered, the published notes' paths, titles and table of contents digests, the notes linking to
     each note, every note's links to files, the attachments copied, the home page's data (``home``)
     and its recently changed notes, how many pages the site has, every page's file (``files``) and
-    the notes it could not read."""
+    the notes it could not read or whose page failed (``retry``: every full render tries them again)."""
     file_links: dict[str, list[list[Any]]] = {}
     attachments: dict[str, list[str]] = {}
     for key, entry in entries.items():
@@ -82,7 +83,7 @@ def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries:
     for note in notes:
         titles[note.source_id].append([note.path, note.title, entries.get(note.key, {}).get("toc_digest", "")])
     return {"content": content, "scopes": state.sha(state.scopes(config)), "titles": titles,
-            "unreadable": sorted(n.key for n in notes if n.key not in entries),  # every full render tries them again
+            "unreadable": sorted({n.key for n in notes if n.key not in entries} | retry),
             "into": {key: sorted(sources, key=_index_order) for key, sources in links.into.items()},
             "file_links": file_links, "attachments": attachments, "files": sorted(files),
             "recent": [[*pages.recent_key(n)] for n in recent], "home": home, "page_count": page_count}
@@ -179,11 +180,13 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
     for outcome in bodies.values():
         if outcome.blocks:
             highlight.remember_blocks(outcome.blocks)
-    broken = state.log_broken(stale, bodies, entries, log)
     for job in page_jobs:
-        rel = urls.site_file(job[0].url)
-        out.journal.add(rel)
-        out.written.append(jobs.page_job(job))
+        out.journal.add(urls.site_file(job[0].url))
+        written = jobs.page_job(job)
+        if written.error:
+            return None  # the full render leaves that note out (the pages written are in the journal)
+        out.written.append(written.rel)
+    broken = state.log_broken(stale, bodies, entries, log)
     ctx = jobs.context()
     home = pages.home_with({**meta["home"], "recent": [item for _, item in recent]})
     if out.wants(home.url, state.sha(env_fp, home.data())):
@@ -192,7 +195,8 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
         toc.write_page(out, ctx.templates, ctx.built_at, plan, source_id, kinds[source_id])
     output.copy_static(out, templates.static_dir())
     roots = ctx.roots
-    output.copy_attachments(out, {url: roots[source_id] / rel for url, (source_id, rel) in meta["attachments"].items()})
+    state.log_unwritten(output.copy_attachments(out, {url: roots[source_id] / rel
+                                                      for url, (source_id, rel) in meta["attachments"].items()}), log)
     removed = [rel for rel in sorted(out.present) if output.is_temporary(rel)]  # left by a killed write
     for rel in removed:
         (site / rel).unlink(missing_ok=True)

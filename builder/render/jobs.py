@@ -64,17 +64,40 @@ def same_text_groups(notes: list[NoteInfo]) -> list[list[NoteInfo]]:
     return list(groups.values())
 
 
-def page_job(job: tuple[NoteInfo, str, list[NoteInfo], Local]) -> str:
-    """Render and write one note page (with the picture of its links); returns its file path
-    relative to the site."""
+@dataclass(frozen=True)
+class Written:
+    """A note page the render wrote, or why it could not."""
+
+    url: str
+    key: str  # the note's
+    error: str | None = None
+    errno: int | None = None  # of an OSError
+
+    @property
+    def rel(self) -> str:
+        """Its file, relative to the site folder."""
+        return urls.site_file(self.url)
+
+
+def page_job(job: tuple[NoteInfo, str, list[NoteInfo], Local]) -> Written:
+    """Render and write one note page (with the picture of its links). A page that cannot be made or
+    written is that note's failure (see :class:`Written`); a full disk is the render's."""
     from builder.render import drawing, output, pages
 
     ctx = context()
     note, body_html, backlinks, local = job
-    svg = "" if local.empty else drawing.local_svg(local, note.url)
-    html = ctx.templates.render(pages.note_page(note, body_html, backlinks, svg), ctx.built_at)
-    output.write_atomic(ctx.site / urls.site_file(note.url), html)
-    return urls.site_file(note.url)
+    rel = urls.site_file(note.url)
+    try:
+        svg = "" if local.empty else drawing.local_svg(local, note.url)
+        html = ctx.templates.render(pages.note_page(note, body_html, backlinks, svg), ctx.built_at)
+        output.write_atomic(ctx.site / rel, html)
+    except OSError as exc:
+        if output.disk_full(exc):
+            raise
+        return Written(note.url, note.key, f"its page could not be written ({exc.strerror or exc})", exc.errno)
+    except Exception as exc:  # a template or a drawing that chokes on one note: that note's alone
+        return Written(note.url, note.key, f"its page could not be made ({type(exc).__name__}: {str(exc)[:200]})")
+    return Written(note.url, note.key)
 
 
 def body_job(notes: list[NoteInfo]) -> list[Outcome]:

@@ -11,6 +11,7 @@ from the first render on; a folder that holds other files is never adopted
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import marshal
@@ -38,7 +39,8 @@ CACHE_DIR = ".render-cache"
 STAMP = ".render-stamp"
 OWN_DOT_FILES = frozenset({STATE, renderstate.JOURNAL_FILE, MARSHAL_MANIFEST, JSON_MANIFEST, JOURNAL, STAMP,
                            SITE_MARKER})
-_TEMP = re.compile(r"^\..+\.\d+\.tmp$")  # write_atomic's temporary files
+_TEMP = re.compile(r"^\..+\.\d+\.tmp$")  # write_atomic's temporary files (and those of renderers before it)
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 def read_manifest(site: Path) -> dict[str, Any]:
@@ -121,7 +123,7 @@ def claim(site: Path) -> None:
 
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write via a temp file and ``os.replace``: a reader sees the old file or the new one."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp = path.with_name(temporary_name(path.name))
     raw = data.encode("utf-8") if isinstance(data, str) else data
     # the handle is closed by the ``with`` below; opened before it, a failed open has nothing to remove
     try:
@@ -136,6 +138,18 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     except BaseException:
         temp.unlink(missing_ok=True)  # a full disk must not leave half a page behind
         raise
+
+
+def temporary_name(name: str) -> str:
+    """The temporary file of ``name`` while :func:`write_atomic` writes it: short whatever the name (a page
+    name of 245 bytes is legal; with a dot, a pid and ``.tmp`` around it, it would not be)."""
+    digest = hashlib.blake2b(name.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
+    return f".{digest}.{os.getpid()}.tmp"
+
+
+def disk_full(exc: OSError) -> bool:
+    """Is ``exc`` the site's file system out of room (the render's failure, not one page's)?"""
+    return exc.errno in DISK_FULL
 
 
 def is_temporary(rel: str) -> bool:
@@ -239,6 +253,10 @@ class Output:
         write_atomic(self.site / rel, data)
         self.written.append(rel)
 
+    def drop(self, url: str) -> None:
+        """``url`` is not part of the site after all (it could not be written): an old copy goes."""
+        self.pages.pop(url, None)
+
     def keep(self, page_urls: Iterable[str]) -> None:
         """Pages whose note could not be read this time keep their previous version."""
         for url in page_urls:
@@ -291,9 +309,11 @@ def copy_static(out: Output, static_dir: Path) -> None:
                 out.write(url, data)
 
 
-def copy_attachments(out: Output, wanted: dict[str, Path]) -> None:
+def copy_attachments(out: Output, wanted: dict[str, Path]) -> list[tuple[str, str]]:
     """Files next to the notes that some page links to (url → source file), copied when new or
-    changed (size, mtime)."""
+    changed (size, mtime). Returns those that could not be written, each with the reason (they are
+    left out: the links to them lead nowhere); a full disk is the render's failure."""
+    failed = []
     for url, source in sorted(wanted.items()):
         try:
             st = source.stat()
@@ -302,4 +322,11 @@ def copy_attachments(out: Output, wanted: dict[str, Path]) -> None:
         except OSError:
             continue  # vanished since it was resolved: the next build reports the broken link
         if out.wants(url, fingerprint) and data is not None:
-            out.write(url, data)  # an error writing the site (a full disk) is the render's failure
+            try:
+                out.write(url, data)
+            except OSError as exc:
+                if disk_full(exc):
+                    raise
+                out.drop(url)
+                failed.append((url, exc.strerror or str(exc)))
+    return failed

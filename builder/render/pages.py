@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 RECENT_NOTES = 15
 HOME_TAGS = 40
+TAG_PAGE_TAGS = 5  # a note's other tags a tag page shows
 
 
 @dataclass(frozen=True)
@@ -225,10 +226,20 @@ def _tag_page_url(slug: str) -> str:
     return f"tags/{slug}/index.html"
 
 
+def tag_companions(note: NoteInfo, slug: str) -> tuple[tuple[str, ...], int]:
+    """What the page of tag ``slug`` shows of a note's other tags: the first :data:`TAG_PAGE_TAGS`, and
+    how many more it has (a page per tag listing every tag of the note would grow with their square)."""
+    shown = tuple(t for t in note.tags[:TAG_PAGE_TAGS + 1] if urls.tag_slug(t) != slug)[:TAG_PAGE_TAGS]
+    return shown, max(0, len(note.tags) - len(shown) - 1)
+
+
 def tag_page(slug: str, name: str, notes: list[NoteInfo]) -> Page:
-    """``/tags/<slug>/``: every note with the tag."""
-    entries = [{"url": n.url, "title": n.title, "source_id": n.source_id, "path": n.path,
-                "tags": _tag_links(n.tags)} for n in sorted(notes, key=lambda n: n.sort_key)]
+    """``/tags/<slug>/``: every note with the tag, each with a few of its other tags."""
+    entries = []
+    for note in sorted(notes, key=lambda n: n.sort_key):
+        shown, more = tag_companions(note, slug)
+        entries.append({"url": note.url, "title": note.title, "source_id": note.source_id, "path": note.path,
+                        "tags": _tag_links(shown), "more": more})
     crumbs = (("Home", urls.HOME_URL), ("Tags", urls.tags_url()), (f"#{name}", None))
     return Page(_tag_page_url(slug), "tag.html", "tag", f"#{name}", {"tag": name, "notes": entries}, crumbs)
 

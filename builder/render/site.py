@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -92,30 +93,75 @@ def _code_fingerprint(config: Config, files: list[Path]) -> str:
 # ---------------------------------------------------------------- the render
 
 
+MAX_PASSES = 3  # renders of one build: a note page that fails leaves the next pass without its note
+MASS_FAILURE = 8  # more note pages than this (and half of them) failing to be written: the site's failure
+
+
+class _PagesFailed(Exception):
+    """Note pages that could not be made: the render runs again without their notes."""
+
+    def __init__(self, reasons: dict[str, str]) -> None:
+        super().__init__(f"{len(reasons)} note pages failed")
+        self.reasons = reasons
+
+
+class _Deferred(SyncLog):
+    """A render pass's log lines, written when the pass stands (a pass that is run again drops them)."""
+
+    def __init__(self, log: SyncLog) -> None:
+        super().__init__(log.path, log.echo_info)
+        self.target = log
+        self.pending: list[tuple[str, str]] = []
+
+    def _write(self, level: str, message: str) -> None:
+        self.pending.append((level, message))
+
+    def replay(self) -> None:
+        for level, message in self.pending:
+            {"INFO": self.target.info, "WARN": self.target.warn}.get(level, self.target.error)(message)
+        self.pending.clear()
+
+
 def render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog,
                 workers: int | None = None) -> RenderReport:
-    """Bring ``config.site.output`` up to date with the index behind ``conn`` (``full``: rewrite all)."""
+    """Bring ``config.site.output`` up to date with the index behind ``conn`` (``full``: rewrite all).
+
+    The unit of failure is one note: a note whose page cannot be named, made or written is left out
+    with a WARN line (its old page removed, as if it were unpublished); a full disk fails the render."""
     started = time.perf_counter()
     # The render keeps ~10^6 objects alive (manifest, notes) and makes no reference cycles worth
     # collecting: the collector would rescan them all again and again (~12% of an incremental render).
     collecting = gc.isenabled()
     gc.disable()
+    claimed = output.claimed(config.site.output)
+    skip: dict[str, str] = {}
     try:
-        return _render_site(config, conn, full=full, log=log, workers=workers, started=started)
+        for attempt in range(1, MAX_PASSES + 1):
+            deferred = _Deferred(log)
+            try:
+                return _render_site(config, conn, full=full, log=deferred, workers=workers, started=started,
+                                    claimed=claimed, skip=skip, last=attempt == MAX_PASSES)
+            except _PagesFailed as failed:
+                deferred.pending.clear()
+                skip.update(failed.reasons)
+            finally:
+                deferred.replay()
+        raise AssertionError("the last pass never raises _PagesFailed")
     finally:
         if collecting:
             gc.enable()
 
 
 def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, workers: int | None,
-                 started: float) -> RenderReport:
+                 started: float, claimed: bool, skip: dict[str, str], last: bool) -> RenderReport:
+    """One pass of the render, leaving out the notes of ``skip`` (key → why); a note page that fails
+    raises :class:`_PagesFailed` unless this is the ``last`` pass."""
     site = config.site.output
-    claimed = output.claimed(site)
     output.claim(site)
     content = db.content_token(conn)
     files = code_files(site / output.CACHE_DIR / "imports.json")
     env_fp, asset_v = _code_fingerprint(config, files), templates.asset_version()
-    if not full and claimed:
+    if not full and claimed and not skip:
         try:
             edits = delta.render_edits(config, conn, env_fp=env_fp, files=files, log=log)
         except OSError:
@@ -139,6 +185,11 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
     out = output.Output(site, previous.get("pages", {}) if trust else {}, output.existing_files(site), recorded,
                         journal)
     notes = pages.published_notes(config, [pages.note_from_row(r) for r in db.notes_for_render(conn)])
+    left_out = {**_unnamed(notes), **skip}
+    for note in notes:
+        if note.key in left_out:
+            log.warn(f"{note.source_id}: {note.path}: {left_out[note.key]}")
+    notes = [n for n in notes if n.key not in left_out]
     kinds = {s.id: s.kind for s in config.sources}
     universe = state.universe(config, notes)
     resolver = _resolver_of_notes(config, notes)
@@ -191,15 +242,15 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
             trees = state.sha(universe, *(n.key for n in notes if n.key not in entries))
             made = _site_pages(out, env_fp, [n for n in notes if n.key in entries], kinds, dirty,
                                SiteData(entries, links, trust and previous.get("trees") == trees))
-            out.written.extend(note_pages())
+            failed = _note_pages(out, note_pages(), len(page_jobs), last, log)
     finally:
         jobs.set_context(None)
         journal.close()
 
     output.copy_static(out, templates.static_dir())
-    output.copy_attachments(out, {r[1]: roots[key.partition(":")[0]] / r[2]
-                              for key, entry in entries.items() if entry.get("files", 1)
-                              for r in entry["resolved"] if r[0] == "attachment"})
+    state.log_unwritten(output.copy_attachments(out, {r[1]: roots[key.partition(":")[0]] / r[2]
+                                                      for key, entry in entries.items() if entry.get("files", 1)
+                                                      for r in entry["resolved"] if r[0] == "attachment"}), log)
     listed = output.listed_pages(saved)
     # the manifest lost (a damaged disk, a hand) in a folder already the portal's: see unlisted_orphans
     lost = output.unlisted_orphans(out.present) if claimed and not listed else set()
@@ -211,7 +262,7 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
                               if (outcome := bodies.get(n.key)) is not None and outcome.new and outcome.body},
                        {bodycache.key(n) for n in notes})
     memory = delta.remember(config, content, notes, entries, links, made.recent, made.home.context, len(made.urls),
-                            produced)
+                            produced, retry={*skip, *failed})
     out.save_manifest({"version": output.MANIFEST_VERSION, "env": env_fp, "universe": universe, "trees": trees,
                        **memory, "pages": out.pages, "notes": entries}, saved)
     journal.clear()  # the manifest lists every page now
@@ -219,6 +270,49 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
     seconds = time.perf_counter() - started
     _log_render(log, out.written, len(page_jobs), len(made.urls), removed, broken, seconds)
     return RenderReport(tuple(out.written), tuple(removed), out.unchanged, len(page_jobs), broken, seconds)
+
+
+def _unnamed(notes: list[pages.NoteInfo]) -> dict[str, str]:
+    """Notes whose page cannot be a file, each with the reason: a name too long (in an index from before
+    it was checked: see :func:`builder.core.urls.name_problem`), or the folder of other pages (a folder
+    ``x.html/`` beside ``x.md``: which of the two is refused must not depend on which was written first)."""
+    folders: set[str] = set()
+    for note in notes:
+        rel = urls.site_file(note.url)
+        cut = rel.rfind("/")
+        while cut > 0 and rel[:cut] not in folders:  # a folder known: so are those above it
+            folders.add(rel[:cut])
+            cut = rel.rfind("/", 0, cut)
+    found = {}
+    for note in notes:
+        problem = urls.name_problem(note.path)
+        if problem is not None:
+            found[note.key] = f"cannot be named: {problem}; rename it; left out of the site"
+        elif (rel := urls.site_file(note.url)) in folders:
+            found[note.key] = (f"cannot be named: its page {rel} is the folder of other pages; "
+                               "rename the note or the folder")
+    return found
+
+
+def _note_pages(out: output.Output, written: list[jobs.Written], attempted: int, last: bool,
+                log: SyncLog) -> set[str]:
+    """Record the note pages written; those that failed make the render run again without their notes
+    (:class:`_PagesFailed`), or on the ``last`` pass are left out here (WARN; returned). When most of
+    many pages fail to be written, the site is what fails (a file system gone read-only, a lost mount)."""
+    failed = [w for w in written if w.error]
+    out.written.extend(w.rel for w in written if not w.error)
+    oserrors = [w for w in failed if w.errno is not None]
+    if len(oserrors) > MASS_FAILURE and 2 * len(oserrors) > attempted:
+        first = oserrors[0]
+        raise OSError(first.errno, os.strerror(first.errno or 0), str(out.site / first.rel))
+    reasons = {w.key: f"{w.error}; the note is left out" for w in failed}
+    if failed and not last:
+        raise _PagesFailed(reasons)
+    for w in failed:
+        source_id, _, path = w.key.partition(":")
+        log.warn(f"{source_id}: {path}: {reasons[w.key]}")
+        out.drop(w.url)
+    return set(reasons)
 
 
 def _log_render(log: SyncLog, written: Iterable[str], note_pages: int, page_count: int, removed: Iterable[str],
@@ -292,9 +386,7 @@ def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], ki
     groups = pages.tag_groups(notes)
     tag_urls = [f"tags/{slug}/index.html" for slug in groups]
     for url, (slug, (name, members)) in zip(tag_urls, groups.items(), strict=True):
-        if not out.kept(url, dirty is None or dirty.tags) and \
-                out.wants(url, state.sha(env_fp, name, *(f"{n.url}\x1f{n.title}\x1f{' '.join(n.tags)}"
-                                                         for n in members))):
+        if not out.kept(url, dirty is None or dirty.tags) and out.wants(url, _tag_fp(env_fp, slug, name, members)):
             out.write(url, render(pages.tag_page(slug, name, members), ctx.built_at))
     if not out.kept(urls.BROKEN_LINKS_URL, dirty is None or dirty.broken):
         broken_page = pages.broken_links_page(notes, data.entries)
@@ -312,6 +404,15 @@ def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], ki
     if out.wants(urls.SITEMAP_URL, state.sha(env_fp, *page_urls)):
         out.write(urls.SITEMAP_URL, pages.sitemap(page_urls))
     return SitePages(page_urls, home, recent)
+
+
+def _tag_fp(env_fp: str, slug: str, name: str, members: list[pages.NoteInfo]) -> str:
+    """The fingerprint of a tag page: what it shows of each note (see :func:`pages.tag_companions`)."""
+    lines = []
+    for note in members:
+        shown, more = pages.tag_companions(note, slug)
+        lines.append(f"{note.url}\x1f{note.title}\x1f{more}\x1f" + "\x1f".join(shown))
+    return state.sha(env_fp, name, *lines)
 
 
 def _source_pages(out: output.Output, env_fp: str, source_id: str, kind: str, notes: list[pages.NoteInfo],

@@ -180,3 +180,10 @@ def log_broken(stale: list[NoteInfo], bodies: dict[str, Outcome], entries: dict[
         many = f"{links} broken links in {notes}, such as" if links > 1 else "a broken link:"
         log.warn(f"{source_id}: {many} {path}:{line}: {reason}; every broken link is listed on {urls.BROKEN_LINKS_URL}")
     return count
+
+
+def log_unwritten(failed: list[tuple[str, str]], log: SyncLog) -> None:
+    """A WARN line per attachment that could not be copied into the site (url, why)."""
+    for url, reason in failed:
+        source_id, _, path = urls.site_file(url).partition("/")
+        log.warn(f"{source_id}: {path}: the attachment could not be copied ({reason}); the links to it lead nowhere")

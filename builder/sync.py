@@ -51,25 +51,56 @@ class Indexed:
     failed: tuple[str, ...] = ()  # sources whose changes could not be scanned or applied
     carried: int = 0  # a new generation: notes carried over from the previous index (their last good state)
     uncarried: tuple[str, ...] = ()  # a new generation: sources whose last good notes could not be carried over
+    waiting: int = 0  # chunks waiting for vectors the cache did not have (embedded after the build lock)
 
 
 def build(config: Config, *, full: bool = False, source_id: str | None = None,
           embedder_factory: EmbedderFactory | None = None, log: SyncLog | None = None,
-          render: bool = True, wait: bool = False, report: BuildReport | None = None) -> int:
+          render: bool = True, wait: bool = False, report: BuildReport | None = None,
+          vectors: str = "now") -> int:
     """Run one build; returns the process exit code (0 ok, 1 reindex needed, 3 partial).
 
-    ``render=False`` refreshes only the index (the site is left as it is). When another build holds
-    the lock, this one returns 0 at once, or with ``wait`` runs after it. ``report`` follows its progress.
+    Holding the build lock it indexes what changed (new chunks get the vectors the cache has) and
+    renders; then, the lock released, the chunks still waiting get their vectors (``vectors``:
+    ``"now"`` in this process, ``"background"`` in a process of its own that outlives this one,
+    ``"later"`` not at all: the next build's). ``render=False`` refreshes only the index. When another
+    build holds the lock, this one returns 0 at once, or with ``wait`` runs after it. ``report``
+    follows its progress.
     """
     log = log or SyncLog(config.log_path)
     report = report or BuildReport()
+    built = _build_locked(config, full, source_id, embedder_factory, log, render, wait, report)
+    if built is None or not built.waiting or not config.embedding.enabled:
+        return built.code if built is not None else EXIT_OK
+    from builder import embed_run
+
+    if vectors == "background":
+        if embed_run.start_backfill(config) and sys.stderr.isatty():
+            print(f"notes-portal: the site and search by words are ready; {built.waiting:,} sections wait for their "
+                  "vectors, embedded in the background (`notes-portal status` shows how far)", file=sys.stderr)
+        return built.code
+    if vectors == "now":
+        report.enter("embed")
+        return max(built.code, embed_run.backfill(config, embedder_factory=embedder_factory, log=log))
+    return built.code
+
+
+@dataclass(frozen=True)
+class _Built:
+    code: int
+    waiting: int  # chunks left waiting for vectors (the cache did not have them)
+
+
+def _build_locked(config: Config, full: bool, source_id: str | None, embedder_factory: EmbedderFactory | None,
+                  log: SyncLog, render: bool, wait: bool, report: BuildReport) -> _Built | None:
+    """The build's part that holds the build lock: scan, index, render. None: another build holds it."""
     selected = [config.source(source_id)] if source_id else list(config.sources)
     with BuildLock(config.lock_path, wait=wait) as lock:
         if not lock.acquired:
             if sys.stderr.isatty():  # a person typed it; cron's next run simply tries again
                 print(f"notes-portal: {describe_holder(lock.holder)}; this build leaves the work to it "
                       "(use --wait to run after it)", file=sys.stderr)
-            return EXIT_OK
+            return None
         report.enter("scan")
         current = indexfile.resolve(config.index)
         for leftover in indexfile.remove_leftovers(config.index):  # of a --full build that was killed
@@ -81,7 +112,7 @@ def build(config: Config, *, full: bool = False, source_id: str | None = None,
         except db.sqlite_module().OperationalError as exc:  # a full disk leaves no room for its -shm file
             log.warn(f"cannot open the index for writing ({exc}); the previous index keeps serving and the "
                      "next build tries again")
-            return EXIT_PARTIAL
+            return _Built(EXIT_PARTIAL, 0)
         try:
             diffs = db.identity_diffs(conn, config)
             if not diffs:
@@ -91,8 +122,9 @@ def build(config: Config, *, full: bool = False, source_id: str | None = None,
                                        force=full)
                 if render and (indexed.changed or site_is_stale(config, db.content_token(conn))):
                     report.enter("render")
-                    return max(indexed.code, _update_site(config, conn, full=False, log=log, indexed=indexed))
-                return indexed.code
+                    code = max(indexed.code, _update_site(config, conn, full=False, log=log, indexed=indexed))
+                    return _Built(code, indexed.waiting)
+                return _Built(indexed.code, indexed.waiting)
             if config.embedding.enabled and not full:  # embedding every note again is a person's decision
                 db.check_identity(conn, config)
         finally:
@@ -119,7 +151,7 @@ def _update_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
 
 
 def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: SyncLog, render: bool,
-                report: BuildReport) -> int:
+                report: BuildReport) -> _Built:
     """Build a complete new index file beside the old one, then swap it in atomically. What cannot be
     read again (a failing source, a folder its scan could not list) keeps its last good notes, carried
     over from the old index; only when they cannot be carried does the old index keep serving instead."""
@@ -144,16 +176,17 @@ def _full_build(config: Config, embedder_factory: EmbedderFactory | None, log: S
         conn.close()
         indexfile.discard(new_path)
         if isinstance(exc, _Abandoned):
-            return EXIT_PARTIAL
+            return _Built(EXIT_PARTIAL, 0)
         raise
     indexfile.swap_in(config.index, new_path)
     log.info(f"full build swapped in {new_path.name}")
     try:
         if not render:
-            return indexed.code
+            return _Built(indexed.code, indexed.waiting)
         report.enter("render")
         # carried notes keep their pages: a full render would read them again from where they cannot be read
-        return max(indexed.code, _update_site(config, conn, full=not indexed.carried, log=log, indexed=indexed))
+        code = max(indexed.code, _update_site(config, conn, full=not indexed.carried, log=log, indexed=indexed))
+        return _Built(code, indexed.waiting)
     finally:
         conn.close()
 
@@ -198,11 +231,10 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
                 db.update_source(conn, source.id, last_error=None)
         scans.append(scan)
     stale = [sid for sid in known if all_sources and sid not in {s.id for s in config.sources}]
-    pending = db.count_pending(conn) if config.embedding.enabled else 0
     changed = bool(stale) or not all(s.empty for s in scans)
     carry = carry_from is not None and (bool(failed) or any(s.unread_dirs for s in scans))
-    if not changed and not pending and not carry:
-        return Indexed(code, False, tuple(failed))  # the every-minute case: nothing to say, nothing written
+    if not changed and not carry:  # the every-minute case: nothing to say, nothing written
+        return Indexed(code, False, tuple(failed), waiting=_waiting(conn, config))
     report.enter("index")
     _load_vec(conn, config)
     for sid in stale:
@@ -232,12 +264,21 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     if written:
         _merge_words(conn, written, log)
     if config.embedding.enabled and db.count_pending(conn):
-        from builder.embed_run import embed_pending
+        from builder.embed_run import fill_from_cache
 
-        report.enter("embed")
-        if not embed_pending(conn, config, embedder_factory, log):
+        if not fill_from_cache(conn, config, log):
             code = EXIT_PARTIAL
-    return Indexed(code, changed, tuple(failed), carried, uncarried)
+    return Indexed(code, changed, tuple(failed), carried, uncarried, _waiting(conn, config))
+
+
+def _waiting(conn: Connection, config: Config) -> int:
+    """Chunks waiting for vectors (a count over schema step 11's partial index; 0 before that step)."""
+    if not config.embedding.enabled:
+        return 0
+    try:
+        return db.count_pending(conn)
+    except db.sqlite_module().Error:  # an index the build could not even read: nothing to backfill now
+        return 0
 
 
 def _carry(conn: Connection, previous: Path, wanted: Mapping[str, tuple[str, ...] | None],

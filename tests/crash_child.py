@@ -13,10 +13,10 @@ counting), so the numbering is deterministic for a given state (the harness sets
 ``PYTHONHASHSEED``).
 
 Each event carries the build phase it happens in, followed from a few landmark functions:
-``startup`` → ``scan`` (``sync._incremental``) → ``index`` (``sync._apply``) → ``embed``
-(``embed_run.embed_pending``) → ``between`` (index done, site not yet rendered; ``checkpoint``) →
-``swap`` (``indexfile.swap_in``, ``--full``) → ``render`` (``render.site.render_site``) → ``end``
-(after the render: the lock's release). An event
+``startup`` → ``scan`` (``sync._incremental``) → ``index`` (``sync._apply``) → ``between`` (index
+done, site not yet rendered; ``checkpoint``) → ``swap`` (``indexfile.swap_in``, ``--full``) →
+``render`` (``render.site.render_site``) → ``end`` (after the render: the lock's release) →
+``embed`` (``embed_run._backfill``: the vectors the cache did not have, after the build lock). An event
 inside an open ``BEGIN IMMEDIATE … COMMIT`` (``core.index.connection.transaction``) gets ``-tx``
 appended: killed there, the process dies mid-transaction.
 """
@@ -36,10 +36,10 @@ LANDMARKS: dict[str, tuple[str, str | None]] = {
     "builder.sync._incremental": ("scan", "between"),
     "builder.sync._load_vec": ("index", None),
     "builder.sync._apply": ("index", None),
-    "builder.embed_run.embed_pending": ("embed", None),
     "builder.core.index.connection.checkpoint": ("between", None),
     "builder.indexfile.swap_in": ("swap", "between"),
     "builder.render.site.render_site": ("render", "end"),
+    "builder.embed_run._backfill": ("embed", "end"),
 }
 TRANSACTION = "builder.core.index.connection.transaction"
 

@@ -114,7 +114,7 @@ class Portal:
 
 def child(portal: Portal, mode: str, report: Path | None = None, full: bool = False) -> list[str]:
     """The command line of one build through ``tests/crash_child.py`` (mode: plain, count or N)."""
-    return [sys.executable, str(CHILD), str(ROOT), mode, str(report or os.devnull), "build",
+    return [sys.executable, str(CHILD), str(ROOT), mode, str(report or os.devnull), "build", "--vectors", "now",
             "--config", str(portal.config), *(["--full"] if full else [])]
 
 

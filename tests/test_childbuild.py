@@ -3,6 +3,7 @@ threads may hold locks never forks a build's workers."""
 
 from __future__ import annotations
 
+import fcntl
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from builder.core.config import load_config
 from builder.job_runner import JobRunner
 from builder.report import BuildReport
 from builder.synclog import SyncLog
-from tests.conftest import PROJECT, FakeOllama, ollama_yaml, write_config, write_note
+from tests.conftest import PROJECT, write_config, write_note
 
 
 def _portal(tmp_path: Path, extra: str = "", embedding: str = "embedding:\n  provider: none\n"):
@@ -73,15 +74,19 @@ def test_a_user_error_of_the_child_is_one_error_line(tmp_path):
 
 @pytest.mark.slow
 def test_the_child_leaves_when_its_parent_is_killed(tmp_path):
-    with FakeOllama(held=True) as ollama:  # the child's build waits in its embedding request
-        config = _portal(tmp_path, embedding=ollama_yaml(ollama.url).replace("timeout: 2", "timeout: 60"))
+    config = _portal(tmp_path)
+    config.lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(config.lock_path, "a") as held:  # the child's build waits for the build lock, held here
+        fcntl.flock(held, fcntl.LOCK_EX)
         parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
             from builder.childbuild import build_in_child
             from builder.core.config import load_config
             build_in_child(load_config({str(config.path)!r}))
             """)], cwd=PROJECT)
-        assert ollama.arrived.wait(60), "the child's build never asked for vectors"
-        child = _child_of(parent.pid)
+        deadline = time.monotonic() + 30
+        while (child := _child_of(parent.pid)) is None or not _waits_for_a_lock(child):
+            assert time.monotonic() < deadline, "the child's build never waited for the build lock"
+            time.sleep(0.05)
         parent.send_signal(signal.SIGKILL)
         parent.wait(10)
         deadline = time.monotonic() + 10
@@ -90,7 +95,15 @@ def test_the_child_leaves_when_its_parent_is_killed(tmp_path):
         assert not _alive(child), "the build outlived the process that started it"
 
 
-def _child_of(pid: int) -> int:
+def _waits_for_a_lock(pid: int) -> bool:
+    try:
+        return "flock" in (Path("/proc") / str(pid) / "wchan").read_text() or \
+            "locks" in (Path("/proc") / str(pid) / "wchan").read_text()
+    except OSError:
+        return False
+
+
+def _child_of(pid: int) -> int | None:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
@@ -99,7 +112,7 @@ def _child_of(pid: int) -> int:
                 continue
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                 return int(entry.name)
-    raise AssertionError(f"process {pid} has no child")
+    return None
 
 
 def _alive(pid: int) -> bool:

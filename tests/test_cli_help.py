@@ -30,6 +30,7 @@ options:
 commands:
   COMMAND
     build     sync the sources, refresh the index and the site (cron)
+    embed     embed the sections still waiting for vectors (a build starts it)
     search    search the index by words and meaning
     toc       list the indexed notes: folder, note, title, tags, headings
     grep      search the files of the sources on disk by regular expression
@@ -128,7 +129,7 @@ def test_every_option_says_its_default():
                    and not action.required and action.help != argparse.SUPPRESS
                    and "(default: " not in (action.help or "")]
     assert undescribed == []
-    assert sorted(commands()) == ["build", "eval", "grep", "mcp", "read", "search", "serve", "status", "toc",
+    assert sorted(commands()) == ["build", "embed", "eval", "grep", "mcp", "read", "search", "serve", "status", "toc",
                                     "watch"]
 
 

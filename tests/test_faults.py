@@ -214,7 +214,7 @@ def test_a_misbehaving_provider_leaves_chunks_pending_search_says_so_and_the_nex
                                           f"{provider.yaml(timeout=0.5, batch=2)}"
                                           "sources:\n  notes:\n    folder: notes\n"))
         provider.fault = fault
-        proc, elapsed = cli(config, "build")
+        proc, elapsed = cli(config, "build", "--vectors", "now")  # the vectors in this build's process
         # the first batch of 2 is answered by "500-after-one"; every other fault fails the first request
         stored = 2 if fault == "500-after-one" else 0
         pending = 5 - stored

@@ -138,7 +138,9 @@ def test_a_pushed_note_is_reindexed_alone_and_the_next_build_only_asks_ls_remote
     assert "diff-tree" in commands and "ls-tree" not in commands  # changes from the diff, not a full listing
     lines = log_lines(config)
     at = lines.index("INFO notes: indexed 1 files / 1 chunks, removed 0 files")
-    assert lines[at + 1] == "INFO embedded 1 chunks (1 computed, 0 from the cache)"
+    # the page first, then (the build lock released) the vector
+    assert lines[at + 1].startswith("INFO render: 2 files written")
+    assert lines[at + 2] == "INFO embedded 1 chunks (1 computed, 0 from the cache)"
     conn = open_index(config)
     after = {r["path"]: (r["indexed_at"], r["ids"]) for r in conn.execute(
         "SELECT f.path, f.indexed_at, group_concat(c.id) AS ids FROM files f JOIN chunks c USING (source_id, path) "

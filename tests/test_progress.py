@@ -47,10 +47,11 @@ def portal(tmp_path: Path):
         yield config
 
 
-def run_build(config: Path, *, terminal: bool, columns: int = 100) -> tuple[int, str]:
-    """``notes-portal build`` with stderr on a pseudo-terminal ``columns`` wide (``terminal``) or a
+def run_build(config: Path, *, terminal: bool, columns: int = 100, command: tuple[str, ...] = ("build",)
+              ) -> tuple[int, str]:
+    """``notes-portal COMMAND`` with stderr on a pseudo-terminal ``columns`` wide (``terminal``) or a
     pipe; (exit code, what it printed)."""
-    cli = [sys.executable, "-m", "builder.cli", "build", "--config", str(config)]
+    cli = [sys.executable, "-m", "builder.cli", *command, "--config", str(config)]
     if not terminal:
         proc = subprocess.run(cli, cwd=ROOT, capture_output=True, text=True, timeout=120)
         return proc.returncode, proc.stderr
@@ -72,8 +73,9 @@ def run_build(config: Path, *, terminal: bool, columns: int = 100) -> tuple[int,
 
 
 @pytest.mark.parametrize("columns", [100, 0])  # 0: a pseudo-terminal that reports no size
-def test_a_first_build_in_a_terminal_shows_progress_with_rate_and_time_left(portal, columns):
-    code, shown = run_build(portal, terminal=True, columns=columns)
+def test_embedding_in_a_terminal_shows_progress_with_rate_and_time_left(portal, columns):
+    assert run_build(portal, terminal=False, command=("build", "--vectors", "later")) == (0, "")
+    code, shown = run_build(portal, terminal=True, columns=columns, command=("embed",))
     assert code == 0
     bars = [m.groups() for m in BAR.finditer(shown)]
     total = int(bars[0][2])
@@ -87,8 +89,26 @@ def test_a_first_build_in_a_terminal_shows_progress_with_rate_and_time_left(port
     assert f"INFO embedded {total} chunks ({total} computed, 0 from the cache)" in shown
 
 
+def test_a_build_in_a_terminal_says_the_vectors_come_in_the_background(portal):
+    code, shown = run_build(portal, terminal=True)
+    assert code == 0 and "embedding:" not in shown  # the build itself embeds nothing
+    assert re.search(r"notes-portal: the site and search by words are ready; 3\d\d sections wait for their "
+                     r"vectors, embedded in the background \(`notes-portal status` shows how far\)", shown)
+    wait_for_vectors(portal)
+
+
 def test_under_cron_the_same_build_prints_nothing(portal):
     code, shown = run_build(portal, terminal=False)
     assert (code, shown) == (0, "")  # no bar, and INFO lines only go to the log
-    log = (portal.parent / "data/log/sync.log").read_text(encoding="utf-8")
+    log = wait_for_vectors(portal)
     assert re.search(r"INFO embedded (\d+) chunks \(\1 computed, 0 from the cache\)", log)
+
+
+def wait_for_vectors(config: Path) -> str:
+    """The log once the backfill a build started has embedded every chunk."""
+    log = config.parent / "data/log/sync.log"
+    deadline = time.monotonic() + 60
+    while "INFO embedded" not in log.read_text(encoding="utf-8"):
+        assert time.monotonic() < deadline, "the backfill never finished"
+        time.sleep(0.1)
+    return log.read_text(encoding="utf-8")

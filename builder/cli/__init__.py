@@ -18,6 +18,7 @@ from typing import NoReturn
 from builder.cli.commands import (
     DEFAULT_CONFIG,
     cmd_build,
+    cmd_embed,
     cmd_eval,
     cmd_grep,
     cmd_mcp,
@@ -87,9 +88,22 @@ def parser() -> Parser:
     p.add_argument("--wait", action="store_true",
                    help="when another build is running, wait for it and run after it (default: leave at once)")
     p.add_argument("--source", metavar="ID", help="only this source (default: every source)")
+    p.add_argument("--vectors", choices=("background", "now", "later"), default="background",
+                   help="the sections new text left waiting for vectors: embedded by a process of their own "
+                        "while the site and words search are already there (background), by this build before "
+                        "it ends (now), or by a later build (later) (default: background)")
     # for serve and watch, which run each build in a child process (builder/childbuild.py)
     p.add_argument("--progress", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_build)
+
+    p = _command(sub, "embed", "embed the sections still waiting for vectors (a build starts it)",
+                 "Embed the sections a build left waiting for vectors (search finds them by words\n"
+                 "meanwhile). A build starts this in the background by itself; run it to wait for\n"
+                 "the vectors, with a progress bar at a terminal. One runs at a time: a second waits.", common)
+    p.add_argument("--budget", metavar="SECONDS", type=float,
+                   help="stop after this many seconds; a later run goes on (default: until none waits)")
+    p.add_argument("--background", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_embed)
 
     p = _command(sub, "search", "search the index by words and meaning",
                  "Search the index by words (BM25) and by meaning (vectors), fused by rank.\n"

@@ -53,7 +53,20 @@ def cmd_build(args: argparse.Namespace) -> int:
         from builder.childbuild import report_to_parent
 
         report = report_to_parent()
-    return build(config, full=args.full, source_id=args.source, wait=args.wait, report=report)
+    # pages and words now; the vectors in a process of its own, so a first build of thousands of notes
+    # is browsable in minutes, not in the hours the model needs for them
+    return build(config, full=args.full, source_id=args.source, wait=args.wait, report=report, vectors=args.vectors)
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    from builder.embed_run import backfill
+    from builder.synclog import SyncLog
+
+    config = config_of(args)
+    if args.background:  # started by a build (builder/embed_run.start_backfill): after it, niced, silent
+        os.nice(10)
+        return backfill(config, log=SyncLog(config.log_path, echo_info=False))
+    return backfill(config, budget_s=args.budget, wait=True)
 
 
 def _open_index(config: Config) -> Connection:

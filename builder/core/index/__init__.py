@@ -52,12 +52,14 @@ from builder.core.index.notes import (
     replace_file,
     set_last_change,
     source_stats,
+    store_current_vectors,
     store_vectors,
     touch_file,
     unpublished_notes,
     update_source,
     upsert_source,
     vector_progress,
+    waiting_shas,
     vectors_version,
 )
 from builder.core.index.queries import (
@@ -105,7 +107,8 @@ __all__ = [
     "knn_search", "load_vec", "merge_words", "migrate",
     "note_headings", "NoteRow", "notes_for_render", "notes_for_toc", "open_index", "pending_chunks", "read_snapshot",
     "replace_file", "set_last_change", "set_meta", "snapshot_only", "source_stats", "SourceRow",
-    "sqlite_module", "store_vectors", "tag_exists", "tag_names", "touch_file", "transaction", "UNREAD",
+    "sqlite_module", "store_current_vectors", "store_vectors", "tag_exists", "tag_names", "touch_file", "transaction",
+    "UNREAD",
     "unpublished_notes", "update_source", "upsert_source", "vec_version", "vector_candidates", "vector_progress",
-    "vectors_of", "vectors_version", "word_segments", "words_starting", "WriteBatch",
+    "vectors_of", "vectors_version", "waiting_shas", "word_segments", "words_starting", "WriteBatch",
 ]

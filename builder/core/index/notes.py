@@ -244,12 +244,19 @@ def delete_file(conn: Connection, source_id: str, path: str) -> None:
 # ---------------------------------------------------------------- vectors
 
 
-def pending_chunks(conn: Connection, limit: int) -> list[Row]:
-    """Chunks still waiting for a vector (oldest first), with the exact text to embed."""
+def pending_chunks(conn: Connection, limit: int, after: int = 0) -> list[Row]:
+    """Chunks still waiting for a vector (oldest first, ids above ``after``), with the exact text to embed."""
     return conn.execute(dedent("""
         SELECT id, embed_sha, breadcrumb || char(10) || char(10) || text AS embed_text
-        FROM chunks WHERE embedded_at IS NULL ORDER BY id LIMIT :limit
-    """), {"limit": limit}).fetchall()
+        FROM chunks WHERE embedded_at IS NULL AND id > :after ORDER BY id LIMIT :limit
+    """), {"limit": limit, "after": after}).fetchall()
+
+
+def waiting_shas(conn: Connection, limit: int, after: int = 0) -> list[tuple[int, str]]:
+    """(id, embed_sha) of chunks still waiting for a vector, ids above ``after``, in id order."""
+    return [(row[0], row[1]) for row in conn.execute(dedent("""
+        SELECT id, embed_sha FROM chunks WHERE embedded_at IS NULL AND id > :after ORDER BY id LIMIT :limit
+    """), {"limit": limit, "after": after})]
 
 
 def count_chunks(conn: Connection) -> int:
@@ -260,6 +267,27 @@ def count_chunks(conn: Connection) -> int:
 def count_pending(conn: Connection) -> int:
     """How many chunks still wait for a vector."""
     return int(conn.execute("SELECT count(*) FROM chunks WHERE embedded_at IS NULL").fetchone()[0])
+
+
+def store_current_vectors(conn: Connection, vectors: Iterable[tuple[int, str, bytes]], now: str) -> int:
+    """Store (chunk id, embed_sha, vector) for the chunks that still wait with that exact text, in one
+    transaction; a chunk a build deleted or re-cut while its vector was computed is left out. Returns
+    how many were stored."""
+    stored: list[dict[str, Any]] = []
+    with transaction(conn):
+        for chunk_id, sha, blob in vectors:
+            cursor = conn.execute(dedent("""
+                UPDATE chunks SET embedded_at = :now WHERE id = :id AND embed_sha = :sha AND embedded_at IS NULL
+            """), {"id": chunk_id, "sha": sha, "now": now})
+            if cursor.rowcount:
+                stored.append({"id": chunk_id, "embedding": blob})
+        if stored:
+            conn.executemany("DELETE FROM vec_chunks WHERE rowid = :id", stored)
+            conn.executemany("INSERT INTO vec_chunks (rowid, embedding) VALUES (:id, :embedding)", stored)
+            conn.executemany("INSERT OR REPLACE INTO chunk_vectors (chunk_id, embedding) VALUES (:id, :embedding)",
+                             stored)
+            _bump(conn, "vectors_version")
+    return len(stored)
 
 
 def vector_progress(conn: Connection) -> tuple[int, int] | None:

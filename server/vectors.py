@@ -159,12 +159,17 @@ class VectorMemory:
     """Thread-safe holder of the current snapshot; ``nearest`` returns None when vec0 should answer."""
 
     RETRY_AFTER_S = 300.0
+    # A backfill stores vectors a batch at a time, every few seconds: the copy of the same file is made
+    # again at most this often meanwhile (each load reads every vector), the newest vectors waiting
+    # for it (their chunks are found by words until then).
+    RELOAD_AFTER_S = 20.0
 
     def __init__(self, open_connection: Callable[[], tuple[Identity, Connection]],
                  min_vectors: int = MIN_VECTORS) -> None:
         self._open = open_connection  # () -> (identity, read-only connection) for a loader thread
         self.min_vectors = min_vectors
         self._snapshot: _Snapshot | None = None
+        self._loaded_at = 0.0  # time.monotonic() of the last load that made a copy
         self._loading = False
         self._lock = threading.Lock()
         self._vec0_answers: SnapshotKey | None = None  # too few vectors, or no chunk_vectors yet
@@ -197,7 +202,9 @@ class VectorMemory:
         key = (identity, db.vectors_version(conn))
         snapshot = self._snapshot
         if snapshot is None or snapshot.key != key:
-            if self._should_load(key):
+            recent = (snapshot is not None and snapshot.key[0] == identity
+                      and time.monotonic() - self._loaded_at < self.RELOAD_AFTER_S)
+            if not recent and self._should_load(key):
                 self._start_load(key)
             if snapshot is None or snapshot.key[0] != identity:
                 return None
@@ -286,6 +293,7 @@ class VectorMemory:
             finally:
                 conn.close()
             self._snapshot, self._failure = _Snapshot((identity, version), ids, codes, step), None
+            self._loaded_at = time.monotonic()
         except Exception as exc:  # vec0 keeps answering; retried after the back-off or a change
             self._snapshot = None
             self._failure = _Failure(key, f"{type(exc).__name__}: {exc}", time.monotonic(), now_iso())

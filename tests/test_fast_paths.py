@@ -169,6 +169,18 @@ def test_the_servers_compact_vectors_rescored_give_exactly_the_nearest_chunks(tm
         exact = db.knn_search(conn, query.tobytes(), 30, None, None)
         assert fast is not None and [i for i, _ in fast] == [i for i, _ in exact]
         assert np.allclose([s for _, s in fast], [s for _, s in exact], atol=1e-5)
+    # a backfill's next batch: the copy in memory stays for RELOAD_AFTER_S, then is made again
+    loaded = memory.loaded()
+    db.store_vectors(conn, [(ids[0], vectors[1].tobytes())], "2026-12-01T00:00:01")
+    assert memory.nearest(conn, identity, queries[0].tobytes(), 30) is not None and memory.loaded() == loaded
+    time.sleep(0.1)
+    assert memory.loaded() == loaded  # no load was started
+    memory.RELOAD_AFTER_S = 0
+    memory.nearest(conn, identity, queries[0].tobytes(), 30)
+    deadline = time.monotonic() + 10
+    while memory.loaded() == loaded and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert memory.loaded() == (identity, db.vectors_version(conn)) != loaded
     copies = sorted(ids[i] for i in (5, 700, 1500, 2900))
     assert [i for i, _ in db.knn_search(conn, vectors[1500].tobytes(), 4, None, None)] == copies
     # a scan on several threads (parts of whole blocks) makes one scan's candidates, in its order

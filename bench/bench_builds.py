@@ -48,9 +48,10 @@ class Corpus:
         return self.folder / "notes" / source / rel
 
 
-def make_corpus(folder: Path, notes: int, pools: Pools, provider: str = "none") -> Corpus:
-    """``notes`` generated notes in two folder sources, a config with a site and the given provider."""
-    sources = make_notes(folder / "notes", notes, pools)
+def make_corpus(folder: Path, notes: int, pools: Pools, provider: str = "none", per_folder: bool = False) -> Corpus:
+    """``notes`` generated notes in two folder sources (``per_folder``: a folder per note, as Grav keeps
+    them), a config with a site and the given provider."""
+    sources = make_notes(folder / "notes", notes, pools, per_folder=per_folder)
     lines = ["site:\n  title: Bench\n  output: site\n", "index: data/index.sqlite\n",
              f"embedding:\n  provider: {provider}\n", "sources:\n"]
     lines += [f"  {sid}:\n    folder: {path}\n" for sid, path in sources.items()]

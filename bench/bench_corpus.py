@@ -108,15 +108,17 @@ def load_pools(corpora: Path = CORPORA) -> Pools:
     return pools
 
 
-def note_path(i: int) -> tuple[str, str]:
-    """(source, path inside it) of note ``i``: two or three folder levels."""
+def note_path(i: int, per_folder: bool = False) -> tuple[str, str]:
+    """(source, path inside it) of note ``i``: two or three folder levels; ``per_folder``: each note in
+    a folder of its own, as Grav keeps its pages (``…/note-00042/item.md``)."""
     source = "work" if i % 5 < 3 else "home"
     top, sub = _TOP[i % len(_TOP)], _SUB[(i // len(_TOP)) % len(_SUB)]
     deeper = f"/{2020 + i % 6}" if i % 3 == 0 else ""
-    return source, f"{top}/{sub}{deeper}/note-{i:05d}.md"
+    name = f"note-{i:05d}/item.md" if per_folder else f"note-{i:05d}.md"
+    return source, f"{top}/{sub}{deeper}/{name}"
 
 
-def _note(i: int, notes: int, pools: Pools, rng: random.Random) -> str:
+def _note(i: int, notes: int, pools: Pools, rng: random.Random, per_folder: bool = False) -> str:
     lang = rng.choices([lang for lang, _ in _LANG_SHARE], [share for _, share in _LANG_SHARE])[0]
     prose = pools.prose[lang]
     title = f"{rng.choice(pools.headings)} {i}"
@@ -126,11 +128,11 @@ def _note(i: int, notes: int, pools: Pools, rng: random.Random) -> str:
         meta.append(f"date: 20{rng.randint(19, 25)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}")
     parts = ([f"---\n{chr(10).join(meta)}\n---"] if rng.random() < 0.9 else []) + [f"# {title}"]
     parts.append(rng.choice(prose))
-    source, rel = note_path(i)
+    source, rel = note_path(i, per_folder)
     for _ in range(3):  # links to a few other notes of the same source: relative and wikilinks
         other = rng.randrange(notes)
         if note_path(other)[0] == source and other != i:
-            target = os.path.relpath(note_path(other)[1], os.path.dirname(rel))
+            target = os.path.relpath(note_path(other, per_folder)[1], os.path.dirname(rel))
             parts.append(f"Viz [[note-{other:05d}]] a [súvisiace]({target}).")
             break
     for s in range(rng.randint(2, 5)):
@@ -147,14 +149,16 @@ def _note(i: int, notes: int, pools: Pools, rng: random.Random) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def make_notes(root: Path, notes: int, pools: Pools, seed: int = 20260101) -> dict[str, Path]:
-    """Write ``notes`` notes under ``root/<source>/``; returns {source id: its folder}."""
+def make_notes(root: Path, notes: int, pools: Pools, seed: int = 20260101,
+               per_folder: bool = False) -> dict[str, Path]:
+    """Write ``notes`` notes under ``root/<source>/`` (``per_folder``: each in a folder of its own);
+    returns {source id: its folder}."""
     rng = random.Random(seed)
     for i in range(notes):
-        source, rel = note_path(i)
+        source, rel = note_path(i, per_folder)
         path = root / source / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(_note(i, notes, pools, rng), encoding="utf-8")
+        path.write_text(_note(i, notes, pools, rng, per_folder), encoding="utf-8")
     return {source: root / source for source in ("work", "home")}
 
 

@@ -125,6 +125,11 @@ def run_builds(plan: Plan, work: Path, results: dict[str, Any], say: Progress) -
         for kind in ("body", "heading"):
             say(f"{notes:,} notes: {plan.runs} builds after a {kind} edit")
             row[kind] = bench_builds.one_note_builds(corpus, plan.runs, kind)
+        shutil.rmtree(corpus.folder)
+        say(f"{notes:,} notes, a folder per note (Grav's shape): a first build, {plan.runs} no-op builds")
+        corpus = bench_builds.make_corpus(work / f"folders-{notes}", notes, pools, per_folder=True)
+        bench_builds.first_builds(corpus, 1)
+        row["noop_per_folder"] = bench_builds.noop_builds(corpus, plan.runs)
         results["builds"][str(notes)] = row
         shutil.rmtree(corpus.folder)
 

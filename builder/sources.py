@@ -174,6 +174,7 @@ def walk(root: Path, scope: Scope) -> Walk:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             real = f"{real_dir}/{entry.name}" if real_dir else entry.name
             try:
+                target = None
                 if entry.is_symlink():
                     target = os.path.realpath(entry.path)
                     if os.path.commonpath([target, real_root]) != real_root or target == real_root:
@@ -183,7 +184,9 @@ def walk(root: Path, scope: Scope) -> Walk:
                         continue
                 if entry.is_dir():
                     if scope.may_contain(rel) and (real == rel or scope.may_contain(real)):
-                        seen_dirs.add(os.path.realpath(entry.path))
+                        # a folder's real path is its parent's and its name: only a link needs resolving
+                        # (realpath is an lstat per level of every folder: 80,000 for a Grav tree of 10,000)
+                        seen_dirs.add(target or os.path.join(real_root, real))
                         stack.append((entry.path, rel, real))
                 elif entry.is_file():
                     if scope.wants(rel) and (real == rel or scope.wants(real)):

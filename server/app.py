@@ -41,9 +41,16 @@ from server.site_files import SiteFiles
 from server.sync_api import SyncDesk, sync_routes
 from server.vectors import MIN_VECTORS, VectorMemory
 
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+# A page with a mermaid diagram, and only such a page (site_files.py knows it by its first lines), may have inline
+# styles: mermaid writes a <style> element into each diagram's SVG and style attributes on its nodes, made in the
+# browser and different for every diagram, so no hash or nonce can allow them one by one. A note's own styles are
+# still removed by the sanitizer (builder/render/markdown.py). Scripts stay the site's files alone: no inline
+# script, no eval (mermaid needs neither).
+DIAGRAM_CSP = CSP.replace("style-src 'self';", "style-src 'self' 'unsafe-inline';")
 SECURITY_HEADERS = {
-    "Content-Security-Policy": ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                                "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"),
+    "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
@@ -112,7 +119,7 @@ class Portal:
         self.searcher = Searcher(config, self.reader, self.embedder, self.memory)
         self.key = ApiKey(config.api_key)
         self.pages = SearchPage(config)
-        self.site = SiteFiles(config.site.output, [s.id for s in config.sources])
+        self.site = SiteFiles(config.site.output, [s.id for s in config.sources], diagram_csp=DIAGRAM_CSP)
 
     def routes(self) -> list[Route]:
         """Every route; each one that queries the index is guarded by the key."""

@@ -34,7 +34,7 @@ from starlette.responses import (
 )
 from starlette.types import Receive, Scope, Send
 
-from builder.core import filetypes, urls
+from builder.core import filetypes, templates, urls
 
 CHUNK = 64 * 1024
 PAGE_TYPE = "text/html; charset=utf-8"
@@ -67,6 +67,17 @@ def served_as(rel: str) -> tuple[str, dict[str, str]] | None:
     if filetypes.published(rel):
         return filetypes.attachment_served_as(rel)
     return None
+
+
+_MARK = templates.DIAGRAM_MARK.encode()
+_HEAD = 256  # bytes of a page that hold its mark: the template writes it right after <meta charset>
+
+
+def draws_diagrams(file: io.FileIO) -> bool:
+    """Is this page one that draws diagrams (see :data:`builder.core.templates.DIAGRAM_MARK`)? A page's first
+    bytes are its template's, and the only text of a note before them is its title, escaped: no note writes the
+    mark's ``<``."""
+    return _MARK in os.pread(file.fileno(), _HEAD, 0)
 
 
 _DIGITS = re.compile(r"[0-9]*")  # str.isdigit() also takes "²", which int() refuses
@@ -139,9 +150,10 @@ def _not_modified(request: Headers, validators: dict[str, str]) -> bool:
 class SiteFiles:
     """The request handler for every URL of the site (see the module docstring)."""
 
-    def __init__(self, directory: Path, source_ids: Collection[str]) -> None:
+    def __init__(self, directory: Path, source_ids: Collection[str], diagram_csp: str | None = None) -> None:
         self.directory = directory
         self.source_ids = frozenset(source_ids)
+        self.diagram_csp = diagram_csp  # the Content-Security-Policy of a page that draws diagrams
 
     def serve(self, request: Request) -> Response:
         """Answer ``GET``/``HEAD`` of the site path in the ``path`` route parameter."""
@@ -164,6 +176,8 @@ class SiteFiles:
         if kind is None or not stat.S_ISREG(st.st_mode):
             file.close()
             return self.not_found()
+        if kind[0] == PAGE_TYPE and self.diagram_csp is not None and draws_diagrams(file):
+            kind = (PAGE_TYPE, {**kind[1], "Content-Security-Policy": self.diagram_csp})
         return self._file_response(request, file, st, *kind)
 
     def _open(self, rel: str) -> io.FileIO | None:

@@ -55,7 +55,7 @@ def test_example_notes_render_completely(tmp_path: Path):
     assert check.broken_marked == 2 and broken_link_counts(site) == {"notes": 2}
     for copied in ("notes/projekty/schema.svg", "notes/projekty/sauter-bus-capture.txt", "notes/devops/backup.sh"):
         assert (site / copied).is_file(), copied
-    assert run.report.notes_rendered == 32
+    assert run.report.notes_rendered == 33
 
 
 def test_kemt_wiki_renders_completely(tmp_path: Path):

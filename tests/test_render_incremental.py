@@ -182,7 +182,7 @@ def test_template_change_or_full_rerenders_everything(portal, tmp_path, monkeypa
     assert stale(config)
     run = build_and_render(config)
     everything = set(site_files(config.site.output))
-    assert set(run.report.written) == everything and len(everything) == 22
+    assert set(run.report.written) == everything and len(everything) == 25
     assert "Odkazují sem" in (config.site.output / "notes/e.html").read_text("utf-8")
     run = build_and_render(config, full=True)
     assert set(run.report.written) == everything

@@ -17,6 +17,11 @@ from typing import Any
 from builder.core import urls
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent.parent / "templates"
+# The first line after <meta charset> of a page that draws diagrams: the server reads it there to send such a page
+# the Content-Security-Policy mermaid needs (server/site_files.py), and only such a page.
+DIAGRAM_MARK = '<meta name="notes-portal-diagrams" content="mermaid">'
+STATIC_SKIPPED = frozenset({"README.md"})  # notes for whoever updates a vendored library: not the site's
+_DIGESTS: dict[tuple[str, int, int], str] = {}
 
 
 def static_dir() -> Path:
@@ -24,12 +29,29 @@ def static_dir() -> Path:
     return TEMPLATE_DIR / "static"
 
 
+def static_files() -> list[tuple[str, Path]]:
+    """Every file copied into ``<site>/static/``: (its path there, the file), in order."""
+    root = static_dir()
+    return [(path.relative_to(root).as_posix(), path) for path in sorted(root.rglob("*"))
+            if path.is_file() and path.name not in STATIC_SKIPPED
+            and not any(part.startswith(".") for part in path.relative_to(root).parts)]
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of a file's bytes, read once per process while its size and mtime stay (a render asks for the
+    static files' three times: the code fingerprint, the asset version and the copy; mermaid is 5.5 MB)."""
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _DIGESTS:
+        _DIGESTS[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return _DIGESTS[key]
+
+
 def asset_version() -> str:
     """The cache-busting token on static asset links: a hash of the static files' bytes."""
     digest = hashlib.sha256()
-    for path in sorted(static_dir().rglob("*")):
-        if path.is_file():
-            digest.update(path.read_bytes())
+    for rel, path in static_files():
+        digest.update(f"{rel}\0{file_digest(path)}\0".encode())
     return digest.hexdigest()[:10]
 
 
@@ -61,6 +83,7 @@ class Templates:
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir)),
                                       autoescape=True, trim_blocks=True, lstrip_blocks=True,
                                       undefined=jinja2.StrictUndefined)
+        self.env.globals["diagram_mark"] = DIAGRAM_MARK
         self.site_title = site_title
         self.asset_version = asset_version
         self.sources = sources

@@ -37,8 +37,10 @@ def cache_file(site: Path, code: Iterable[Path], trusted: bool) -> Path:
     import nh3
     import pygments
 
+    from builder.render.mathml import converter_version
+
     versions = [BODY_FORMAT, str(trusted), markdown_it.__version__, mdit_py_plugins.__version__, pygments.__version__,
-                getattr(nh3, "__version__")]  # noqa: B009 (nh3's stubs do not declare it)
+                getattr(nh3, "__version__"), converter_version()]  # noqa: B009 (nh3's stubs do not declare it)
     digest = hashlib.sha256("\0".join(versions).encode())
     for path in code:
         if path.suffix == ".py":

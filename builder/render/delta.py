@@ -193,7 +193,7 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
         out.write(home.url, ctx.templates.render(home, ctx.built_at))
     for source_id, plan in tocs.items():
         toc.write_page(out, ctx.templates, ctx.built_at, plan, source_id, kinds[source_id])
-    output.copy_static(out, templates.static_dir())
+    output.copy_static(out, templates.static_files())
     roots = ctx.roots
     state.log_unwritten(output.copy_attachments(out, {url: roots[source_id] / rel
                                                       for url, (source_id, rel) in meta["attachments"].items()}), log)

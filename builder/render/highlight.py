@@ -1,12 +1,14 @@
-"""Code fences → Pygments HTML, remembered by (language, code).
+"""Code fences → Pygments HTML, and formulas → MathML (:mod:`builder.render.mathml`), remembered by (language, code).
 
 Lexing is most of what a code-heavy note costs, and notes repeat code (kemt-wiki keeps copies of
 whole courses under ``predmety/``). Each highlighted block is remembered for the process; a big
 render (a ``--full`` one, new templates, a swapped index) also starts from the blocks stored in
 ``<site>/.render-cache/highlight-<version>`` and stores the blocks its notes use when it is
 done, so it highlights only code it has not seen before; a small render (an edited note) reads that
-file only when it meets a block it does not remember. ``<version>`` changes with Pygments and
-with this file: the output depends on nothing else besides (language, code). One file, read and
+file only when it meets a block it does not remember. Formulas are kept the same way (their "language" starts
+with a NUL, which no fence's can hold): importing latex2mathml costs ~80 ms, which the one-note build of a note
+whose formulas did not change then never pays. ``<version>`` changes with Pygments, latex2mathml, this file and
+mathml.py: the output depends on nothing else besides (language, code). One file, read and
 written whole: creating a file per block would cost about as much as highlighting it. It is in
 marshal's format (a dict of str): a 2 MB file reads in ~1 ms, against ~7 ms as JSON.
 """
@@ -15,8 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import html
+import importlib.util
 import marshal
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +39,22 @@ def blocks_file(site: Path) -> Path:
     """The file of highlighted blocks for this Pygments and this module, inside ``site``."""
     import pygments
 
-    digest = hashlib.sha256(pygments.__version__.encode() + b"\0" + Path(__file__).read_bytes())
+    here = Path(__file__)
+    digest = hashlib.sha256(b"\0".join([pygments.__version__.encode(), here.read_bytes(),
+                                         here.with_name("mathml.py").read_bytes(),
+                                         installed_version("latex2mathml").encode()]))
     return site / CACHE_DIR / f"highlight-{digest.hexdigest()[:12]}"
+
+
+def installed_version(package: str) -> str:
+    """The installed distribution of ``package`` (its dist-info folder's name) without importing it, nor
+    importlib.metadata (~90 ms the first time: the renders that ask must stay cheap)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        return "missing"
+    folder = Path(spec.origin).parent
+    found = sorted(folder.parent.glob(f"{package}-*.dist-info"))
+    return found[-1].name if found else str(folder)
 
 
 def stored(path: Path) -> dict[str, str]:
@@ -114,16 +131,27 @@ def _lexer(name: str) -> Any:
 
 def highlight_code(code: str, lang: str, attrs: str) -> str:
     """A Pygments-highlighted ``<pre>``; ``""`` (plain, escaped by markdown-it) for unknown languages."""
+
+    def make() -> str | None:
+        name = _lexer_name(lang)
+        return None if name is None else _highlight(code, _lexer(name), lang)
+
+    return remembered(lang, code, make) or ""
+
+
+def remembered(lang: str, code: str, make: Callable[[], str | None]) -> str | None:
+    """The block ``make()`` makes of ``code`` in ``lang``, remembered (and stored: see the module) by the two;
+    a None is neither (nothing to remember)."""
     key = hashlib.blake2b(f"{lang}\0{code}".encode(), digest_size=16).hexdigest()
     block = _MEMO.get(key)
     if block is None and _STORE:
         load_blocks(_STORE.pop())
         block = _MEMO.get(key)
     if block is None:
-        name = _lexer_name(lang)
-        if name is None:
-            return ""
-        block = _MEMO[key] = _NEW[key] = _highlight(code, _lexer(name), lang)
+        made = make()
+        if made is None:
+            return None
+        block = _MEMO[key] = _NEW[key] = made
     _USED.append(key)
     return block
 

@@ -8,8 +8,9 @@
 - Links, images and ``[[wikilinks]]`` go through a resolver; broken ones become
   ``<span class="broken-link">``. Each link's lines in the file are recorded, for the site's
   broken-links page.
-- Code fences are highlighted by Pygments (:mod:`builder.render.highlight`); raw HTML is
-  sanitized by nh3 unless trusted.
+- Code fences are highlighted by Pygments (:mod:`builder.render.highlight`); TeX formulas become MathML
+  (:mod:`builder.render.mathml`), ``mermaid`` fences diagrams drawn in the browser
+  (:mod:`builder.render.diagrams`); raw HTML is sanitized by nh3 unless trusted.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ from builder.core.slug import Slugger
 from builder.core.textdecode import decode_note
 from builder.parse import inline_text
 from builder.render.callouts import callout_plugin, grav_notice_plugin
+from builder.render.diagrams import mermaid_plugin
 from builder.render.highlight import highlight_code
 from builder.render.links import Link
+from builder.render.mathml import MATH_ATTRIBUTES, MATH_TAGS, math_plugin
 
 _WIKILINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")  # [[target]], [[target#section]], [[target|label]]
 
@@ -107,9 +110,11 @@ _ATTRIBUTES = {**{tag: set(attrs) for tag, attrs in nh3.ALLOWED_ATTRIBUTES.items
                "li": {"value"}}
 for _cell in ("td", "th"):
     _ATTRIBUTES[_cell] = _ATTRIBUTES[_cell] | {"style"}
+for _tag, _names in MATH_ATTRIBUTES.items():  # formulas (builder.render.mathml), in a note's raw HTML too
+    _ATTRIBUTES[_tag] = _ATTRIBUTES.get(_tag, set()) | _names
 
 _CLEANER = nh3.Cleaner(
-    tags=set(nh3.ALLOWED_TAGS) | {"section", "input"},
+    tags=set(nh3.ALLOWED_TAGS) | {"section", "input"} | MATH_TAGS,
     attributes=_ATTRIBUTES,
     tag_attribute_values={"input": {"type": {"checkbox"}}},
     set_tag_attribute_values={"input": {"disabled": "disabled"}},  # task lists are read-only
@@ -147,6 +152,8 @@ def make_renderer() -> MarkdownIt:
           .use(front_matter_plugin).enable(["table", "strikethrough"])
           .use(footnote_plugin).use(tasklists_plugin).use(deflist_plugin).use(table_alignment_plugin))
     wikilink_plugin(md, resolve=_wiki_href)
+    math_plugin(md)
+    mermaid_plugin(md)
     callout_plugin(md)
     grav_notice_plugin(md)
     md.core.ruler.push("heading_ids", _heading_ids)

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from builder.core import urls
+from builder.core import templates, urls
 from builder.core.config import SITE_MARKER
 from builder.core.index import renderstate
 
@@ -299,14 +299,13 @@ def _prune_dirs(directory: Path, site: Path) -> None:
         directory = directory.parent
 
 
-def copy_static(out: Output, static_dir: Path) -> None:
-    """``templates/static/*`` → ``<site>/static/``."""
-    for path in sorted(static_dir.iterdir()):
-        if path.is_file() and not path.name.startswith("."):
-            data = path.read_bytes()
-            url = urls.static_url(path.name)
-            if out.wants(url, hashlib.sha256(data).hexdigest()):
-                out.write(url, data)
+def copy_static(out: Output, files: Iterable[tuple[str, Path]]) -> None:
+    """``templates/static/`` (``files``: see :func:`builder.core.templates.static_files`) → ``<site>/static/``;
+    a file is read only when it changed (the bundled mermaid is 5.5 MB)."""
+    for rel, path in files:
+        url = urls.static_url(rel)
+        if out.wants(url, templates.file_digest(path)):
+            out.write(url, path.read_bytes())
 
 
 def copy_attachments(out: Output, wanted: dict[str, Path]) -> list[tuple[str, str]]:

@@ -80,12 +80,13 @@ def _code_fingerprint(config: Config, files: list[Path]) -> str:
     import nh3
     import pygments
 
+    from builder.render.mathml import converter_version
+
     code = hashlib.sha256(RENDER_VERSION.encode())
     for path in files:
-        data = path.read_bytes()
-        code.update(f"{path.name}\0{len(data)}\0".encode() + data)
+        code.update(f"{path.name}\0{templates.file_digest(path)}\0".encode())
     versions = [markdown_it.__version__, mdit_py_plugins.__version__, pygments.__version__,
-                getattr(nh3, "__version__")]  # noqa: B009 (nh3's stubs do not declare it)
+                getattr(nh3, "__version__"), converter_version()]  # noqa: B009 (nh3's stubs do not declare it)
     code.update(json.dumps([config.site.title, config.allow_html, versions, [s.id for s in config.sources]]).encode())
     return code.hexdigest()
 
@@ -247,7 +248,7 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         jobs.set_context(None)
         journal.close()
 
-    output.copy_static(out, templates.static_dir())
+    output.copy_static(out, templates.static_files())
     state.log_unwritten(output.copy_attachments(out, {r[1]: roots[key.partition(":")[0]] / r[2]
                                                       for key, entry in entries.items() if entry.get("files", 1)
                                                       for r in entry["resolved"] if r[0] == "attachment"}), log)

@@ -132,8 +132,6 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     check_mode(mode)
     check_limit(limit)
     db.check_identity(conn, config)
-    if tag is not None and not db.tag_exists(conn, tag):
-        raise UserError(unknown_tag(conn, tag))
     terms = parse(query)
     if not terms:
         return SearchResult(query, mode, (), ("the query has no words to search for",))
@@ -179,6 +177,8 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     ranked = fusion.fuse(lexical if mode != "vector" else [], semantic if mode != "bm25" else [], best,
                          words_lead=unaccented or bool(translated))  # the model reads such a query poorly
     hits = _group(ranked, rows, terms, limit, max_per_note)
+    if tag is not None and not hits and not db.tag_exists(conn, tag):  # asked only then: it reads every note's tags
+        raise UserError(unknown_tag(conn, tag))
     weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode, unaccented)
     if not hits and not db.counts(conn)["chunks"]:
         notes.append("the index is empty: run `notes-portal build`")

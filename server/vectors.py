@@ -159,9 +159,10 @@ class VectorMemory:
     """Thread-safe holder of the current snapshot; ``nearest`` returns None when vec0 should answer."""
 
     RETRY_AFTER_S = 300.0
-    # A backfill stores vectors a batch at a time, every few seconds: the copy of the same file is made
-    # again at most this often meanwhile (each load reads every vector), the newest vectors waiting
-    # for it (their chunks are found by words until then).
+    # A backfill stores vectors a batch at a time, every few seconds: while chunks still wait, the copy of
+    # the same file is made again at most this often (each load reads every vector), the newest vectors
+    # waiting for it (their chunks are found by words until then); a build that leaves none waiting is
+    # followed at once.
     RELOAD_AFTER_S = 20.0
 
     def __init__(self, open_connection: Callable[[], tuple[Identity, Connection]],
@@ -203,7 +204,8 @@ class VectorMemory:
         snapshot = self._snapshot
         if snapshot is None or snapshot.key != key:
             recent = (snapshot is not None and snapshot.key[0] == identity
-                      and time.monotonic() - self._loaded_at < self.RELOAD_AFTER_S)
+                      and time.monotonic() - self._loaded_at < self.RELOAD_AFTER_S
+                      and db.count_pending(conn) > 0)  # a backfill under way; its last batch reloads at once
             if not recent and self._should_load(key):
                 self._start_load(key)
             if snapshot is None or snapshot.key[0] != identity:

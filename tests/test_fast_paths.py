@@ -169,8 +169,9 @@ def test_the_servers_compact_vectors_rescored_give_exactly_the_nearest_chunks(tm
         exact = db.knn_search(conn, query.tobytes(), 30, None, None)
         assert fast is not None and [i for i, _ in fast] == [i for i, _ in exact]
         assert np.allclose([s for _, s in fast], [s for _, s in exact], atol=1e-5)
-    # a backfill's next batch: the copy in memory stays for RELOAD_AFTER_S, then is made again
+    # a backfill's next batch while chunks still wait: the copy in memory stays for RELOAD_AFTER_S
     loaded = memory.loaded()
+    conn.execute("UPDATE chunks SET embedded_at = NULL WHERE id = :id", {"id": ids[-1]})  # one still waits
     db.store_vectors(conn, [(ids[0], vectors[1].tobytes())], "2026-12-01T00:00:01")
     assert memory.nearest(conn, identity, queries[0].tobytes(), 30) is not None and memory.loaded() == loaded
     time.sleep(0.1)

@@ -182,95 +182,98 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
     trust = not full and previous.get("env") == env_fp
     old = previous.get("notes", {}) if trust else {}
     journal = output.Journal(site)
-    recorded = journal.recorded()
-    out = output.Output(site, previous.get("pages", {}) if trust else {}, output.existing_files(site), recorded,
-                        journal)
-    notes = pages.published_notes(config, [pages.note_from_row(r) for r in db.notes_for_render(conn)])
-    left_out = {**_unnamed(notes), **skip}
-    for note in notes:
-        if note.key in left_out:
-            log.warn(f"{note.source_id}: {note.path}: {left_out[note.key]}")
-    notes = [n for n in notes if n.key not in left_out]
-    kinds = {s.id: s.kind for s in config.sources}
-    universe = state.universe(config, notes)
-    resolver = _resolver_of_notes(config, notes)
-    roots = {s.id: config.source_root(s) for s in config.sources}
-    highlights = highlight.blocks_file(site)
-    kept: Path | None = None  # the note bodies kept between big renders (builder.render.bodycache)
-    jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds))
-    jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site))
-    try:
-        with Pool(workers) as pool:
-            entries, stale = state.recheck(notes, old, trust and previous.get("universe") == universe, resolver)
-            big = len(stale) >= BIG_RENDER
-            if big:
-                highlight.load_blocks(highlights)  # before the workers fork: they inherit it
-                kept = bodycache.cache_file(site, files, config.allow_html)
-                jobs.set_context(replace(jobs.context(), kept_bodies=kept))
-            else:
-                highlight.use(highlights)
-            bodies = _bodies(pool, stale)
-            entries.update({n.key: state.entry(n, body, bodies[n.key].highlights)
-                            for n in stale if (body := bodies[n.key].body)})
-            broken = state.log_broken(stale, bodies, entries, log)
-            links = graph.Links(notes, entries)
-            moved, before = graph.moved(stale, set(old) - {n.key for n in notes}, old, entries)
-            affected = _affected(notes, stale, old, entries, out, links.ball(moved, 2, before)) if trust else None
-            backlinks = state.backlinks(notes, entries, affected)
-            pictures: dict[str, graph.Local] = {}
+    try:  # the journal's file is closed however the render ends (a full disk, a failing page)
+        recorded = journal.recorded()
+        out = output.Output(site, previous.get("pages", {}) if trust else {}, output.existing_files(site), recorded,
+                            journal)
+        notes = pages.published_notes(config, [pages.note_from_row(r) for r in db.notes_for_render(conn)])
+        left_out = {**_unnamed(notes), **skip}
+        for note in notes:
+            if note.key in left_out:
+                log.warn(f"{note.source_id}: {note.path}: {left_out[note.key]}")
+        notes = [n for n in notes if n.key not in left_out]
+        kinds = {s.id: s.kind for s in config.sources}
+        universe = state.universe(config, notes)
+        resolver = _resolver_of_notes(config, notes)
+        roots = {s.id: config.source_root(s) for s in config.sources}
+        highlights = highlight.blocks_file(site)
+        kept: Path | None = None  # the note bodies kept between big renders (builder.render.bodycache)
+        jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds))
+        jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site))
+        try:
+            with Pool(workers) as pool:
+                entries, stale = state.recheck(notes, old, trust and previous.get("universe") == universe, resolver)
+                big = len(stale) >= BIG_RENDER
+                if big:
+                    highlight.load_blocks(highlights)  # before the workers fork: they inherit it
+                    kept = bodycache.cache_file(site, files, config.allow_html)
+                    jobs.set_context(replace(jobs.context(), kept_bodies=kept))
+                else:
+                    highlight.use(highlights)
+                bodies = _bodies(pool, stale)
+                entries.update({n.key: state.entry(n, body, bodies[n.key].highlights)
+                                for n in stale if (body := bodies[n.key].body)})
+                broken = state.log_broken(stale, bodies, entries, log)
+                links = graph.Links(notes, entries)
+                moved, before = graph.moved(stale, set(old) - {n.key for n in notes}, old, entries)
+                affected = _affected(notes, stale, old, entries, out, links.ball(moved, 2, before)) if trust else None
+                backlinks = state.backlinks(notes, entries, affected)
+                pictures: dict[str, graph.Local] = {}
 
-            def fingerprint(note: pages.NoteInfo) -> str:
-                pictures[note.key] = links.local(note.key)
-                return state.note_fp(env_fp, note, entries[note.key], backlinks.get(note.key, []),
-                                     pictures[note.key].digest())
+                def fingerprint(note: pages.NoteInfo) -> str:
+                    pictures[note.key] = links.local(note.key)
+                    return state.note_fp(env_fp, note, entries[note.key], backlinks.get(note.key, []),
+                                         pictures[note.key].digest())
 
-            pending = [n for n in notes if n.key in entries and not out.kept(n.url, affected is None or
-                                                                             n.key in affected)
-                       and out.wants(n.url, fingerprint(n))]
-            bodies.update(_bodies(pool, [n for n in pending if n.key not in bodies]))
-            page_jobs = [(n, body.html, backlinks.get(n.key, []), pictures[n.key])
-                         for n in pending if (body := bodies[n.key].body)]
-            # the workers write note pages while this process makes the others; the notes sent along
-            # must not change meanwhile (they are pickled by another thread)
-            pages.settle([n for job in page_jobs for n in (job[0], *job[2])])
-            for job in page_jobs:
-                journal.add(urls.site_file(job[0].url))
-            note_pages = pool.start(jobs.page_job, page_jobs)
-            out.keep(n.url for n in notes if n.key not in entries)
-            dirty = state.dirty(notes, stale, old, entries, moved) if trust else None
-            # the navigation trees list the notes with a page: every note's path and title, less those
-            # that could not be read (their pages stay, but a fresh render would leave them out)
-            trees = state.sha(universe, *(n.key for n in notes if n.key not in entries))
-            made = _site_pages(out, env_fp, [n for n in notes if n.key in entries], kinds, dirty,
-                               SiteData(entries, links, trust and previous.get("trees") == trees))
-            failed = _note_pages(out, note_pages(), len(page_jobs), last, log)
+                pending = [n for n in notes if n.key in entries and not out.kept(n.url, affected is None or
+                                                                                 n.key in affected)
+                           and out.wants(n.url, fingerprint(n))]
+                bodies.update(_bodies(pool, [n for n in pending if n.key not in bodies]))
+                page_jobs = [(n, body.html, backlinks.get(n.key, []), pictures[n.key])
+                             for n in pending if (body := bodies[n.key].body)]
+                # the workers write note pages while this process makes the others; the notes sent along
+                # must not change meanwhile (they are pickled by another thread)
+                pages.settle([n for job in page_jobs for n in (job[0], *job[2])])
+                for job in page_jobs:
+                    journal.add(urls.site_file(job[0].url))
+                note_pages = pool.start(jobs.page_job, page_jobs)
+                out.keep(n.url for n in notes if n.key not in entries)
+                dirty = state.dirty(notes, stale, old, entries, moved) if trust else None
+                # the navigation trees list the notes with a page: every note's path and title, less those
+                # that could not be read (their pages stay, but a fresh render would leave them out)
+                trees = state.sha(universe, *(n.key for n in notes if n.key not in entries))
+                made = _site_pages(out, env_fp, [n for n in notes if n.key in entries], kinds, dirty,
+                                   SiteData(entries, links, trust and previous.get("trees") == trees))
+                failed = _note_pages(out, note_pages(), len(page_jobs), last, log)
+        finally:
+            jobs.set_context(None)
+            journal.close()
+
+        output.copy_static(out, templates.static_files())
+        state.log_unwritten(output.copy_attachments(out, {r[1]: roots[key.partition(":")[0]] / r[2]
+                                                          for key, entry in entries.items() if entry.get("files", 1)
+                                                          for r in entry["resolved"] if r[0] == "attachment"}), log)
+        listed = output.listed_pages(saved)
+        # the manifest lost (a damaged disk, a hand) in a folder already the portal's: see unlisted_orphans
+        lost = output.unlisted_orphans(out.present) if claimed and not listed else set()
+        produced = out.files()
+        removed = out.remove_stale(listed, recorded | lost, produced)
+        if big and kept is not None:
+            highlight.save_blocks(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
+            bodycache.save(kept, {bodycache.key(n): (outcome.body, outcome.highlights) for n in notes
+                                  if (outcome := bodies.get(n.key)) is not None and outcome.new and outcome.body},
+                           {bodycache.key(n) for n in notes})
+        memory = delta.remember(config, content, notes, entries, links, made.recent, made.home.context, len(made.urls),
+                                produced, retry={*skip, *failed})
+        out.save_manifest({"version": output.MANIFEST_VERSION, "env": env_fp, "universe": universe, "trees": trees,
+                           **memory, "pages": out.pages, "notes": entries}, saved)
+        journal.clear()  # the manifest lists every page now
+        write_stamp(config, files, content)
+        seconds = time.perf_counter() - started
+        _log_render(log, out.written, len(page_jobs), len(made.urls), removed, broken, seconds)
+        return RenderReport(tuple(out.written), tuple(removed), out.unchanged, len(page_jobs), broken, seconds)
     finally:
-        jobs.set_context(None)
         journal.close()
-
-    output.copy_static(out, templates.static_files())
-    state.log_unwritten(output.copy_attachments(out, {r[1]: roots[key.partition(":")[0]] / r[2]
-                                                      for key, entry in entries.items() if entry.get("files", 1)
-                                                      for r in entry["resolved"] if r[0] == "attachment"}), log)
-    listed = output.listed_pages(saved)
-    # the manifest lost (a damaged disk, a hand) in a folder already the portal's: see unlisted_orphans
-    lost = output.unlisted_orphans(out.present) if claimed and not listed else set()
-    produced = out.files()
-    removed = out.remove_stale(listed, recorded | lost, produced)
-    if big and kept is not None:
-        highlight.save_blocks(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
-        bodycache.save(kept, {bodycache.key(n): (outcome.body, outcome.highlights) for n in notes
-                              if (outcome := bodies.get(n.key)) is not None and outcome.new and outcome.body},
-                       {bodycache.key(n) for n in notes})
-    memory = delta.remember(config, content, notes, entries, links, made.recent, made.home.context, len(made.urls),
-                            produced, retry={*skip, *failed})
-    out.save_manifest({"version": output.MANIFEST_VERSION, "env": env_fp, "universe": universe, "trees": trees,
-                       **memory, "pages": out.pages, "notes": entries}, saved)
-    journal.clear()  # the manifest lists every page now
-    write_stamp(config, files, content)
-    seconds = time.perf_counter() - started
-    _log_render(log, out.written, len(page_jobs), len(made.urls), removed, broken, seconds)
-    return RenderReport(tuple(out.written), tuple(removed), out.unchanged, len(page_jobs), broken, seconds)
 
 
 def _unnamed(notes: list[pages.NoteInfo]) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """The example notes built and served by the real `notes-portal serve`, in headless Debian Chromium
 (Playwright): layout at desktop and phone width, light and dark, and the README's screenshots.
 
-    NOTES_PORTAL_SCREENSHOTS=1 python -m pytest -q tests/test_render_screenshots.py
+    NOTES_PORTAL_SCREENSHOTS=1 python -m pytest -q -m slow tests/test_render_screenshots.py
 
 writes docs/screenshots/*.png (otherwise they go to pytest's tmp_path), so the pictures in the README
 are always of the portal as it is.

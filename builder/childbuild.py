@@ -46,7 +46,7 @@ def build_in_child(config: Config, *, full: bool = False, source_id: str | None 
         assert proc.stdout is not None and proc.stderr is not None
         reader = threading.Thread(target=_collect, args=(proc.stderr, errors), daemon=True)
         reader.start()
-        for phase, notes, chunks, removed in _progress(proc.stdout):
+        for phase, notes, chunks, removed in _progress_lines(proc.stdout):
             if report is not None:
                 report.notes, report.chunks, report.removed = notes, chunks, removed
                 report.enter(phase)
@@ -70,7 +70,7 @@ def _project_path() -> str:
     return os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
 
 
-def _progress(stream: IO[bytes]) -> Iterator[tuple[str, int, int, int]]:
+def _progress_lines(stream: IO[bytes]) -> Iterator[tuple[str, int, int, int]]:
     """(phase, notes, chunks, removed) of each progress line; other lines (a stray print) are skipped."""
     for raw in stream:
         try:

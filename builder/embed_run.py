@@ -45,7 +45,7 @@ def lock_path(config: Config) -> Any:
     return config.data_dir / "embed.lock"
 
 
-def _progress(total: int) -> Any:
+def _progress_bar(total: int) -> Any:
     """A progress bar on stderr for long runs in a terminal; a no-op object otherwise."""
     if total >= 64 and sys.stderr.isatty():
         from tqdm import tqdm
@@ -134,7 +134,7 @@ def _backfill(config: Config, embedder_factory: EmbedderFactory | None, log: Syn
         log.warn(f"cannot open the index or the embedding cache ({exc}); the chunks wait for vectors and the "
                  "next build retries")
         return EXIT_PARTIAL
-    bar = _progress(db.count_pending(conn))
+    bar = _progress_bar(db.count_pending(conn))
     try:
         after, stored_in_pass = 0, 0
         while deadline is None or time.monotonic() < deadline:

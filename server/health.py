@@ -34,7 +34,7 @@ def health(config: Config, reader: IndexReader, embedder: QueryEmbedder, memory:
     return body
 
 
-def _progress(progress: tuple[int, int] | None) -> dict[str, int] | None:
+def _vector_progress(progress: tuple[int, int] | None) -> dict[str, int] | None:
     """``{ready, total}`` while chunks wait for their vectors (being backfilled), else None."""
     return {"ready": progress[0], "total": progress[1]} if progress else None
 
@@ -47,7 +47,7 @@ def _index(config: Config, reader: IndexReader) -> dict[str, Any]:
         body: dict[str, Any] = {
             "index": True, "counts": counts,
             "pending_vectors": db.count_pending(conn) if config.embedding.enabled else 0,
-            "vectors": _progress(db.vector_progress(conn) if config.embedding.enabled else None),
+            "vectors": _vector_progress(db.vector_progress(conn) if config.embedding.enabled else None),
             "sources": {sid: {"last_sync_at": row.last_sync_at, "indexed_rev": row.indexed_rev,
                               "last_error": row.last_error} for sid, row in sources.items()},
         }

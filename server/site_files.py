@@ -69,7 +69,7 @@ def served_as(rel: str) -> tuple[str, dict[str, str]] | None:
     return None
 
 
-_MARK = templates.DIAGRAM_MARK.encode()
+_DIAGRAM_MARK_BYTES = templates.DIAGRAM_MARK.encode()
 _HEAD = 256  # bytes of a page that hold its mark: the template writes it right after <meta charset>
 
 
@@ -77,7 +77,7 @@ def draws_diagrams(file: io.FileIO) -> bool:
     """Is this page one that draws diagrams (see :data:`builder.core.templates.DIAGRAM_MARK`)? A page's first
     bytes are its template's, and the only text of a note before them is its title, escaped: no note writes the
     mark's ``<``."""
-    return _MARK in os.pread(file.fileno(), _HEAD, 0)
+    return _DIAGRAM_MARK_BYTES in os.pread(file.fileno(), _HEAD, 0)
 
 
 _DIGITS = re.compile(r"[0-9]*")  # str.isdigit() also takes "²", which int() refuses

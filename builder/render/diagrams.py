@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pages.py asks has_diagram() without loading the parser
     from markdown_it.renderer import RendererHTML
     from markdown_it.token import Token
 
-FENCE = "mermaid"
+DIAGRAM_FENCE = "mermaid"
 DIAGRAM = '<pre class="mermaid">'  # how a diagram opens in a body (the sanitizer keeps it as it is)
 
 
@@ -26,7 +26,7 @@ def mermaid_plugin(md: MarkdownIt) -> None:
 
     def render_fence(self: Any, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
         token = tokens[idx]
-        if token.info.split(maxsplit=1)[:1] == [FENCE]:
+        if token.info.split(maxsplit=1)[:1] == [DIAGRAM_FENCE]:
             return f"{DIAGRAM}{html.escape(token.content)}</pre>\n"
         return fence(tokens, idx, options, env)
 

@@ -55,9 +55,9 @@ MATH_ATTRIBUTES: dict[str, set[str]] = {
     **{tag: set(_LOOKS) for tag in ("mi", "mn", "ms", "mtext", "mrow", "mstyle", "msup", "msub", "msubsup", "msqrt",
                                      "mroot", "merror", "mmultiscripts")},
 }
-_CLEANER = nh3.Cleaner(tags=set(MATH_TAGS), attributes=MATH_ATTRIBUTES)
+_MATHML_CLEANER = nh3.Cleaner(tags=set(MATH_TAGS), attributes=MATH_ATTRIBUTES)
 _UNKNOWN = re.compile(r">\\[A-Za-z]+")  # latex2mathml writes a command it does not know as it is: <mi>\foo</mi>
-FENCE = "math"
+MATH_FENCE = "math"
 _INLINE, _BLOCK = "\0math-inline", "\0math-block"  # remembered as these "languages": no fence's holds a NUL
 _NOT_RENDERED = "Not rendered: TeX that latex2mathml cannot read"
 
@@ -72,7 +72,7 @@ def math_plugin(md: MarkdownIt) -> None:
     fence: Callable[..., str] = cast("RendererHTML", md.renderer).rules["fence"]  # bound: no self
 
     def render_fence(self: Any, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
-        if tokens[idx].info.split(maxsplit=1)[:1] == [FENCE]:
+        if tokens[idx].info.split(maxsplit=1)[:1] == [MATH_FENCE]:
             return display_math(tokens[idx].content, "")
         return fence(tokens, idx, options, env)
 
@@ -127,7 +127,8 @@ def to_mathml(tex: str, display: bool) -> str | None:
     annotated = (f'<math display="{"block" if display else "inline"}"><semantics>{inner}'
                  f'<annotation encoding="application/x-tex">{html.escape(tex, quote=False)}</annotation>'
                  f"</semantics></math>")
-    return _CLEANER.clean(annotated)  # the same safe MathML when a source's raw HTML is trusted and not sanitized
+    # the same safe MathML when a source's raw HTML is trusted and not sanitized
+    return _MATHML_CLEANER.clean(annotated)
 
 
 def converter_version() -> str:

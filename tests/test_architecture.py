@@ -189,3 +189,21 @@ def test_no_test_module_imports_another():
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             found += [f"{path.name}:{node.lineno} {name}" for name in names if name.startswith("tests.test_")]
     assert found == []
+
+
+def test_one_name_per_idea():
+    """No top-level name is defined in two modules of builder/ and server/ (an import alias of the same
+    thing, such as ``dedent`` or ``__all__``, is not a second idea)."""
+    defined: dict[str, list[str]] = {}
+    for path in sorted([*(ROOT / "builder").rglob("*.py"), *(ROOT / "server").rglob("*.py")]):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = [node.name]
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = [t.id for t in targets if isinstance(t, ast.Name)]
+            else:
+                continue
+            for name in names:
+                defined.setdefault(name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in defined.items() if len(paths) > 1 and name not in ("__all__",)} == {}

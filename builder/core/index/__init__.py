@@ -29,9 +29,9 @@ from builder.core.index.connection import (
     vec_version,
 )
 from builder.core.index.notes import (
+    UNREAD,
     FileRecord,
     FileState,
-    UNREAD,
     NoteRow,
     SourceRow,
     code_pages,
@@ -59,8 +59,8 @@ from builder.core.index.notes import (
     update_source,
     upsert_source,
     vector_progress,
-    waiting_shas,
     vectors_version,
+    waiting_shas,
 )
 from builder.core.index.queries import (
     chunk_details,

@@ -5,19 +5,16 @@ commit."""
 from __future__ import annotations
 
 import json
-import textwrap
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from builder.core.index.connection import transaction
+from builder.core.index.connection import dedent, transaction
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-dedent = cache(textwrap.dedent)  # the statements are constants: each is dedented once
 
 
 class WriteBatch:

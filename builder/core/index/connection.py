@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import textwrap
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +13,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from builder.core.errors import IndexMissing
+
+# The statements are constants: each is dedented once (every SQL module of the index uses this).
+dedent = cache(textwrap.dedent)
 
 if TYPE_CHECKING:
     # pysqlite3's Connection has the same API; the standard class names the type.

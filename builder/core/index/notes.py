@@ -8,20 +8,17 @@ the same transaction; their copies in ``chunk_vectors`` go by its foreign key.
 from __future__ import annotations
 
 import json
-import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.core.index.batch import before_deleting, index_words
-from builder.core.index.connection import transaction
+from builder.core.index.connection import dedent, transaction
 from builder.core.index.schema import chunk_stems, has_vec_table
 
 if TYPE_CHECKING:
     from sqlite3 import Connection, Row
 
-dedent = cache(textwrap.dedent)  # the statements are constants: each is dedented once
 
 # Rows of ``files`` (alias f) carrying the tag :tag, compared Unicode-casefolded; NULL: any note.
 TAG_FILTER = "(:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(f.tags) WHERE casefold(value) = casefold(:tag)))"

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from collections.abc import Iterable, Iterator, Sequence
-from functools import cache
 from typing import TYPE_CHECKING
 
+from builder.core.index.connection import dedent
 from builder.core.index.notes import TAG_FILTER
 from builder.core.index.schema import has_table, has_vec_table
 
 if TYPE_CHECKING:
     from sqlite3 import Connection, Row
 
-dedent = cache(textwrap.dedent)  # the statements are constants: each is dedented once
 
 MAX_VECTOR_CANDIDATES = 4096
 

@@ -102,17 +102,30 @@ class Scope:
         """Is the file part of the index?"""
         return self._wanted.match(path) is not None
 
-    def may_contain(self, directory: str) -> bool:
-        """Could any wanted file live below ``directory``? (prunes the walk)"""
-        if any(matches(p, directory) and "*" not in p.rsplit("/", 1)[-1] for p in self.exclude if "/" in p):
-            return False
+    @cached_property
+    def _folder_excludes(self) -> tuple[str, ...]:
+        """``exclude`` patterns that name whole folders (a path whose last part has no ``*``)."""
+        return tuple(p for p in self.exclude if "/" in p and "*" not in p.rsplit("/", 1)[-1])
+
+    @cached_property
+    def _prefixes(self) -> tuple[str, ...]:
+        """Each ``paths`` pattern's literal folders before its first wildcard (``""``: anywhere)."""
+        prefixes = []
         for pattern in self.paths:
             literal = []
             for part in pattern.split("/"):
                 if any(ch in part for ch in "*?["):
                     break
                 literal.append(part)
-            prefix = "/".join(literal)
+            prefixes.append("/".join(literal))
+        return tuple(prefixes)
+
+    def may_contain(self, directory: str) -> bool:
+        """Could any wanted file live below ``directory``? (prunes the walk; asked once per folder of every
+        build, so what the patterns say is worked out once per scope)"""
+        if self._folder_excludes and any(matches(p, directory) for p in self._folder_excludes):
+            return False
+        for prefix in self._prefixes:
             if not prefix or prefix == directory or prefix.startswith(directory + "/") \
                     or directory.startswith(prefix + "/"):
                 return True

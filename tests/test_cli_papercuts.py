@@ -120,3 +120,25 @@ def test_a_plain_get_of_the_mcp_endpoint_says_how_to_use_it_and_opens_no_stream(
         response = httpx2.get(f"http://{host}:{port}/mcp", timeout=10)  # curl's request: no Accept, no session
     assert response.status_code == 400 and response.headers["content-type"] == "application/json"
     assert response.json()["error"].startswith("this is the MCP endpoint (Streamable HTTP): an MCP client POSTs")
+
+
+def test_a_tag_filter_follows_a_note_s_tags_as_they_change(tmp_path):
+    """The tags' table (schema step 12) is kept by the index's triggers: an edit, a rename and a delete."""
+    notes = tmp_path / "notes"
+    write_note(notes, "a.md", "---\ntags: [Hory, čaj]\n---\n# A\n\nPowerbanka a čelovka.\n")
+    config = load_config(write_config(tmp_path, "index: data/index.sqlite\nembedding:\n  provider: none\n"
+                                                "sources:\n  notes:\n    folder: notes\n"))
+
+    def paths(tag: str) -> list[str] | int:
+        assert build(config, log=SyncLog(config.log_path, echo_info=False)) == 0
+        response = TestClient(create_app(config)).get("/api/search", params={"q": "powerbanka", "tag": tag})
+        return [h["path"] for h in response.json()["hits"]] if response.status_code == 200 else response.status_code
+
+    assert (paths("HORY"), paths("Čaj")) == (["a.md"], ["a.md"])
+    write_note(notes, "a.md", "---\ntags: [more]\n---\n# A\n\nPowerbanka a čelovka.\n")
+    assert (paths("hory"), paths("MORE")) == (400, ["a.md"])
+    (notes / "a.md").rename(notes / "b.md")
+    assert paths("more") == ["b.md"]
+    (notes / "b.md").unlink()
+    write_note(notes, "c.md", "# C\n\nNic.\n")  # the folder is not emptied (that needs --full)
+    assert paths("more") == 400

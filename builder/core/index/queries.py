@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from builder.core.index.connection import dedent
-from builder.core.index.notes import TAG_FILTER
+from builder.core.index.notes import TAG_FILTER, tag_filter
 from builder.core.index.schema import has_table, has_vec_table
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def fts_search(conn: Connection, match: str, limit: int, source_id: str | None, 
         JOIN files AS f ON f.source_id = c.source_id AND f.path = c.path
         WHERE chunks_fts MATCH :match
           AND (:source_id IS NULL OR c.source_id = :source_id)
-          AND {TAG_FILTER}
+          AND {tag_filter(conn)}
         ORDER BY score DESC, c.id
         LIMIT :limit
     """), {"match": match, "limit": limit, "source_id": source_id, "tag": tag}).fetchall()
@@ -81,7 +81,7 @@ def knn_search(conn: Connection, vector: bytes, k: int, source_id: str | None,
         JOIN chunks AS c ON c.id = knn.rowid
         JOIN files AS f ON f.source_id = c.source_id AND f.path = c.path
         WHERE (:source_id IS NULL OR c.source_id = :source_id)
-          AND {TAG_FILTER}
+          AND {tag_filter(conn)}
         ORDER BY knn.distance, c.id
     """), {"vector": vector, "k": vector_candidates(k, filtered), "source_id": source_id,
            "tag": tag}).fetchall()
@@ -95,7 +95,7 @@ def filter_chunk_ids(conn: Connection, ids: Sequence[int], source_id: str | None
         JOIN chunks AS c ON c.id = j.value
         JOIN files AS f ON f.source_id = c.source_id AND f.path = c.path
         WHERE (:source_id IS NULL OR c.source_id = :source_id)
-          AND {TAG_FILTER}
+          AND {tag_filter(conn)}
         ORDER BY j.key
     """), {"ids": json.dumps([int(i) for i in ids]), "source_id": source_id, "tag": tag}).fetchall()
     return [row[0] for row in rows]
@@ -212,7 +212,11 @@ def tag_names(conn: Connection) -> list[tuple[str, int]]:
 
 def tag_exists(conn: Connection, tag: str) -> bool:
     """Does a published note carry ``tag`` (compared as the tag filter compares)?"""
+    if tag_filter(conn) != TAG_FILTER:  # an index from before schema step 12
+        return conn.execute(dedent(f"""
+            SELECT 1 FROM files AS f WHERE f.status = 'ok' AND {tag_filter(conn)} LIMIT 1
+        """), {"tag": tag}).fetchone() is not None
     return conn.execute(dedent("""
-        SELECT 1 FROM files AS f, json_each(f.tags)
-        WHERE f.status = 'ok' AND casefold(value) = casefold(:tag) LIMIT 1
+        SELECT 1 FROM note_tags AS nt JOIN files AS f ON f.source_id = nt.source_id AND f.path = nt.path
+        WHERE nt.tag_key = casefold(:tag) AND f.status = 'ok' LIMIT 1
     """), {"tag": tag}).fetchone() is not None

@@ -159,6 +159,46 @@ def _add_encoding(conn: Connection) -> None:
         conn.execute("ALTER TABLE files ADD COLUMN encoding TEXT")
 
 
+def _add_note_tags(conn: Connection) -> None:
+    """Step 12: each note's tags, casefolded, in a table of their own (kept by triggers on ``files``), so a
+    tag filter is an index lookup, not ``json_each`` of every note's tags with a casefold per tag."""
+    for statement in _NOTE_TAGS:  # one by one: executescript would commit the step's transaction
+        conn.execute(dedent(statement))
+
+
+_NOTE_TAGS = (
+    """
+    CREATE TABLE IF NOT EXISTS note_tags (
+      tag_key   TEXT NOT NULL,  -- casefold() of the tag as written
+      source_id TEXT NOT NULL,
+      path      TEXT NOT NULL,
+      PRIMARY KEY (tag_key, source_id, path)
+    ) WITHOUT ROWID
+    """,
+    "CREATE INDEX IF NOT EXISTS note_tags_note ON note_tags (source_id, path)",
+    """
+    CREATE TRIGGER IF NOT EXISTS files_tags_ai AFTER INSERT ON files BEGIN
+      INSERT OR IGNORE INTO note_tags SELECT casefold(value), new.source_id, new.path FROM json_each(new.tags);
+    END
+    """,
+    """
+    CREATE TRIGGER IF NOT EXISTS files_tags_au AFTER UPDATE OF tags, source_id, path ON files BEGIN
+      DELETE FROM note_tags WHERE source_id = old.source_id AND path = old.path;
+      INSERT OR IGNORE INTO note_tags SELECT casefold(value), new.source_id, new.path FROM json_each(new.tags);
+    END
+    """,
+    """
+    CREATE TRIGGER IF NOT EXISTS files_tags_ad AFTER DELETE ON files BEGIN
+      DELETE FROM note_tags WHERE source_id = old.source_id AND path = old.path;
+    END
+    """,
+    """
+    INSERT OR IGNORE INTO note_tags
+      SELECT casefold(j.value), f.source_id, f.path FROM files AS f, json_each(f.tags) AS j
+    """,
+)
+
+
 SCHEMA_STEPS: tuple[str | Callable[[Connection], None], ...] = (
     # 1: the reference schema, with status columns for notes that yield no chunks
     """
@@ -268,6 +308,8 @@ SCHEMA_STEPS: tuple[str | Callable[[Connection], None], ...] = (
     """
     CREATE INDEX IF NOT EXISTS chunks_waiting ON chunks(id) WHERE embedded_at IS NULL;
     """,
+    # 12: each note's tags in a table of their own, for tag filters (see _add_note_tags)
+    _add_note_tags,
 )
 
 

@@ -8,7 +8,8 @@ in the ``stems`` column, so ``převodníkem`` finds ``Převodník`` while an exa
 in more columns and ranks first. A word no note holds as typed may be searched as the forms of
 it they hold instead (``forms``: see :func:`server.spelling.respell`). Function words (``a``,
 ``na``, ``the``…) are recognised on the form as typed — ``byt`` (a flat) is not ``být`` — never in
-an all-capitals word (``NA`` may be a name), and never when the query has nothing else.
+an all-capitals word (``NA`` may be a name); they find nothing by themselves, so a query of function
+words only has nothing to search (:func:`common_only`).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ MAX_TERMS = 24
 MAX_QUERY_CHARS = 500  # the longest query /api/search, /search and the MCP tools take; the CLI's is cut here
 WORD = re.compile(r"[^\W_]+", re.UNICODE)  # FTS5's unicode61 splits at "_" as well
 
-# Czech, Slovak and English function words, spelled with their diacritics as typed.
-FUNCTION_WORDS = frozenset("""
+# Czech and Slovak function words, spelled with their diacritics as typed.
+CZECH_SLOVAK_FUNCTION_WORDS = frozenset("""
 a aby aj ak ako ale alebo ani asi až bez bol bola boli bolo by byl byla byli bylo být byť co čo což do
 ho i já ja jak jaké jako je jeho jej její jemu jen jenž ještě ji jí jsem jsi jsme jsou jste k kam
 kde kdy když keď keby kto která které který ktorá ktoré ktorý ku lebo len ma má mám máte mi mu my na
@@ -36,10 +37,13 @@ ktorých ktorými jaký jaká jakého jakou jakým jakých aký aká aké akého
 som bude budú budem budeme bych bys bychom byste cez přes mezi medzi
 či jestli jestliže zda zdali protože pretože však nějaký nějaká nějaké nějakou nějakého nějakým nějakých
 nejaký nejaká nejaké nejakú nejakého nejakým nejakých
+""".split())
+ENGLISH_FUNCTION_WORDS = frozenset("""
 about an and are as at be but by can do does for from how if in into is it its of on or so that the
 their then there these this to was what when where which who why will with you your
 me we our us they them he she his her has have been were would should could than those any some each
 """.split())
+FUNCTION_WORDS = CZECH_SLOVAK_FUNCTION_WORDS | ENGLISH_FUNCTION_WORDS
 
 
 @dataclass(frozen=True)
@@ -97,14 +101,20 @@ def parse(text: str) -> list[Term]:
         seen[lower] = seen.get(lower, True) and not capitals and lower in FUNCTION_WORDS
         if len(word) > 1 and (word[0].isupper() and i > 0 or any(c.isupper() for c in word[1:])):
             names.add(lower)
-    words = list(seen.items())[:MAX_TERMS]
-    only_function_words = all(function for _, function in words)
-    return [Term(w, stem_word(w), function and not only_function_words, w in names) for w, function in words]
+    return [Term(w, stem_word(w), function, w in names) for w, function in list(seen.items())[:MAX_TERMS]]
 
 
 def content(terms: list[Term]) -> list[Term]:
     """The terms that can find something by themselves."""
     return [t for t in terms if not t.function]
+
+
+def common_only(terms: list[Term]) -> str | None:
+    """The note of a query of function words only (``na``, ``a to``), which would find every note: it
+    has nothing to search, and says what to add; None when it has a word to search."""
+    if not terms or content(terms):
+        return None
+    return f"only common words ({' '.join(t.text for t in terms)}): add a word that says what to find"
 
 
 def _term_group(term: Term, stems: bool) -> str:

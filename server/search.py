@@ -9,9 +9,10 @@ The order of work for one query:
 2. BM25 over chunks: every word, else any content word; the vector half: the nearest chunks;
 3. fusion (:mod:`server.fusion`): Reciprocal Rank Fusion at k=10, except that a BM25 winner far
    ahead of its runner-up stays first;
-4. results by note: at most ``max_per_note`` chunks of a note among the hits (its other matching
-   sections are listed under its first hit), and chunks with byte-identical text (copied notes) are
-   one hit naming the other places;
+4. results by note: when the first hit holds every word of the query, the chunks found by meaning
+   alone that hold none of them are left out (:func:`_earned`); at most ``max_per_note`` chunks of a
+   note among the hits (its other matching sections are listed under its first hit, whatever the
+   limit), and chunks with byte-identical text (copied notes) are one hit naming the other places;
 5. ``weak``: true when neither half found anything confident (see :func:`server.fusion.is_weak`), or
    when no note holds a word typed as a name (:func:`server.spelling.unknown_names`).
 """
@@ -33,6 +34,7 @@ from server import fusion, spelling, translate
 from server.query import (
     MAX_QUERY_CHARS,
     Term,
+    common_only,
     content,
     marks,
     match_all,
@@ -135,6 +137,9 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     terms = parse(query)
     if not terms:
         return SearchResult(query, mode, (), ("the query has no words to search for",))
+    common = common_only(terms)
+    if common:  # function words alone are in nearly every note: no hit would be an answer
+        return SearchResult(query, mode, (), (common,), weak=True)
     notes: list[str] = []
     corrections: dict[str, str] = {}
     counts = spelling.KeyCounts(conn)  # the words' chunk counts, for translations, the typo check and BM25
@@ -176,7 +181,7 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     unaccented = typed_without_accents("\n".join(texts), terms)
     ranked = fusion.fuse(lexical if mode != "vector" else [], semantic if mode != "bm25" else [], best,
                          words_lead=unaccented or bool(translated))  # the model reads such a query poorly
-    hits = _group(ranked, rows, terms, limit, max_per_note)
+    hits = _group(_earned(ranked, rows, terms), rows, terms, limit, max_per_note)
     if tag is not None and not hits and not db.tag_exists(conn, tag):  # asked only then: it reads every note's tags
         raise UserError(unknown_tag(conn, tag))
     weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode, unaccented)
@@ -276,8 +281,9 @@ def _vector(conn: Connection, config: Config, source: str | None, tag: str | Non
 
 def _group(ranked: list[fusion.Ranked], rows: dict[int, Row], terms: list[Term], limit: int,
            max_per_note: int) -> list[Hit]:
-    """The hits in fused order: at most ``max_per_note`` per note (the rest listed under the note's
-    first hit), one per text (copies listed under the hit that shows it)."""
+    """The hits in fused order, at most ``limit``: at most ``max_per_note`` per note, the note's other
+    sections listed under its first hit (those past the limit too: the limit shortens the list of hits,
+    never what a shown note offers), one per text (copies listed under the hit that shows it)."""
     hits: list[dict[str, Any]] = []
     by_text: dict[str, dict[str, Any]] = {}
     by_note: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -295,7 +301,7 @@ def _group(ranked: list[fusion.Ranked], rows: dict[int, Row], terms: list[Term],
                                                     "line_start": row["line_start"], "line_end": row["line_end"]})
             continue
         shown = by_note.setdefault(note_key, [])
-        if len(shown) >= max_per_note:
+        if len(shown) >= max_per_note or shown and len(hits) >= limit:  # a shown note lists it, whatever the limit
             listed = {h["row"]["anchor"] for h in shown} | {m["anchor"] for m in shown[0]["more"]}
             if row["anchor"] not in listed:  # a long section cut in several chunks is one place to go
                 shown[0]["more"].append({"breadcrumb": row["breadcrumb"], "anchor": row["anchor"],
@@ -321,6 +327,24 @@ def _hit(found: dict[str, Any], terms: list[Term], is_match: Callable[[str], boo
                more=tuple(found["more"]), copies=tuple(found["copies"]), words=shown.words)
 
 
+def _earned(ranked: list[fusion.Ranked], rows: dict[int, Row], terms: list[Term]) -> list[fusion.Ranked]:
+    """``ranked`` without the chunks found by meaning alone that hold none of the query's words, when
+    the words single out the first: found by BM25, it holds every content word (a name, a rare word
+    one note holds). The vectors always return their nearest chunks, however far; beneath such a hit
+    they are unrelated sections presented as answers. Otherwise (no hit holds every word, a
+    paraphrase) meaning is the second opinion the words need, and every hit stays."""
+    top = rows.get(ranked[0].chunk_id) if ranked and ranked[0].bm25_rank is not None else None
+    if top is None or coverage(_section_text(top), terms) < 1.0:
+        return ranked
+    return [item for item in ranked if item.bm25_rank is not None
+            or item.chunk_id in rows and coverage(_section_text(rows[item.chunk_id]), terms) > 0.0]
+
+
+def _section_text(row: Row) -> str:
+    """A chunk's words as BM25 reads them: its breadcrumb and its text."""
+    return f"{row['breadcrumb']}\n{row['text']}"
+
+
 def _best_notes_texts(lexical: list[tuple[int, float]], rows: dict[int, Row]) -> list[str]:
     """The text of each note among BM25's best ten chunks, its sections joined (an answer may span
     them)."""
@@ -328,7 +352,7 @@ def _best_notes_texts(lexical: list[tuple[int, float]], rows: dict[int, Row]) ->
     for chunk_id, _ in lexical[:10]:
         if chunk_id in rows:
             row = rows[chunk_id]
-            texts.setdefault((row["source_id"], row["path"]), []).append(f"{row['breadcrumb']}\n{row['text']}")
+            texts.setdefault((row["source_id"], row["path"]), []).append(_section_text(row))
     return ["\n".join(parts) for parts in texts.values()]
 
 

@@ -3,8 +3,9 @@
 A word is marked when it begins with a content word of the query (diacritics optional, as BM25
 matched it), is one of the forms searched for a word no note holds as typed, or has the same
 Czech/Slovak word key (``Převodník`` for ``převodníkem``), or is one of the Czech translations
-searched for an English word (:mod:`server.translate`), or has one's key. Function words are never
-marked.
+searched for an English word (:mod:`server.translate`), or has one's key. A function word of the
+text (``na``, ``tedy``, which ``ted`` begins) is never marked, unless written in capitals (``NA``: a
+name, as the query reads it).
 """
 
 from __future__ import annotations
@@ -18,25 +19,55 @@ from itertools import accumulate
 
 from builder.core.analysis import stem_word
 from builder.core.slug import fold
-from server.query import WORD, Term, content
+from server.query import FUNCTION_WORDS, WORD, Term, content
 
 # The same words come back in every snippet and every query: each is folded once.
 cached_fold = lru_cache(maxsize=131_072)(fold)
-_MARKUP = [
-    (re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)"), r"\1"),  # [text](url), ![alt](src) → text, alt
-    (re.compile(r"\[\[(?:[^\]|\n]*\|)?([^\]\n]*)\]\]"), r"\1"),  # [[note|label]] → label
-    (re.compile(r"^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)", re.M), ""),
-    (re.compile(r"^\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*$", re.M), ""),  # table rule rows
-    (re.compile(r"^\s*(?:```|~~~).*$", re.M), ""),  # fence lines
-    (re.compile(r"\*\*|`|\|"), " "),
+# Markdown shown as read: the same snippet in the drop-down, on /search and in the CLI. Whole lines first
+# (heading hashes, quote and list markers, rules, fences), then links, then inline markup outside code.
+_LINES = [
+    (re.compile(r"^[ \t]*(?:([-*_])[ \t]*)(?:\1[ \t]*){2,}$", re.M), ""),  # thematic breaks: ---, ***, ___
+    (re.compile(r"^[ \t]*(?:>[ \t]?)*(?:#{1,6}[ \t]+|[-*+][ \t]+(?:\[[ xX]\][ \t]+)?|\d+[.)][ \t]+)?", re.M), ""),
+    (re.compile(r"[ \t]+#+[ \t]*$", re.M), ""),  # a heading's closing hashes
+    # [ \t], not \s, which spans lines: a chunk's blank lines cost their cube
+    (re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*:?-*:?[ \t]*$", re.M), ""),  # table rule rows
+    (re.compile(r"^[ \t]*(?:```|~~~).*$", re.M), ""),  # fence lines
+    # no bracket inside the brackets: an unclosed one must not make a long line cost its square
+    (re.compile(r"!?\[([^\[\]\n]*)\]\((?:[^()\n]|\([^()\n]*\))*\)"), r"\1"),  # [text](url), ![alt](src) → text, alt
+    (re.compile(r"\[\[(?:[^\[\]|\n]*\|)?([^\[\]\n]*)\]\]"), r"\1"),  # [[note|label]] → label
+    (re.compile(r"\[([^\[\]\n]+)\]\[[^\[\]\n]*\]"), r"\1"),  # [text][ref] → text
+    (re.compile(r"<((?:https?|mailto):[^<>\s]+)>"), r"\1"),  # <https://…> → the address
 ]
+# `code`, ``a ` b``: shown as written inside; emphasis: *a*, **a**, ***a***, ~~a~~ anywhere, _a_, __a__ only
+# between words (snake_case stays). Each spans at most 300 characters of a line: an opener without its
+# closer must not make a long line cost its square.
+_CODE = re.compile(r"(`+)[ ]?([^`\n](?:.{0,300}?[^`\n])??)[ ]?\1(?!`)")
+_EMPHASIS = re.compile(r"(?<![\\*])(\*{1,3}|~~)(?=[^\s*])(.{1,300}?)(?<=[^\s\\*])\1(?!\*)"
+                       r"|(?<![\w\\])(_{1,3})(?=[^\s_])(.{1,300}?)(?<=[^\s\\_])\3(?![\w_])")
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")  # \* → *
+
+
+def _inline(text: str) -> str:
+    """Emphasis markers, stray backticks, backslash escapes and table bars taken out of text that is not code."""
+    for _ in range(3):  # nested emphasis: **a *b* c**
+        plain = _EMPHASIS.sub(lambda m: m.group(2) if m.group(1) else m.group(4), text)
+        if plain == text:
+            break
+        text = plain
+    return _ESCAPE.sub(r"\1", text.replace("|", " ").replace("`", ""))
 
 
 def plain_text(markdown: str) -> str:
-    """Chunk text without the markdown punctuation that makes snippets hard to read."""
-    for pattern, replacement in _MARKUP:
+    """Chunk text as read, without the markdown punctuation (``*teh ais*`` → ``teh ais``, ``[text](url)``
+    → ``text``, ``# Heading`` → ``Heading``): a snippet shows words, not the syntax around them."""
+    for pattern, replacement in _LINES:
         markdown = pattern.sub(replacement, markdown)
-    return markdown
+    out, pos = [], 0
+    for code in _CODE.finditer(markdown):
+        out += [_inline(markdown[pos:code.start()]), code.group(2)]
+        pos = code.end()
+    out.append(_inline(markdown[pos:]))
+    return "".join(out)
 
 
 def _exact(term: Term) -> Callable[[str], bool]:
@@ -62,8 +93,9 @@ def matcher(terms: list[Term]) -> Callable[[str], bool]:
         found = decided.get(word)
         if found is None:
             folded = cached_fold(word)
-            found = decided[word] = (folded in translated or any(matches(folded) for matches in exact)
-                                     or len(folded) > 3 and stem_word(word) in keys)
+            function = word.lower() in FUNCTION_WORDS and not (len(word) > 1 and word.isupper())
+            found = decided[word] = not function and (folded in translated or any(m(folded) for m in exact)
+                                                      or len(folded) > 3 and stem_word(word) in keys)
         return found
 
     return is_match

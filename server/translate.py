@@ -3,8 +3,8 @@
 The notes are Czech and Slovak; people ask in English as well (``holey cheese cut into slices of
 equal weight``). The model connects some English questions to Czech and Slovak text, but a small
 one misses many, and the words half finds nothing: the notes say ``syr``, not ``cheese``. So a
-query written in English (no Czech or Slovak letter, and most of its content words headwords of
-the dictionary) has each English word searched also as its translations that some note holds, by
+query written in English (no Czech or Slovak letter, and most of its words English: see
+:func:`is_english`) has each English word searched also as its translations that some note holds, by
 their word keys (:mod:`builder.core.analysis`): dictionary-based query translation, the classic
 way to cross languages without a translation model. Czech and Slovak share most roots, and the
 keys fold accents, so a Czech translation (``sýr``, ``překlad``, ``váha``) finds Slovak notes too
@@ -30,13 +30,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.core.config import dictd_files
-from server.query import Term, content, content_words, keys_of
+from server.query import CZECH_SLOVAK_FUNCTION_WORDS, ENGLISH_FUNCTION_WORDS, Term, content, content_words, keys_of
 
 if TYPE_CHECKING:
     from server.spelling import KeyCounts
 
 MAX_TRANSLATIONS = 4  # per English word: the ones the notes hold most often
-MIN_ENGLISH = 0.5  # a query is English when more than this share of its content words are headwords
+MIN_ENGLISH = 0.5  # a query is English when more than this share of its words are English (is_english)
+# function words both languages spell alike (``to``, ``do``, ``a``, ``i``, ``my``, ``no``; ``at``, ``me``: ``ať``,
+# ``mě`` typed without accents): they say nothing of the query's language
+SHARED_FUNCTION_WORDS = ENGLISH_FUNCTION_WORDS & CZECH_SLOVAK_FUNCTION_WORDS | {"a", "i", "my", "no", "at", "me"}
 
 _B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
 _ASIDE = re.compile(r"\[[^\]]*\]|\([^)]*\)")  # a [domain] or a (remark) beside a translation
@@ -53,8 +56,12 @@ class Dictionary:
         return word in self.entries
 
     def translations(self, word: str) -> tuple[str, ...]:
-        """The translations of ``word`` (lower case), each once, in the dictionary's order."""
+        """The translations of ``word`` (lower case), each once, in the dictionary's order; never a single
+        character or one without a letter (``x`` → ``10``, ``ampersand`` → ``&``: no word to search), and
+        none of a single letter."""
         found: dict[str, None] = {}
+        if not translatable(word):
+            return ()
         for place in self.entries.get(word, "").splitlines():
             try:
                 offset, length = (_number(part) for part in place.split("\t")[:2])
@@ -67,9 +74,15 @@ class Dictionary:
                     continue
                 for part in _ASIDE.sub("", line).split(","):
                     part = " ".join(part.split())
-                    if part and part.lower() != word:
+                    if translatable(part) and part.lower() != word:
                         found.setdefault(part, None)
         return tuple(found)
+
+
+def translatable(word: str) -> bool:
+    """Can ``word`` be looked up, or searched as a translation? Not a single character (a letter is a
+    variable, a grade, a size: ``x`` is also the Roman ten) nor a number, which no language owns."""
+    return len(word) > 1 and any(char.isalpha() for char in word)
 
 
 def _number(text: str) -> int:
@@ -127,13 +140,21 @@ def state(path: Path | None) -> dict[str, object]:
 
 
 def is_english(words: list[str], dictionary: Dictionary) -> bool:
-    """Is a query with these content words (lower case, as typed) written in English? None has a
-    letter outside ASCII (Czech and Slovak words typed with their accents), and more than
-    :data:`MIN_ENGLISH` of them are headwords (a Czech question typed without accents has a few:
-    ``text``, ``program``)."""
+    """Is a query with these words (lower case, as typed, function words too) written in English? None
+    has a letter outside ASCII (Czech and Slovak words typed with their accents), and more than
+    :data:`MIN_ENGLISH` of those that tell are English: an English function word (``how``, ``for``)
+    or a headword. A Czech or Slovak function word (``jak``, ``na``, ``v``) and a word the dictionary
+    lacks tell the other way: a Czech question typed without accents has a few headwords (``text``,
+    ``program``), and an English one a name or two (``teh tarik``), which the English words outnumber.
+    Numbers and the function words both languages spell alike (:data:`SHARED_FUNCTION_WORDS`) tell
+    nothing; another single letter is a headword (Czech and Slovak have no one-letter words but
+    function words: ``-t``, ``C`` come from technical English)."""
     if not words or any(not word.isascii() for word in words):
         return False
-    return sum(word in dictionary for word in words) > MIN_ENGLISH * len(words)
+    telling = [word for word in words if word not in SHARED_FUNCTION_WORDS and any(c.isalpha() for c in word)]
+    english = sum(word in ENGLISH_FUNCTION_WORDS or word not in CZECH_SLOVAK_FUNCTION_WORDS and word in dictionary
+                  for word in telling)
+    return english > MIN_ENGLISH * len(telling)
 
 
 def translated(terms: list[Term], dictionary: Path | None, counts: KeyCounts) -> list[Term]:
@@ -143,10 +164,10 @@ def translated(terms: list[Term], dictionary: Path | None, counts: KeyCounts) ->
     words only is left out. The dictionary at ``dictionary`` is read for the first query that may be
     English."""
     words = content(terms)
-    if not words or not all(t.text.isascii() for t in words):
+    if not words or not all(t.text.isascii() for t in terms):
         return terms
     found = load(dictionary)
-    if found is None or not is_english([t.text for t in words], found):
+    if found is None or not is_english([t.text for t in terms], found):
         return terms
     offered = {t.text: [(text, keys_of(text)) for text in found.translations(t.text) if content_words(text)]
                for t in words}

@@ -209,9 +209,11 @@ def test_a_translated_query_is_ordered_by_its_words(dictionary_config, quiet_log
     config = dictionary_config(embedding=ollama_yaml("http://127.0.0.1:9"))
     conn = _built(config, quiet_log, embedder_factory=HashEmbedder)
     embedder = HashEmbedder()
-    hybrid = search(conn, config, "milk sauce", mode="hybrid", embedder=embedder)
-    words = search(conn, config, "milk sauce", mode="bm25")
-    assert hybrid.translated == words.translated == (("milk", ("mléko",)), ("sauce", ("omáčka",)))
+    # no section holds all three words (one that did would leave out what only the vectors found)
+    hybrid = search(conn, config, "milk sauce headphones", mode="hybrid", embedder=embedder)
+    words = search(conn, config, "milk sauce headphones", mode="bm25")
+    assert hybrid.translated == words.translated == (("milk", ("mléko",)), ("sauce", ("omáčka",)),
+                                                     ("headphones", ("sluchátka",)))
     lexical = [h.url for h in words.hits]
     assert [h.url for h in hybrid.hits][:len(lexical)] == lexical
     assert any(h.ranks["bm25"] is None for h in hybrid.hits[len(lexical):])  # what only the vectors found: after

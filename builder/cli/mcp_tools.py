@@ -191,12 +191,12 @@ paraphrases and other languages), fused by rank. The first tool for any question
 Returns up to `limit` hits, best first, each one section of a note: source, path, title, breadcrumb (the \
 section's headings), anchor, line_start and line_end, snippet (HTML-escaped, matched words in <mark>), \
 provenance ("words #2, meaning #1": which half found it, at which rank), url (the note's page on the portal, \
-relative to its root), more (other matching sections of the same note), copies (the same text elsewhere) \
-and words (the section's words that matched, each form once: the forms to grep for).
+relative to its root), more (the note's other matching sections, past `limit` too), copies (the same text \
+elsewhere) and words (the section's words that matched, each form once: the forms to grep for).
 weak: true means nothing confident matched: the hits are only the closest by meaning and probably do not \
 answer. Then tell the user there is nothing in their notes on it (check with grep for an exact word first). \
 `notes` holds remarks (a corrected typo, English words searched in translation, embeddings unavailable so \
-words only).
+words only, a query of function words only: add a word that says what to find).
 The index can be about a minute older than the files: to quote or answer in detail, read the section with \
 read_note(source, path, section=anchor)."""
 

@@ -338,7 +338,9 @@ def test_a_full_site_disk_leaves_no_half_pages_and_the_next_build_converges(
     clean = clean_site(tmp_path, notes, ollama.url)
 
     disk.fill(leave, fsize_limit=lambda: 0)
-    proc = disk.run_cli("build", "--config", str(config.path))
+    # `--vectors now`: the new notes' vectors are embedded before the command returns, not by a process
+    # racing the checks below
+    proc = disk.run_cli("build", "--vectors", "now", "--config", str(config.path))
     log = config.log_path.read_text(encoding="utf-8")[len(log_before):]
     expected = (f"site: cannot write {site} (No space left on device); the index is up to date; "
                 "the next build renders it again")

@@ -106,6 +106,32 @@ def first_builds(corpus: Corpus, runs: int) -> dict[str, Any]:
             "site_mb": size_mb(corpus.folder / "site"), "notes_mb": size_mb(corpus.folder / "notes")}
 
 
+def _parse_and_render(paths: list[str]) -> int:
+    """markdown-it-py alone over some notes: read, parse and render each (commonmark, tables, raw HTML)."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+    return sum(len(md.render(Path(path).read_text(encoding="utf-8"))) for path in paths)
+
+
+def markdown_floor(corpus: Corpus, runs: int) -> dict[str, Any]:
+    """The floor of a first build: the seconds markdown-it-py alone takes to read, parse and render
+    every note of ``corpus`` on every core (a process per core, batches of 100 notes)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    paths = sorted(str(p) for p in (corpus.folder / "notes").rglob("*.md"))
+    batches = [paths[i:i + 100] for i in range(0, len(paths), 100)]
+    seconds = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        with ProcessPoolExecutor(os.cpu_count() or 1) as pool:
+            rendered = sum(pool.map(_parse_and_render, batches))
+        seconds.append(time.perf_counter() - started)
+    if len(paths) != corpus.notes or not rendered:
+        raise SystemExit(f"{corpus.folder}: {len(paths)} notes read, {corpus.notes} written")
+    return {"seconds": summary(seconds), "runs": seconds, "notes": len(paths)}
+
+
 def noop_builds(corpus: Corpus, runs: int, *, bytecode: bool = True) -> dict[str, Any]:
     """``runs`` builds with nothing changed (after one settling build); without ``bytecode``, every
     module is compiled from source at each start."""

@@ -119,6 +119,8 @@ def run_builds(plan: Plan, work: Path, results: dict[str, Any], say: Progress) -
         corpus = bench_builds.make_corpus(work / f"notes-{notes}", notes, pools)
         say(f"{notes:,} notes: {plan.first_runs} first builds")
         row: dict[str, Any] = {"first": bench_builds.first_builds(corpus, plan.first_runs)}
+        say(f"{notes:,} notes: markdown-it-py alone, {plan.first_runs} times (the first build's floor)")
+        row["markdown_floor"] = bench_builds.markdown_floor(corpus, plan.first_runs)
         say(f"{notes:,} notes: {plan.runs} no-op builds, and as many without bytecode caches")
         row["noop"] = bench_builds.noop_builds(corpus, plan.runs)
         row["noop_no_bytecode"] = bench_builds.noop_builds(corpus, plan.runs, bytecode=False)

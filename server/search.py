@@ -162,7 +162,8 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     unknown = spelling.unknown_names(conn, terms)
     if unknown:
         notes.append(f"no note mentions {', '.join(repr(w) for w in unknown)}")
-    lexical = _bm25(conn, terms, stems, source, tag, counts)
+    within = db.tag_chunk_ids(conn, tag, source) if tag is not None else None
+    lexical = _bm25(conn, terms, stems, source, tag, counts, within)
     semantic: list[tuple[int, float]] = []
     if mode in ("hybrid", "vector"):
         if query_vector is None and vector_later is not None:
@@ -206,17 +207,19 @@ def embed_query(embedder: Embedder, query: str) -> tuple[bytes | None, str | Non
 
 
 def _bm25(conn: Connection, terms: list[Term], stems: bool, source: str | None, tag: str | None,
-          counts: spelling.KeyCounts) -> list[tuple[int, float]]:
-    """Chunks holding every word (in some form; ``stems``: or its key), then chunks holding any content word."""
-    found = db.fts_search(conn, match_all(terms, stems), CANDIDATES, source, tag, stems)
+          counts: spelling.KeyCounts, within: str | None = None) -> list[tuple[int, float]]:
+    """Chunks holding every word (in some form; ``stems``: or its key), then chunks holding any content
+    word; ``within``: only these chunks (a rare tag's, :func:`builder.core.index.tag_chunk_ids`)."""
+    found = db.fts_search(conn, match_all(terms, stems), CANDIDATES, source, tag, stems, within)
     if len(found) < CANDIDATES and (len(content(terms)) > 1 or not found):
         seen = {chunk_id for chunk_id, _ in found}
-        found += [hit for hit in _any_word(conn, terms, stems, source, tag, counts) if hit[0] not in seen]
+        found += [hit for hit in _any_word(conn, terms, stems, source, tag, counts, within) if hit[0] not in seen]
     return found[:CANDIDATES]
 
 
 def _any_word(conn: Connection, terms: list[Term], stems: bool, source: str | None,
-              tag: str | None, counts: spelling.KeyCounts | None = None) -> list[tuple[int, float]]:
+              tag: str | None, counts: spelling.KeyCounts | None = None,
+              within: str | None = None) -> list[tuple[int, float]]:
     """The best :data:`CANDIDATES` chunks holding any content word, by BM25 over all of them.
 
     On a large index a question's common words (``hodnota``, ``typ``) are each in thousands of
@@ -233,10 +236,10 @@ def _any_word(conn: Connection, terms: list[Term], stems: bool, source: str | No
     """
     rare, common = _common_split(conn, terms, stems, counts)
     if not rare or not common:
-        return db.fts_search(conn, match_any(terms, stems), CANDIDATES, source, tag, stems)
+        return db.fts_search(conn, match_any(terms, stems), CANDIDATES, source, tag, stems, within)
     rare_any, common_any = match_any(rare, stems), match_any(common, stems)
-    both = db.fts_search(conn, f"({rare_any}) AND ({common_any})", CANDIDATES, source, tag, stems)
-    scores = dict(db.fts_search(conn, rare_any, CANDIDATES, source, tag, stems))
+    both = db.fts_search(conn, f"({rare_any}) AND ({common_any})", CANDIDATES, source, tag, stems, within)
+    scores = dict(db.fts_search(conn, rare_any, CANDIDATES, source, tag, stems, within))
     scores.update(both)
     return sorted(scores.items(), key=lambda hit: (-hit[1], hit[0]))[:CANDIDATES]
 

@@ -3,6 +3,7 @@ weak answers, hit shape, notes, hostile input."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from builder import indexfile
 from builder.core import index as db
+from builder.core.config import load_config
 from builder.core.analysis import ANALYSIS_VERSION, stem_word
 from builder.core.errors import UserError
 from builder.core.index.schema import STEMS_VERSION
@@ -26,6 +28,7 @@ from tests.conftest import (
     ollama_yaml,
     quiet,
     sample_config,
+    write_config,
     write_note,
     write_sample_notes,
 )
@@ -683,3 +686,35 @@ def test_a_query_reads_each_words_chunk_count_once(indexed, monkeypatch):
     assert len(read) == len(set(read)) and {t.key for t in parse("vody konvice qqqxyzw")} <= set(read)  # each once
     assert looked_up == ["qqqxyzw"]  # vody and konvice are held by their keys
     assert result.hits
+
+
+def test_a_rare_tag_filters_inside_the_words_search_and_keeps_its_order(tmp_path: Path):
+    """A tag on few notes is searched with its chunks listed once (``tag_chunk_ids``); a common one by
+    the best of all matches. Either way: only the tag's notes, in the order of the unfiltered ranking,
+    and a source filter on top keeps only that source's."""
+    for n in range(24):
+        tags = (["vzácný"] if n in (3, 17) else []) + (["běžný"] if n % 4 else [])
+        body = "".join(f"\n## Oddíl {k}\n\nsíťový most {'most ' * (n % 5)}číslo {n} {k}\n" for k in range(3))
+        write_note(tmp_path / "notes", f"n{n:02}.md", f"---\ntags: {tags}\n---\n# Poznámka {n}\n{body}")
+        write_note(tmp_path / "other", f"o{n:02}.md", f"---\ntags: [vzácný]\n---\n# Jiná {n}\n\nsíťový most {n}\n")
+    config = load_config(write_config(tmp_path, "index: data/index.sqlite\nembedding:\n  provider: none\n"
+                                      "sources:\n  notes:\n    folder: notes\n  other:\n    folder: other\n"))
+    assert build(config, log=quiet(config)) == 0
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    try:
+        rare = db.tag_chunk_ids(conn, "VZÁCNÝ", "notes")
+        notes_rare = {row[0] for row in conn.execute(
+            "SELECT id FROM chunks WHERE source_id = 'notes' AND path IN ('n03.md', 'n17.md')")}
+        assert rare is not None and set(json.loads(rare)) == notes_rare and len(notes_rare) == 2
+        assert db.tag_chunk_ids(conn, "běžný", None) is None  # 18 of 24 notes: the best of all matches
+        everything = [h.path for h in search(conn, config, "most", mode="bm25", limit=50, max_per_note=1).hits]
+        for tag, source in (("vzácný", "notes"), ("běžný", None), ("vzácný", None)):
+            found = [(h.source, h.path) for h in search(conn, config, "most", mode="bm25", limit=50, tag=tag,
+                                                         source=source, max_per_note=1).hits]
+            tagged = {(r[0], r[1]) for r in conn.execute(
+                "SELECT source_id, path FROM note_tags WHERE tag_key = :tag", {"tag": tag})}
+            assert set(found) == {t for t in tagged if source in (None, t[0])}, (tag, source, len(found), sorted(found))
+            mine = [p for s, p in found if s == "notes"]
+            assert mine == [p for p in everything if p in mine]  # the unfiltered order
+    finally:
+        conn.close()

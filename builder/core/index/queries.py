@@ -32,11 +32,37 @@ _BM25_BEFORE_STEMS = "bm25(chunks_fts, 2.0, 1.0)"  # an index from before schema
 FILTER_WIDEN = 8  # a filtered search first looks among this many times the hits it needs
 
 
+def tag_chunk_ids(conn: Connection, tag: str, source_id: str | None) -> str | None:
+    """The ids of the chunks of the notes tagged ``tag`` (in ``source_id``), a JSON list for
+    :func:`fts_search`'s ``within``, worked out once a search; None when they are over one in
+    :data:`FILTER_WIDEN` of all chunks (the best of all matches then holds enough of them) or the index
+    has no tags' table."""
+    if not has_table(conn, "note_tags"):
+        return None
+    ids, count = conn.execute(dedent("""
+        SELECT json_group_array(c.id), count(*)
+        FROM note_tags AS t JOIN chunks AS c ON c.source_id = t.source_id AND c.path = t.path
+        WHERE t.tag_key = casefold(:tag) AND (:source_id IS NULL OR c.source_id = :source_id)
+    """), {"tag": tag, "source_id": source_id}).fetchone()
+    top = conn.execute("SELECT max(id) FROM chunks").fetchone()[0] or 0
+    return None if count * FILTER_WIDEN > top else str(ids)
+
+
 def fts_search(conn: Connection, match: str, limit: int, source_id: str | None, tag: str | None,
-               stems: bool = True) -> list[tuple[int, float]]:
+               stems: bool = True, within: str | None = None) -> list[tuple[int, float]]:
     """Chunks matching the FTS5 expression ``match``: (id, BM25 score, larger is better), best first
-    (equal scores, copies of a text among them: the smaller id first)."""
+    (equal scores, copies of a text among them: the smaller id first). ``within`` (:func:`tag_chunk_ids`)
+    lists the only chunks to return, in place of ``source_id`` and ``tag``."""
     rank = _BM25 if stems else _BM25_BEFORE_STEMS  # a fixed choice of two constants, never user text
+    if within is not None:
+        # FTS5 walks the matches and the list filters them (`+rowid`: as `rowid IN`, FTS5 would run the
+        # MATCH once per listed id); only the rows kept are scored
+        rows = conn.execute(dedent(f"""
+            SELECT rowid, -{rank} AS score FROM chunks_fts
+            WHERE chunks_fts MATCH :match AND +rowid IN (SELECT value FROM json_each(:within))
+            ORDER BY score DESC, rowid LIMIT :limit
+        """), {"match": match, "limit": limit, "within": within}).fetchall()
+        return [(row[0], row[1]) for row in rows]
     if source_id is not None or tag is not None:
         # Joined per matching chunk, a filter costs 3-4x the words alone (a common word: 20 → 70-80 ms
         # at 10,000 notes); the best of all matches, filtered afterwards, is the same answer when it

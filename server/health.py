@@ -28,7 +28,8 @@ def health(config: Config, reader: IndexReader, embedder: QueryEmbedder, memory:
     body["embedding"] = embedder.state()
     body["vector_memory"] = memory.state()
     body["dictionary"] = translate.state(config.dictionary)  # English questions searched in Czech
-    healthy = (body["index"] and "error" not in body and body["embedding"]["reachable"] is not False
+    failing = [sid for sid, source in body.get("sources", {}).items() if source["last_error"]]
+    healthy = (body["index"] and "error" not in body and not failing and body["embedding"]["reachable"] is not False
                and body["vector_memory"]["error"] is None and body["dictionary"]["error"] is None)
     body["status"] = "ok" if healthy else "degraded"
     return body

@@ -16,6 +16,7 @@ from builder import indexfile
 from builder.core import index as db
 from builder.core.config import Config, load_config
 from builder.sync import build
+from builder.synclog import SyncLog
 from server.app import SECURITY_HEADERS, create_app
 from tests.conftest import HashEmbedder, copy_config, free_port, ollama_yaml, write_note
 from tests.render_support import build_and_render
@@ -118,6 +119,20 @@ def test_health_reports_counts_and_sources(client):
     assert (health["embedding"]["provider"], health["embedding"]["error"]) == ("ollama", None)
     assert health["vector_memory"] == {"loaded": False, "vectors": 0, "error": None, "failed_at": None}
     assert set(health["sources"]) == {"notes"} and health["sources"]["notes"]["last_sync_at"]
+
+
+def test_health_is_degraded_while_a_source_fails_and_names_it(tmp_path: Path):
+    """A monitor polling /api/health learns that a source stopped updating, not only the build's log."""
+    write_note(tmp_path / "notes", "a.md", "# A\n\nalfa\n")
+    (tmp_path / "not-a-repo").mkdir()
+    path = tmp_path / "portal.yaml"
+    path.write_text(f"index: data/index.sqlite\nembedding:\n  provider: none\nsources:\n  notes:\n    folder: notes\n"
+                    f"  broken:\n    git: {tmp_path / 'not-a-repo'}\n", encoding="utf-8")
+    config = load_config(path)
+    assert build(config, log=SyncLog(config.log_path, echo_info=False)) == 3
+    health = TestClient(create_app(config)).get("/api/health").json()
+    assert (health["status"], health["sources"]["notes"]["last_error"]) == ("degraded", None)
+    assert health["sources"]["broken"]["last_error"].startswith("git ls-remote failed")
 
 
 def test_health_notices_a_full_text_index_out_of_step(portal, client):

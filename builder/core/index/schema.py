@@ -310,6 +310,10 @@ SCHEMA_STEPS: tuple[str | Callable[[Connection], None], ...] = (
     """,
     # 12: each note's tags in a table of their own, for tag filters (see _add_note_tags)
     _add_note_tags,
+    # 13: step 11's index was step 1's idx_chunks_pending again: every write of a chunk kept both
+    """
+    DROP INDEX IF EXISTS chunks_waiting;
+    """,
 )
 
 

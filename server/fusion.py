@@ -21,9 +21,13 @@ normalised scores, the dense half leading when BM25 matches little) are in docs/
 
 Weak: the answer is "nothing confident" when no note among BM25's best chunks holds most of the
 query's content words (``COVERAGE``) *and* the two halves agree on no note among their first
-``AGREEMENT_DEPTH``. Each signal alone is common in real answers (a paraphrase shares few words; a
-long question rarely has all its words in one chunk); together they mark questions the notes do not
-answer, and nonsense. With the words alone there is no second opinion (nor is there for a query typed
+``AGREEMENT_DEPTH`` chunks. Each signal alone is common in real answers (a paraphrase shares few
+words; a long question rarely has all its words in one chunk); together they mark questions the
+notes do not answer, and nonsense. The depth is 12, not 5: a question in a person's own words often
+has its note at rank 6-12 of one half (its words are spread over several of the note's sections,
+and each half ranks a few other notes first), while for a question the notes do not answer the
+halves rank unrelated notes that rarely meet even at 12 (chosen on the tuning fold, where depths
+10-15 did as well; docs/QUALITY.md). With the words alone there is no second opinion (nor is there for a query typed
 without accents, whose vector list drifts as above; a query searched in translation keeps it), and a
 question in a person's own words carries several a note would not repeat (how, use, set up): the
 answer is then weak only when no note holds a third of the content words
@@ -39,7 +43,7 @@ STRONG_RATIO = 1.3
 CONFIDENT_WEIGHT = 1.5
 COVERAGE = 3 / 4
 LEXICAL_ONLY_COVERAGE = 1 / 3
-AGREEMENT_DEPTH = 5
+AGREEMENT_DEPTH = 12
 
 
 @dataclass(frozen=True)

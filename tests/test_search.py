@@ -15,7 +15,7 @@ from builder.core.analysis import ANALYSIS_VERSION, stem_word
 from builder.core.errors import UserError
 from builder.core.index.schema import STEMS_VERSION
 from builder.sync import build
-from server import spelling
+from server import fusion, spelling
 from server.fusion import fuse
 from server.query import match_all, parse
 from server.search import search
@@ -392,7 +392,7 @@ def test_a_query_typed_without_accents_is_judged_by_its_words(config_for, notes_
     second opinion (it reads ``nastroje`` as another word) and the words alone find a lead."""
     write_note(notes_dir, "skola/skuska.md",
                "# Skúška\n\nAké nástroje sú povolené na skúške? Python a NetBeans.\n")
-    for i in range(6):
+    for i in range(fusion.AGREEMENT_DEPTH):  # the exam note beyond the vector half's depth
         write_note(notes_dir, f"hudba/kytara-{i}.md", f"# Kytara {i}\n\nKytara, struna a akord číslo {i}.\n")
     config = config_for(EMBED)
     build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
@@ -403,7 +403,29 @@ def test_a_query_typed_without_accents_is_judged_by_its_words(config_for, notes_
     finally:
         conn.close()
     assert result.hits[0].path == "skola/skuska.md"
-    assert "skola/skuska.md" not in {h.path for h in result.hits if h.ranks["vector"] and h.ranks["vector"] <= 5}
+    assert "skola/skuska.md" not in {h.path for h in result.hits
+                                     if h.ranks["vector"] and h.ranks["vector"] <= fusion.AGREEMENT_DEPTH}
+    assert result.weak is weak
+
+
+@pytest.mark.parametrize(("guitars", "weak"), [(11, False), (12, True)])
+def test_the_halves_agree_when_they_share_a_note_within_their_first_12(tmp_path, quiet_log, guitars, weak):
+    """Half the words are in the exam note (no note holds 3/4 of them), BM25 ranks it first, and the
+    vector half, pointed at guitars, ranks it after every guitar note: 12th is still agreement (the
+    answer is shown as one), 13th is not (weak). With a depth of 5 both were weak."""
+    notes = tmp_path / "notes"
+    write_note(notes, "skola/skuska.md", "# Skúška\n\nAké nástroje sú povolené na skúške? Python a NetBeans.\n")
+    for i in range(guitars):
+        write_note(notes, f"hudba/kytara-{i}.md", f"# Kytara {i}\n\nKytara, struna a akord číslo {i}.\n")
+    config = sample_config(tmp_path, EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    try:
+        result = search(conn, config, "nástroje povolené qwrtz zxcvb", mode="hybrid",
+                        query_vector=HashEmbedder().embed_query("kytara struna akord"))
+    finally:
+        conn.close()
+    assert result.hits[0].path == "skola/skuska.md" and result.hits[0].ranks == {"bm25": 1, "vector": guitars + 1}
     assert result.weak is weak
 
 

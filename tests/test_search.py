@@ -103,6 +103,17 @@ def test_a_bm25_winner_far_ahead_of_its_runner_up_stays_first():
     assert fuse([(10, 12.9), (20, 10.0)], vector)[0].chunk_id == 20  # not far enough ahead: plain fusion
 
 
+def test_a_bm25_pair_far_ahead_of_the_rest_stays_first_in_its_order():
+    """A note and its copy of another course year score alike (86.8 and 75.0: not 1.3 apart), both far
+    ahead of the third (57.2); the vector list ranks them 6th and 7th. Fused by rank alone the
+    vectors' first (BM25's third) would come first; the pair stays ahead (the shape of kemt-219, a
+    Kubernetes assignment and its copy under another year's folder)."""
+    bm25 = [(10, 86.8), (11, 75.0), (20, 57.2), (30, 48.8)]
+    vector = [(20, 0.908), (40, 0.907), (50, 0.904), (30, 0.901), (60, 0.900), (10, 0.899), (11, 0.899)]
+    assert [r.chunk_id for r in fuse(bm25, vector)][:3] == [10, 11, 20]
+    assert [r.chunk_id for r in fuse([(10, 86.8), (11, 75.0), (20, 60.0), (30, 48.8)], vector)][0] == 20  # 75 < 1.3 × 60
+
+
 def test_a_query_typed_without_accents_is_ordered_by_its_words_then_what_only_the_vectors_found():
     bm25 = [(10, 5.0), (30, 4.9), (20, 4.8)]
     vector = [(20, 0.9), (40, 0.8), (50, 0.7), (10, 0.6)]

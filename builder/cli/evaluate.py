@@ -20,8 +20,8 @@ chosen) and *held-out* (where a change must not hurt), stratified by type and co
 (type, corpus) stratum, strata in sorted order, the queries are sorted by the SHA-1 of their id and
 dealt alternately to the two folds, the alternation running on across strata: each stratum splits
 as evenly as it can, so does each type (its corpora are adjacent strata), the folds differ by at
-most one query, and the split depends on nothing but the ids and types (a query added later moves
-only those after it in its own stratum and the strata after it).
+most one query, and the split depends on nothing but the queries' ids, types and corpora (a query
+added later moves only those after it in its own stratum and the strata after it).
 The report gives the whole set and both folds side by side.
 """
 

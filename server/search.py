@@ -8,7 +8,7 @@ The order of work for one query:
    says what was searched instead;
 2. BM25 over chunks: every word, else any content word; the vector half: the nearest chunks;
 3. fusion (:mod:`server.fusion`): Reciprocal Rank Fusion at k=10, except that a BM25 winner far
-   ahead of its runner-up stays first;
+   ahead of its runner-up stays first (and a leading pair far ahead of the third);
 4. results by note: when the first hit holds every word of the query, the chunks found by meaning
    alone that hold none of them are left out (:func:`_earned`); at most ``max_per_note`` chunks of a
    note among the hits (its other matching sections are listed under its first hit, whatever the

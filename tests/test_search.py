@@ -17,7 +17,7 @@ from builder.core.analysis import ANALYSIS_VERSION, stem_word
 from builder.core.errors import UserError
 from builder.core.index.schema import STEMS_VERSION
 from builder.sync import build
-from server import spelling
+from server import fusion, spelling
 from server.fusion import fuse
 from server.query import match_all, parse
 from server.search import search
@@ -104,6 +104,18 @@ def test_a_bm25_winner_far_ahead_of_its_runner_up_stays_first():
     vector = [(30, 0.9), (40, 0.8), (20, 0.7)]
     assert fuse([(10, 13.0), (20, 10.0)], vector)[0].chunk_id == 10  # 13 ≥ 1.3 × 10
     assert fuse([(10, 12.9), (20, 10.0)], vector)[0].chunk_id == 20  # not far enough ahead: plain fusion
+
+
+def test_a_bm25_pair_far_ahead_of_the_rest_stays_first_in_its_order():
+    """A note and its copy of another course year score alike (86.8 and 75.0: not 1.3 apart), both far
+    ahead of the third (57.2); the vector list ranks them 6th and 7th. Fused by rank alone the
+    vectors' first (BM25's third) would come first; the pair stays ahead (the shape of kemt-219, a
+    Kubernetes assignment and its copy under another year's folder)."""
+    bm25 = [(10, 86.8), (11, 75.0), (20, 57.2), (30, 48.8)]
+    vector = [(20, 0.908), (40, 0.907), (50, 0.904), (30, 0.901), (60, 0.900), (10, 0.899), (11, 0.899)]
+    assert [r.chunk_id for r in fuse(bm25, vector)][:3] == [10, 11, 20]
+    close_third = [(10, 86.8), (11, 75.0), (20, 60.0), (30, 48.8)]
+    assert [r.chunk_id for r in fuse(close_third, vector)][0] == 20  # 75 < 1.3 × 60: plain fusion
 
 
 def test_a_query_typed_without_accents_is_ordered_by_its_words_then_what_only_the_vectors_found():
@@ -395,7 +407,7 @@ def test_a_query_typed_without_accents_is_judged_by_its_words(config_for, notes_
     second opinion (it reads ``nastroje`` as another word) and the words alone find a lead."""
     write_note(notes_dir, "skola/skuska.md",
                "# Skúška\n\nAké nástroje sú povolené na skúške? Python a NetBeans.\n")
-    for i in range(6):
+    for i in range(fusion.AGREEMENT_DEPTH):  # the exam note beyond the vector half's depth
         write_note(notes_dir, f"hudba/kytara-{i}.md", f"# Kytara {i}\n\nKytara, struna a akord číslo {i}.\n")
     config = config_for(EMBED)
     build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
@@ -406,7 +418,29 @@ def test_a_query_typed_without_accents_is_judged_by_its_words(config_for, notes_
     finally:
         conn.close()
     assert result.hits[0].path == "skola/skuska.md"
-    assert "skola/skuska.md" not in {h.path for h in result.hits if h.ranks["vector"] and h.ranks["vector"] <= 5}
+    assert "skola/skuska.md" not in {h.path for h in result.hits
+                                     if h.ranks["vector"] and h.ranks["vector"] <= fusion.AGREEMENT_DEPTH}
+    assert result.weak is weak
+
+
+@pytest.mark.parametrize(("guitars", "weak"), [(11, False), (12, True)])
+def test_the_halves_agree_when_they_share_a_note_within_their_first_12(tmp_path, quiet_log, guitars, weak):
+    """Half the words are in the exam note (no note holds 3/4 of them), BM25 ranks it first, and the
+    vector half, pointed at guitars, ranks it after every guitar note: 12th is still agreement (the
+    answer is shown as one), 13th is not (weak). With a depth of 5 both were weak."""
+    notes = tmp_path / "notes"
+    write_note(notes, "skola/skuska.md", "# Skúška\n\nAké nástroje sú povolené na skúške? Python a NetBeans.\n")
+    for i in range(guitars):
+        write_note(notes, f"hudba/kytara-{i}.md", f"# Kytara {i}\n\nKytara, struna a akord číslo {i}.\n")
+    config = sample_config(tmp_path, EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    try:
+        result = search(conn, config, "nástroje povolené qwrtz zxcvb", mode="hybrid",
+                        query_vector=HashEmbedder().embed_query("kytara struna akord"))
+    finally:
+        conn.close()
+    assert result.hits[0].path == "skola/skuska.md" and result.hits[0].ranks == {"bm25": 1, "vector": guitars + 1}
     assert result.weak is weak
 
 

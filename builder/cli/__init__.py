@@ -163,9 +163,14 @@ def parser() -> Parser:
 
     p = _command(sub, "eval", "measure retrieval quality over judged queries",
                  "Index the corpora beside the queries file in a folder of their own and score\n"
-                 "every query in each mode: Hit@1/3/5, MRR@10 and Recall@5, per query type.", common)
-    p.add_argument("--queries", metavar="FILE", required=True,
-                   help="judged queries, one JSON object per line (see ../shared/eval/README.md)")
+                 "every query in each mode: Hit@1/3/5, MRR@10 and Recall@5, per query type, for\n"
+                 "the whole set and its two folds (tune: where rules are chosen; held-out: where\n"
+                 "they are checked; stratified by corpus and type, by a hash of the query id).", common)
+    p.add_argument("--queries", metavar="PATH", required=True,
+                   help="judged queries, one JSON object per line (see ../shared/eval/README.md): "
+                        "a file, or a folder whose *.jsonl files are read together")
+    p.add_argument("--fold", choices=("tune", "held-out"),
+                   help="score one fold only (default: the whole set, and each fold beside it)")
     p.add_argument("--corpora", metavar="DIR",
                    help="the folder holding one folder per corpus (default: ../corpora beside the queries file)")
     p.add_argument("--modes", metavar="LIST", help="comma-separated modes to score (default: bm25,vector,hybrid)")

@@ -205,6 +205,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         Query,
         eval_config,
         evaluate,
+        folds,
         format_report,
         load_queries,
     )
@@ -218,7 +219,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     config = config_of(args)
     queries_path = Path(args.queries)
     queries = load_queries(queries_path)
-    corpora = Path(args.corpora) if args.corpora else queries_path.resolve().parent.parent / "corpora"
+    fold = folds(queries)  # over the whole set, so a fold is the same whichever is scored
+    if args.fold:
+        queries = [q for q in queries if fold[q.id] == args.fold]
+    beside = queries_path.resolve() if queries_path.is_dir() else queries_path.resolve().parent
+    corpora = Path(args.corpora) if args.corpora else beside.parent / "corpora"
     evaluated = eval_config(config, corpora, sorted({q.corpus for q in queries}))
     log = SyncLog(evaluated.log_path, echo_info=False)
     try:
@@ -244,7 +249,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     def headings(source: str, path: str) -> tuple[tuple[str, int], ...]:
         return tuple((h["text"], h["line"]) for h in db.note_headings(conn, source, path))
 
-    report = evaluate(queries, ask, headings, modes)
+    report = evaluate(queries, ask, headings, modes, fold)
     if args.json:
         print(json.dumps(envelope("eval", report.to_json()), ensure_ascii=False, indent=1))
     else:

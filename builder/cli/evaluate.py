@@ -14,10 +14,20 @@ heading is ``null`` (the whole file answers).
 Per mode and query type: Hit@1/3/5, MRR@10 and Recall@5 (the share of the ``relevant`` entries found
 in the top 5); for queries without an answer, how often the answer was marked weak, and how often
 an answerable query wrongly was.
+
+Folds (:func:`folds`): the queries split in two halves by query, *tune* (where rules and weights are
+chosen) and *held-out* (where a change must not hurt), stratified by type and corpus. Within each
+(type, corpus) stratum, strata in sorted order, the queries are sorted by the SHA-1 of their id and
+dealt alternately to the two folds, the alternation running on across strata: each stratum splits
+as evenly as it can, so does each type (its corpora are adjacent strata), the folds differ by at
+most one query, and the split depends on nothing but the queries' ids, types and corpora (a query
+added later moves only those after it in its own stratum and the strata after it).
+The report gives the whole set and both folds side by side.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import unicodedata
@@ -32,6 +42,7 @@ from builder.core.errors import UserError
 EVAL_MODES = ("bm25", "vector", "hybrid")  # the search modes the eval measures, in its report's order
 DEPTH = 10  # ranks beyond this count as not found (MRR@10)
 TYPE_ORDER = ("exact", "paraphrase", "inflected", "nodiacritics", "crosslang", "short")
+FOLDS = ("tune", "held-out")  # where rules are chosen, where they are checked
 
 
 @dataclass(frozen=True)
@@ -84,7 +95,24 @@ class QueryRanks:
 
 
 def load_queries(path: Path) -> list[Query]:
-    """The judged queries; a malformed line is a one-line error naming it."""
+    """The judged queries of a file, or of every ``*.jsonl`` file in a folder (in name order); a
+    malformed line, or an id given twice, is a one-line error naming it."""
+    if path.is_dir():
+        files = sorted(path.glob("*.jsonl"))
+        if not files:
+            raise UserError(f"{path}: no *.jsonl queries files in the folder")
+        queries = [q for file in files for q in _load_file(file)]
+    else:
+        queries = _load_file(path)
+    seen: set[str] = set()
+    for q in queries:
+        if q.id in seen:
+            raise UserError(f"{path}: query id {q.id!r} given twice")
+        seen.add(q.id)
+    return queries
+
+
+def _load_file(path: Path) -> list[Query]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -103,6 +131,20 @@ def load_queries(path: Path) -> list[Query]:
     if not queries:
         raise UserError(f"{path}: no queries in the file")
     return queries
+
+
+def folds(queries: Sequence[Query]) -> dict[str, str]:
+    """Each query's fold (:data:`FOLDS`) by its id: see the module."""
+    strata: dict[tuple[str, str], list[Query]] = {}
+    for q in queries:
+        strata.setdefault((q.type, q.corpus), []).append(q)
+    fold: dict[str, str] = {}
+    dealt = 0
+    for key in sorted(strata):
+        for q in sorted(strata[key], key=lambda q: (hashlib.sha1(q.id.encode("utf-8")).hexdigest(), q.id)):
+            fold[q.id] = FOLDS[dealt % 2]
+            dealt += 1
+    return fold
 
 
 def _plain_heading(text: str) -> str:
@@ -169,28 +211,41 @@ def metrics(ranked: Sequence[QueryRanks], level: str) -> dict[str, float | int]:
 class EvalReport:
     queries: int
     modes: dict[str, list[QueryRanks]] = field(default_factory=dict)
+    fold: dict[str, str] = field(default_factory=dict)  # query id → fold; empty: no folds reported
 
     def summary(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"queries": self.queries, "modes": {}}
-        for mode, ranked in self.modes.items():
-            answerable = [r for r in ranked if r.query.answerable]
-            types = [t for t in TYPE_ORDER if any(r.query.type == t for r in answerable)]
-            types += sorted({r.query.type for r in answerable} - set(types))
-            entry: dict[str, Any] = {}
-            for level in ("file", "section"):
-                entry[level] = {"all": metrics(answerable, level)}
-                entry[level].update({t: metrics([r for r in answerable if r.query.type == t], level) for t in types})
-            unanswerable = [r for r in ranked if not r.query.answerable]
-            entry["weak"] = _weak_figures(unanswerable, answerable)
-            out["modes"][mode] = entry
+        out: dict[str, Any] = {"queries": self.queries, "modes": _summary(self.modes)}
+        present = [f for f in FOLDS if f in self.fold.values()]
+        if len(present) > 1:  # the whole set and each fold (one fold alone: "modes" is that fold)
+            out["folds"] = {f: {"queries": sum(1 for v in self.fold.values() if v == f),
+                                "modes": _summary({mode: [r for r in ranked if self.fold.get(r.query.id) == f]
+                                                   for mode, ranked in self.modes.items()})}
+                            for f in present}
         return out
 
     def to_json(self) -> dict[str, Any]:
         data = self.summary()
-        data["per_query"] = [{"id": r.query.id, "mode": mode, "type": r.query.type, "file_rank": r.file_rank,
+        data["per_query"] = [{"id": r.query.id, "mode": mode, "type": r.query.type, "corpus": r.query.corpus,
+                              "fold": self.fold.get(r.query.id), "file_rank": r.file_rank,
                               "section_rank": r.section_rank, "weak": r.weak}
                              for mode, ranked in self.modes.items() for r in ranked]
         return data
+
+
+def _summary(modes: dict[str, list[QueryRanks]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for mode, ranked in modes.items():
+        answerable = [r for r in ranked if r.query.answerable]
+        types = [t for t in TYPE_ORDER if any(r.query.type == t for r in answerable)]
+        types += sorted({r.query.type for r in answerable} - set(types))
+        entry: dict[str, Any] = {}
+        for level in ("file", "section"):
+            entry[level] = {"all": metrics(answerable, level)}
+            entry[level].update({t: metrics([r for r in answerable if r.query.type == t], level) for t in types})
+        unanswerable = [r for r in ranked if not r.query.answerable]
+        entry["weak"] = _weak_figures(unanswerable, answerable)
+        out[mode] = entry
+    return out
 
 
 def _weak_figures(unanswerable: list[QueryRanks], answerable: list[QueryRanks]) -> dict[str, Any]:
@@ -203,7 +258,8 @@ def _weak_figures(unanswerable: list[QueryRanks], answerable: list[QueryRanks]) 
 
 
 def format_report(summary: dict[str, Any]) -> str:
-    """The summary as readable tables: one per level, a row per mode and query type."""
+    """The summary as readable tables: one per level, a row per mode and query type; with folds, the
+    whole set and each fold side by side (MRR@10, Hit@1, Hit@5, and the weak marks)."""
     lines = [f"{summary['queries']} queries"]
     for level in ("file", "section"):
         lines += ["", f"{level + ' level':<20}   n  Hit@1  Hit@3  Hit@5  MRR@10  R@5"]
@@ -217,13 +273,38 @@ def format_report(summary: dict[str, Any]) -> str:
     lines += ["", "weak answers   noanswer marked weak   answerable marked weak"]
     for mode, entry in summary["modes"].items():
         weak = entry["weak"]
-
-        def pct(value: float | None) -> str:
-            return "n/a" if value is None else f"{100 * value:.0f} %"
-
-        lines.append(f"{mode:<15}{pct(weak['noanswer_marked_weak']):>8} of {weak['noanswer']:<12}"
-                     f"{pct(weak['answerable_marked_weak']):>10}")
+        lines.append(f"{mode:<15}{_pct(weak['noanswer_marked_weak']):>8} of {weak['noanswer']:<12}"
+                     f"{_pct(weak['answerable_marked_weak']):>10}")
+    if "folds" in summary:
+        lines += _fold_tables(summary)
     return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.0f} %"
+
+
+def _fold_tables(summary: dict[str, Any]) -> list[str]:
+    views = {"whole": summary["modes"], **{f: v["modes"] for f, v in summary["folds"].items()}}
+    head = "".join(f"  {name:<24}" for name in views)
+    lines: list[str] = []
+    for level in ("file", "section"):
+        lines += ["", f"{level + ' level':<20}{head}", f"{'':<20}" + "     n    MRR   H@1   H@5  " * len(views)]
+        for mode, entry in summary["modes"].items():
+            for name in entry[level]:
+                label = f"{mode} {name}" if name != "all" else f"{mode}"
+                cells = []
+                for view in views.values():
+                    m = view[mode][level].get(name, {"n": 0})
+                    cells.append(f"  {m['n']:>4}  {m['mrr@10']:.3f} {m['hit@1']:.2f}  {m['hit@5']:.2f}  "
+                                 if m.get("n") else f"  {0:>4}  {'':<19}")
+                lines.append(f"{label:<20}{''.join(cells)}")
+    lines += ["", f"{'weak: noanswer, answerable':<28}" + "".join(f"{name:<26}" for name in views)]
+    for mode in summary["modes"]:
+        cells = [f"{_pct(v[mode]['weak']['noanswer_marked_weak'])} of {v[mode]['weak']['noanswer']}, "
+                 f"{_pct(v[mode]['weak']['answerable_marked_weak'])}" for v in views.values()]
+        lines.append(f"{mode:<28}" + "".join(f"{c:<26}" for c in cells))
+    return lines
 
 
 # ---------------------------------------------------------------- running it
@@ -255,10 +336,10 @@ def eval_config(config: Config, corpora: Path, names: Sequence[str]) -> Config:
 
 
 def evaluate(queries: list[Query], ask: Callable[[Query, str], tuple[list[HitRef], bool | None]],
-             headings: Headings, modes: Sequence[str] = EVAL_MODES) -> EvalReport:
+             headings: Headings, modes: Sequence[str] = EVAL_MODES, fold: dict[str, str] | None = None) -> EvalReport:
     """Ask every query in every mode; ``ask`` returns the ranked hits and the engine's weak flag,
-    ``headings`` a note's headings with their lines."""
-    report = EvalReport(len(queries))
+    ``headings`` a note's headings with their lines; ``fold``: each query's fold, reported apart."""
+    report = EvalReport(len(queries), fold={q.id: (fold or {})[q.id] for q in queries if q.id in (fold or {})})
     for mode in modes:
         report.modes[mode] = [rank(q, *ask(q, mode), headings) for q in queries]
     return report

@@ -99,8 +99,8 @@ def rows(results: dict[str, Any]) -> list[Row]:
             out.append(_row("bm25 (all) ÷ the plain MATCH; the server's hybrid − the embedding (p95)", size, "",
                             f"{q['machinery_over_plain_match_p95']:.2f}×; "
                             f"{q['server_hybrid_embed_minus_embed_p95_ms']:+.1f} ms",
-                            f"the query embedder back to back, every core: {q['embedder_rps_every_core']:.1f} "
-                            "queries/s"))
+                            f"the query embedder back to back, the better of one core and every core: "
+                            f"{q['embedder_rps']:.1f} queries/s"))
         out.append(_row("index size (synthetic, with vectors)", size, f"{q['index_mb']:.0f} MB", "",
                         f"{_n(q['chunks'])} vectors; made in {q['made_s']:.0f} s"))
     serve = results.get("serve")
@@ -161,7 +161,8 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     # judged on /api/search's own path (server.searcher) where the run has it, else on search() alone
     served = "server " if q100 and "server hybrid" in q100["rows"] else ""
     check("hybrid at 100,000 chunks, one client, the server's path: p95 ≤ the query embedding's own p95 "
-          "(every core) + 10 ms", q100 and q100.get("server_hybrid_embed_minus_embed_p95_ms"), "ms", 10.0, True)
+          "(the better of one core and every core) + 10 ms",
+          q100 and q100.get("server_hybrid_embed_minus_embed_p95_ms"), "ms", 10.0, True)
     check("words search at 100,000 chunks: p95 ≤ 1.5× one plain FTS5 MATCH of the same words",
           q100 and q100.get("machinery_over_plain_match_p95"), "×", 1.5, True)
     check("hybrid at 100,000 chunks, one client, without the query embedding: "
@@ -170,8 +171,8 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     check("hybrid at 100,000 chunks (precomputed vector) ≥ 5× faster than the vec0 scan (p50 ratio)",
           q100 and q100["vec0_over_server_hybrid_p50" if served else "vec0_over_hybrid_p50"], "×", 5.0, False)
     eight = full["rows"]["hybrid 8 clients"] if full else None
-    embedder_rps = q100 and q100.get("embedder_rps_every_core")
-    check("8 clients at 100,000 chunks: hybrid req/s ≥ 80 % of the query embedder's own (every core, back to back)",
+    embedder_rps = q100 and q100.get("embedder_rps")
+    check("8 clients at 100,000 chunks: hybrid req/s ≥ 80 % of the query embedder's own (back to back, its better way)",
           eight and embedder_rps and eight["rps"] / embedder_rps, "share", 0.8, False)
     check("8 clients: zero errors", eight and eight["errors"], "errors", 0, True)
     check("server RSS at 100,000 chunks (peak, VmHWM) ≤ 250 MB", full and full["peak_rss_mb"], "MB", 250.0, True)

@@ -196,15 +196,17 @@ def in_process(config_path: Path, sets: dict[str, list[str]], rounds: int) -> di
                 _server_path(timer, searchers, query)
     rows = {label: _short(values) for label, values in timer.times.items()}
     rows["bm25 all"] = _short([t for label, values in timer.times.items() if label.startswith("bm25") for t in values])
-    every_core = timer.times["embed every core"]
+    # the embedder's floor is the better of its two ways: on a busy machine OpenMP's threads stall on
+    # cores another process holds (p95 in seconds), and a server under load embeds on one core
+    one_core, every_core = timer.times["embed"], timer.times["embed every core"]
+    embed_p95 = min(rows["embed"]["p95"], rows["embed every core"]["p95"])
     return {"chunks": total, "in_memory_vectors": memory.loaded() is not None, "rows": rows,
             "empty_results": dict(timer.empty), "queries": {k: len(v) for k, v in sets.items()},
             "embed_all_s": embed_all_s,
             # the floors of issue 35's ratios, each beside what it bounds in this run
             "machinery_over_plain_match_p95": rows["bm25 all"]["p95"] / rows["plain match"]["p95"],
-            "server_hybrid_embed_minus_embed_p95_ms":
-                rows["server hybrid+embed"]["p95"] - rows["embed every core"]["p95"],
-            "embedder_rps_every_core": 1000 * len(every_core) / sum(every_core),
+            "server_hybrid_embed_minus_embed_p95_ms": rows["server hybrid+embed"]["p95"] - embed_p95,
+            "embedder_rps": 1000 * max(len(one_core) / sum(one_core), len(every_core) / sum(every_core)),
             "vec0_over_hybrid_p50": rows["vec0"]["median"] / rows["hybrid"]["median"],
             "vec0_over_hybrid_p95": rows["vec0"]["p95"] / rows["hybrid"]["p95"],
             "vec0_over_vector_p50": rows["vec0"]["median"] / rows["vector"]["median"],

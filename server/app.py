@@ -29,6 +29,7 @@ from builder.core.config import Config
 from builder.core.embedding import EmbedderFactory
 from builder.core.errors import IndexMissing, IndexUnreadable, ReindexNeeded, UserError
 from server import translate
+from server.chat import make_chat
 from server.auth import COOKIE, COOKIE_MAX_AGE_S, ApiKey, back_to, read_form
 from server.embedder import QueryEmbedder
 from server.health import health
@@ -120,11 +121,15 @@ class Portal:
         self.key = ApiKey(config.api_key)
         self.pages = SearchPage(config)
         self.site = SiteFiles(config.site.output, [s.id for s in config.sources], diagram_csp=DIAGRAM_CSP)
+        self.chat = make_chat(config.answer) if config.answer.enabled else None
 
     def routes(self) -> list[Route]:
-        """Every route; each one that queries the index is guarded by the key."""
+        """Every route; each one that queries the index is guarded by the key. ``/api/answer`` exists only
+        when an answer provider is configured."""
+        asking = [Route("/api/answer", guarded(self.key, self.api_answer, self.api_denied))] if self.chat else []
         return [
             Route("/api/search", guarded(self.key, self.api_search, self.api_denied)),
+            *asking,
             Route("/api/health", guarded(self.key, self.api_health, self.api_denied)),
             Route("/search", guarded(self.key, self.search_page, self.page_denied)),
             Route("/auth", self.auth, methods=["GET", "POST"]),
@@ -158,6 +163,25 @@ class Portal:
             return _error(_status_of(exc), str(exc))
         body = result.to_json()
         body["took_ms"] = round((time.perf_counter() - started) * 1000, 1)
+        return JSONResponse(body)
+
+    def api_answer(self, request: Request) -> Response:
+        """``GET /api/answer?q=…[&source=…]``: the checked answer (see :mod:`server.answer`) as JSON; when the
+        provider cannot answer, ``unavailable`` with the search's hits under ``search``."""
+        from server import answer
+
+        assert self.chat is not None
+        try:
+            params = _params(request, self.config)
+            result = self.run_search(replace(params, limit=answer.SEARCH_LIMIT, mode="hybrid", tag=None))
+            with self.reader.connection() as lease:
+                sources = answer.passages(lease.conn, result.hits)
+        except UserError as exc:
+            return _error(_status_of(exc), str(exc))
+        reply = answer.ask(params.query, result, sources, self.chat)
+        body = reply.to_json()
+        if reply.status == "unavailable":
+            body["search"] = result.to_json()
         return JSONResponse(body)
 
     def api_health(self, request: Request) -> Response:

@@ -111,17 +111,17 @@ class FakeChat:
         self.server.shutdown()
         self.server.server_close()
 
-    def yaml(self, model: str = "test-chat:1", extra: str = "") -> str:
+    def yaml(self, model: str = "test-chat:1", extra: str = "", timeout_s: float = 2) -> str:
         """The config's ``answer:`` section for this server."""
         key = "  api_key_env: TEST_ANSWER_KEY\n" if self.protocol == "anthropic" else ""
         return (f"answer:\n  provider: {self.protocol}\n  url: {self.url}\n  model: {model}\n{key}"
-                f"  timeout_s: 2\n{extra}")
+                f"  timeout_s: {timeout_s:g}\n{extra}")
 
     # ------------------------------------------------------------------ the protocols
 
     def _answer(self, path: str, headers: dict[str, str], body: Any) -> tuple[int, str, bytes]:
         if self.fail == "slow":
-            time.sleep(3)  # past the tests' timeout_s of 2
+            time.sleep(1.5)  # past the timeout_s of a test that sends this
         if self.fail == "nonjson":
             return 200, "text/html", b"<html><body>502 Bad Gateway</body></html>"
         if path != PATHS[self.protocol]:

@@ -27,12 +27,13 @@ _UNIFY = str.maketrans({**{c: '"' for c in DOUBLE_QUOTES}, **{c: "'" for c in SI
 QUOTE_PAIRS = {"„": "“", "“": "”", "”": "”", '"': '"', "«": "»", "»": "«", "‚": "‘", "‘": "’"}
 CITE_RE = re.compile(r"\[(\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\]")
 URL_RE = re.compile(r"(?:https?|ftp)://[^\s<>\"'\])]+|\bwww\.[^\s<>\"'\])]+|\]\([^)\s]*\)", re.IGNORECASE)
+MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)\s]*\)")
 NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:[.,:/]\d+)*")
 # A word before a full stop that does not end a sentence (lower case; Czech, Slovak, English).
 ABBREVIATIONS = frozenset("""
     napr např tzv tj t.j resp atď atd apod pod príp popr str s č čís roč obr tab kap odd ods pozn
     viz vid cca mj mil tis ing mgr bc doc prof dr phdr judr mudr rndr csc hod min sek
-    e.g i.e etc vs cf fig no nr approx mr mrs ms st jr sr ca al incl
+    max e.g i.e etc vs cf fig no nr approx mr mrs ms st jr sr ca al incl
 """.split())
 MAX_SHOWN = 80  # characters of a sentence or quote a problem shows
 
@@ -59,6 +60,8 @@ def normalize(text: str) -> str:
     """NFC, one kind of double and of single quotation mark, markdown's emphasis and code marks
     dropped, whitespace collapsed: the form quotes and passages are compared in."""
     text = unicodedata.normalize("NFC", text).translate(_UNIFY)
+    text = MD_LINK_RE.sub(r"\1", text)  # a link reads as its text
+    text = re.sub(r"\\([\\`*_{}\[\]()#+\-.!>~|])", r"\1", text)  # markdown's escapes: LiquidCrystal\_I2C
     text = text.replace("*", "").replace("`", "").replace("\u00ad", "")
     return re.sub(r"\s+", " ", text).strip()
 
@@ -147,8 +150,10 @@ def _quotes(text: str) -> list[Quote]:
 
 
 def quotes(sentence: str) -> tuple[str, ...]:
-    """The quoted spans of a sentence, as written."""
-    return tuple(q.text for q in _quotes(sentence) if q.text.strip())
+    """The quoted spans of a sentence, as written: quotations and code spans (code is always copied)."""
+    spans = [(q.start, q.text) for q in _quotes(sentence)]
+    spans += [(m.start(), m.group(1)) for m in re.finditer(r"`([^`]+)`", sentence)]
+    return tuple(text for _, text in sorted(spans) if text.strip())
 
 
 def occurs(quote: str, passage: str) -> bool:
@@ -168,8 +173,10 @@ def occurs(quote: str, passage: str) -> bool:
 
 
 def numbers(sentence: str) -> tuple[str, ...]:
-    """The numbers and dates of a sentence outside its citations and quotations (quotes are checked whole)."""
-    text = URL_RE.sub(" ", CITE_RE.sub(" ", sentence))  # a URL is checked as a link
+    """The numbers and dates of a sentence outside its citations, links, code and quotations (those are
+    checked whole)."""
+    text = URL_RE.sub(" ", CITE_RE.sub(" ", sentence))  # a URL is checked as a link …
+    text = re.sub(r"`[^`]*`", " ", text)  # … and code as a quotation
     for q in sorted(_quotes(text), key=lambda q: -q.start):
         text = text[:q.start] + " " + text[q.end:]
     return tuple(dict.fromkeys(m.group(0).rstrip(".,:/") for m in NUMBER_RE.finditer(text)))
@@ -221,18 +228,28 @@ def _sentence_problems(number: int, sentence: Sentence, passages: Sequence[str],
 
 
 def _link_problems(answer: str, passages: Sequence[str], urls: Sequence[str]) -> list[Problem]:
-    """A URL is the answer's own unless it is a source's link or written in a passage; a markdown link
-    ``[text](url)`` is never allowed: links are made from the sources."""
+    """A URL is the answer's own unless it is a source's link or one a passage writes, whole; a markdown
+    link ``[text](url)`` is never allowed: links are made from the sources."""
     problems = []
-    written = [normalize(p) for p in passages]
+    allowed = set(urls) | {link for p in passages for link in links_in(p)}
     for m in URL_RE.finditer(answer):
         link = m.group(0)
         if link.startswith("]("):
             problems.append(Problem("link", 0, f"the answer makes a link of its own ({_short(link[2:-1])}): "
                                                "cite the passage with [n] instead"))
-        elif link.rstrip(".,;:") not in urls and not any(link.rstrip(".,;:") in text for text in written):
+        elif _bare(link) not in allowed:
             problems.append(Problem("link", 0, f"the answer holds a URL no passage gives: {_short(link)}"))
     return problems
+
+
+def links_in(text: str) -> set[str]:
+    """The URLs a text writes: bare ones and markdown links' targets."""
+    found = {_bare(m.group(0)) for m in URL_RE.finditer(text) if not m.group(0).startswith("](")}
+    return found | {_bare(m.group(0)[2:-1]) for m in URL_RE.finditer(text) if m.group(0).startswith("](")}
+
+
+def _bare(link: str) -> str:
+    return link.rstrip(".,;:!?")
 
 
 def _short(text: str) -> str:

@@ -29,7 +29,7 @@ from builder.core.config import Config, load_config
 from builder.core.errors import ConfigError
 from builder.sync import build
 from server.app import create_app
-from tests.answer_support import ANTHROPIC_KEY, FakeChat, inventing, passages_of, quotable, quoting
+from tests.answer_support import ANTHROPIC_KEY, FakeChat, inventing, passages_of, quoting
 from tests.conftest import free_port, quiet, write_config, write_sample_notes
 from tests.server_support import fetch, live_server
 

@@ -22,7 +22,7 @@ import requests
 from builder.core.config import AnswerConfig
 
 ANTHROPIC_VERSION = "2023-06-01"
-MAX_TOKENS = 1024  # an answer of a few sentences; a longer one is cut off, which is refused
+ANSWER_TOKENS = 1024  # an answer of a few sentences; one cut off at this limit is not used
 
 
 class ChatUnavailable(Exception):
@@ -48,7 +48,7 @@ def make_chat(config: AnswerConfig) -> Chat:
     return chat
 
 
-def _key(config: AnswerConfig) -> str | None:
+def _api_key(config: AnswerConfig) -> str | None:
     if config.api_key_env is None:
         return None
     key = os.environ.get(config.api_key_env)
@@ -97,9 +97,9 @@ def _shape(config: AnswerConfig, what: str) -> ChatUnavailable:
 
 
 def _openai(config: AnswerConfig, system: str, messages: tuple[Message, ...]) -> str:
-    key = _key(config)
+    key = _api_key(config)
     path = "/chat/completions" if config.url.endswith("/v1") else "/v1/chat/completions"
-    payload = {"model": config.model, "temperature": 0, "max_tokens": MAX_TOKENS, "stream": False,
+    payload = {"model": config.model, "temperature": 0, "max_tokens": ANSWER_TOKENS, "stream": False,
                "messages": [{"role": "system", "content": system},
                             *({"role": m.role, "content": m.content} for m in messages)]}
     headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -110,13 +110,13 @@ def _openai(config: AnswerConfig, system: str, messages: tuple[Message, ...]) ->
     except (KeyError, IndexError, TypeError):
         raise _shape(config, "choices[0].message.content") from None
     if choice.get("finish_reason") == "length":
-        raise ChatUnavailable(f"{config.provider}: the answer was cut off at {MAX_TOKENS} tokens")
-    return _text(config, content)
+        raise ChatUnavailable(f"{config.provider}: the answer was cut off at {ANSWER_TOKENS} tokens")
+    return _content(config, content)
 
 
 def _ollama(config: AnswerConfig, system: str, messages: tuple[Message, ...]) -> str:
-    key = _key(config)
-    payload = {"model": config.model, "stream": False, "options": {"temperature": 0, "num_predict": MAX_TOKENS},
+    key = _api_key(config)
+    payload = {"model": config.model, "stream": False, "options": {"temperature": 0, "num_predict": ANSWER_TOKENS},
                "messages": [{"role": "system", "content": system},
                             *({"role": m.role, "content": m.content} for m in messages)]}
     body = _post(config, "/api/chat", payload, {"Authorization": f"Bearer {key}"} if key else {})
@@ -125,13 +125,13 @@ def _ollama(config: AnswerConfig, system: str, messages: tuple[Message, ...]) ->
     except (KeyError, TypeError):
         raise _shape(config, "message.content") from None
     if body.get("done_reason") == "length":
-        raise ChatUnavailable(f"{config.provider}: the answer was cut off at {MAX_TOKENS} tokens")
-    return _text(config, content)
+        raise ChatUnavailable(f"{config.provider}: the answer was cut off at {ANSWER_TOKENS} tokens")
+    return _content(config, content)
 
 
 def _anthropic(config: AnswerConfig, system: str, messages: tuple[Message, ...]) -> str:
-    key = _key(config) or ""
-    payload = {"model": config.model, "max_tokens": MAX_TOKENS, "temperature": 0, "system": system,
+    key = _api_key(config) or ""
+    payload = {"model": config.model, "max_tokens": ANSWER_TOKENS, "temperature": 0, "system": system,
                "messages": [{"role": m.role, "content": m.content} for m in messages]}
     headers = {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
     body = _post(config, "/v1/messages", payload, headers)
@@ -139,11 +139,12 @@ def _anthropic(config: AnswerConfig, system: str, messages: tuple[Message, ...])
     if not isinstance(blocks, list):
         raise _shape(config, "content")
     if body.get("stop_reason") == "max_tokens":
-        raise ChatUnavailable(f"{config.provider}: the answer was cut off at {MAX_TOKENS} tokens")
-    return _text(config, "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"))
+        raise ChatUnavailable(f"{config.provider}: the answer was cut off at {ANSWER_TOKENS} tokens")
+    texts = [b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    return _content(config, "".join(texts))
 
 
-def _text(config: AnswerConfig, content: Any) -> str:
+def _content(config: AnswerConfig, content: Any) -> str:
     if not isinstance(content, str) or not content.strip():
         raise _shape(config, "any text")
     return content.strip()

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from builder.core import urls
 from builder.core.config import Config
-from builder.core.templates import TEMPLATE_DIR, Page, Templates, asset_version
+from builder.core.templates import TEMPLATE_DIR, Page, Templates, ask_target, asset_version
 from server.search import WEAK, SearchResult, provenance
 
 # The sign-in form exists only on a running server, so its template lives here, not in templates/.
@@ -32,7 +32,8 @@ The browser keeps a sign-in cookie (not the key) for 90 days.</p>
 def _templates(config: Config) -> Templates:
     import jinja2
 
-    templates = Templates(TEMPLATE_DIR, config.site.title, asset_version(), tuple(s.id for s in config.sources))
+    templates = Templates(TEMPLATE_DIR, config.site.title, asset_version(), tuple(s.id for s in config.sources),
+                          ask_target(config.answer))
     templates.env.loader = jinja2.ChoiceLoader([jinja2.DictLoader({"server/auth.html": AUTH_TEMPLATE}),
                                                 jinja2.FileSystemLoader(str(TEMPLATE_DIR))])
     return templates

@@ -206,7 +206,7 @@ def check(answer: str, passages: Sequence[str], urls: Sequence[str] = ()) -> tup
 
 
 def _sentence_problems(number: int, sentence: Sentence, passages: Sequence[str], known: range) -> list[Problem]:
-    shown = _short(sentence.text)
+    shown = _clipped(sentence.text)
     if not sentence.cited:
         return [Problem("uncited", number, f"sentence {number} cites no passage: {shown}")]
     problems = [Problem("unknown_source", number, f"sentence {number} cites [{n}], but the passages are "
@@ -218,7 +218,7 @@ def _sentence_problems(number: int, sentence: Sentence, passages: Sequence[str],
     names = ", ".join(f"[{n}]" for n in sentence.cited if n in known)
     for quote in quotes(CITE_RE.sub(" ", sentence.text)):
         if not any(occurs(quote, p) for p in cited):
-            problems.append(Problem("quote", number, f"sentence {number} quotes {_short(quote)!r}, which is not "
+            problems.append(Problem("quote", number, f"sentence {number} quotes {_clipped(quote)!r}, which is not "
                                                      f"word for word in {names}"))
     for value in numbers(sentence.text):
         if not any(number_in(value, p) for p in cited):
@@ -235,10 +235,10 @@ def _link_problems(answer: str, passages: Sequence[str], urls: Sequence[str]) ->
     for m in URL_RE.finditer(answer):
         link = m.group(0)
         if link.startswith("]("):
-            problems.append(Problem("link", 0, f"the answer makes a link of its own ({_short(link[2:-1])}): "
+            problems.append(Problem("link", 0, f"the answer makes a link of its own ({_clipped(link[2:-1])}): "
                                                "cite the passage with [n] instead"))
         elif _bare(link) not in allowed:
-            problems.append(Problem("link", 0, f"the answer holds a URL no passage gives: {_short(link)}"))
+            problems.append(Problem("link", 0, f"the answer holds a URL no passage gives: {_clipped(link)}"))
     return problems
 
 
@@ -252,6 +252,6 @@ def _bare(link: str) -> str:
     return link.rstrip(".,;:!?")
 
 
-def _short(text: str) -> str:
+def _clipped(text: str) -> str:
     text = re.sub(r"\s+", " ", text).strip()
     return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN - 1] + "…"

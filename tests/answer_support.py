@@ -43,20 +43,24 @@ def question_of(messages: list[dict[str, str]]) -> str:
     return messages[0]["content"].rsplit("\n\nQuestion: ", 1)[-1]
 
 
-def quotable(text: str, words: int = 8) -> str:
+def quotable(text: str, words: int = 8) -> str | None:
     """The first line of a passage that is prose (no heading, table, fence or quotation mark), its first
-    ``words`` words: what a model copying from the passage would quote."""
+    ``words`` words: what a model copying from the passage would quote; None when there is none."""
     for line in text.splitlines():
         line = line.strip().lstrip("-*+> ").strip()
-        if len(line.split()) >= 4 and not re.search(r"[#|`\"„“”«»\[\]()<>_]", line):
+        if len(line.split()) >= 4 and not re.search(r"[#|`\"„“”«»\[\]()<>_*]", line):
             return " ".join(line.split()[:words]).rstrip(".,;:")
-    raise AssertionError(f"nothing quotable in {text[:80]!r}")
+    return None
 
 
 def quoting(system: str, messages: list[dict[str, str]]) -> str:
-    """A model that does its job: quotes passage 1 word for word and cites it."""
-    quote = quotable(passages_of(messages)[1])
-    return f"Podle poznámek: „{quote}“ [1]."
+    """A model that does its job: quotes the first passage that has a line of prose, word for word, and
+    cites it."""
+    for n, text in sorted(passages_of(messages).items()):
+        quote = quotable(text)
+        if quote is not None:
+            return f"Podle poznámek: „{quote}“ [{n}]."
+    return "NOT_IN_NOTES"
 
 
 def inventing(system: str, messages: list[dict[str, str]]) -> str:

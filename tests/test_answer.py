@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -30,7 +32,7 @@ from builder.core.errors import ConfigError
 from builder.sync import build
 from server.app import create_app
 from tests.answer_support import ANTHROPIC_KEY, FakeChat, inventing, passages_of, quoting
-from tests.conftest import free_port, quiet, write_config, write_sample_notes
+from tests.conftest import copy_portal, free_port, quiet, write_config, write_sample_notes
 from tests.server_support import fetch, live_server
 
 QUESTION = "Na kterých pinech je převodník MAX485?"
@@ -298,6 +300,31 @@ def without_took_ms(body: bytes) -> dict[str, Any]:
     data = json.loads(body)
     del data["took_ms"]
     return data
+
+
+def test_the_pages_differ_only_by_the_ask_attributes_of_their_search_forms(home, tmp_path):
+    """Rendered with ``answer:``, every page's search form offers Ask; without it, the pages are what they
+    would be had Ask never existed: the same pages less those two attributes."""
+    copy = copy_portal(home, tmp_path / "copy")
+    with FakeChat("ollama") as chat:
+        (copy / "portal.yaml").write_text(portal_yaml(copy, chat.yaml()), encoding="utf-8")
+        config = load_config(copy / "portal.yaml")
+        assert build(config, log=quiet(config)) == 0
+        attributes = f' data-ask="{{root}}api/answer" data-ask-to="ollama at {urlsplit(chat.url).netloc}"'
+    pages = sorted(p.relative_to(home / "site") for p in (home / "site").rglob("*.html"))
+    assert pages == sorted(p.relative_to(copy / "site") for p in (copy / "site").rglob("*.html"))
+    for page in pages:
+        before = (home / "site" / page).read_text(encoding="utf-8")
+        after = (copy / "site" / page).read_text(encoding="utf-8")
+        root = "/" if page.name == "404.html" else "../" * (len(page.parts) - 1)
+        forms = before.count('data-api="')
+        assert forms >= 1 and after.count(attributes.format(root=root)) == forms, page
+        assert built_at(after.replace(attributes.format(root=root), "")) == built_at(before), page
+
+
+def built_at(page: str) -> str:
+    """The page without the time of its render."""
+    return re.sub(r"<span>Built [^<]*</span>", "", page)
 
 
 # ---------------------------------------------------------------- the config

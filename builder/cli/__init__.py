@@ -1,4 +1,4 @@
-"""The ``notes-portal`` command line: build, search, toc, grep, read, status, eval, serve, watch, mcp.
+"""The ``notes-portal`` command line: build, search, ask, toc, grep, read, status, eval, serve, watch, mcp.
 
 The CLI is the composition root: the one place that imports both the write
 path (``builder``) and the read path (``server``), each inside the command that
@@ -122,7 +122,7 @@ def parser() -> Parser:
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_search)
 
-    p = _command(sub, "ask", "answer a question from the notes, every citation checked (needs answer: in the config)",
+    p = _command(sub, "ask", "answer a question from the notes, each citation checked",
                  "Answer a question with the configured model (answer: in the config) from the\n"
                  "sections search finds. The answer is shown only when every sentence cites a\n"
                  "section that says it (quotes, numbers, dates checked); otherwise it says why not.\n"

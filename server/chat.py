@@ -57,8 +57,10 @@ def _api_key(config: AnswerConfig) -> str | None:
     return key
 
 
-def _post(config: AnswerConfig, path: str, payload: dict[str, Any], headers: dict[str, str]) -> Any:
-    """POST ``payload`` as JSON; the decoded JSON object of a 2xx answer, else :class:`ChatUnavailable`."""
+def _post(config: AnswerConfig, path: str, payload: dict[str, Any], headers: dict[str, str],
+          key: str | None) -> Any:
+    """POST ``payload`` as JSON; the decoded JSON object of a 2xx answer, else :class:`ChatUnavailable`
+    (whose message never holds ``key``, even where the provider's error message quotes it)."""
     who = f"{config.provider} at {config.url}"
     try:
         response = requests.post(config.url + path, json=payload, headers=headers, timeout=config.timeout_s,
@@ -71,7 +73,10 @@ def _post(config: AnswerConfig, path: str, payload: dict[str, Any], headers: dic
     if response.status_code == 429:
         raise ChatUnavailable(f"{who} is busy (429 Too Many Requests); try again later")
     if not 200 <= response.status_code < 300:
-        raise ChatUnavailable(f"{who} answered HTTP {response.status_code}: {_error_text(response)}")
+        message = _error_text(response)
+        if key:
+            message = message.replace(key, "[key]")
+        raise ChatUnavailable(f"{who} answered HTTP {response.status_code}: {message}")
     try:
         body = response.json()
     except ValueError:
@@ -103,7 +108,7 @@ def _openai(config: AnswerConfig, system: str, messages: tuple[Message, ...]) ->
                "messages": [{"role": "system", "content": system},
                             *({"role": m.role, "content": m.content} for m in messages)]}
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    body = _post(config, path, payload, headers)
+    body = _post(config, path, payload, headers, key)
     try:
         choice = body["choices"][0]
         content = choice["message"]["content"]
@@ -119,7 +124,7 @@ def _ollama(config: AnswerConfig, system: str, messages: tuple[Message, ...]) ->
     payload = {"model": config.model, "stream": False, "options": {"temperature": 0, "num_predict": ANSWER_TOKENS},
                "messages": [{"role": "system", "content": system},
                             *({"role": m.role, "content": m.content} for m in messages)]}
-    body = _post(config, "/api/chat", payload, {"Authorization": f"Bearer {key}"} if key else {})
+    body = _post(config, "/api/chat", payload, {"Authorization": f"Bearer {key}"} if key else {}, key)
     try:
         content = body["message"]["content"]
     except (KeyError, TypeError):
@@ -134,7 +139,7 @@ def _anthropic(config: AnswerConfig, system: str, messages: tuple[Message, ...])
     payload = {"model": config.model, "max_tokens": ANSWER_TOKENS, "temperature": 0, "system": system,
                "messages": [{"role": m.role, "content": m.content} for m in messages]}
     headers = {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
-    body = _post(config, "/v1/messages", payload, headers)
+    body = _post(config, "/v1/messages", payload, headers, key)
     blocks = body.get("content")
     if not isinstance(blocks, list):
         raise _shape(config, "content")

@@ -174,8 +174,8 @@ class FakeChat:
         return None
 
     def _check_anthropic(self, headers: dict[str, str], body: dict[str, Any]) -> tuple[int, str, bytes] | None:
-        if headers.get("x-api-key") != ANTHROPIC_KEY:
-            return self._error(401, "authentication_error", "invalid x-api-key")
+        if headers.get("x-api-key") != ANTHROPIC_KEY:  # as some servers do, the error quotes the key
+            return self._error(401, "authentication_error", f"invalid x-api-key: {headers.get('x-api-key')}")
         if headers.get("anthropic-version") != "2023-06-01":
             return self._error(400, "invalid_request_error", "anthropic-version: header is required")
         if not isinstance(body.get("max_tokens"), int) or "model" not in body:

@@ -207,7 +207,7 @@ def test_the_anthropic_key_comes_from_the_environment_and_is_never_shown(home, t
         wrong = ask_json(capsys, config, QUESTION)
     assert missing["problems"][0]["message"] == "anthropic: environment variable TEST_ANSWER_KEY is not set"
     assert wrong["status"] == "unavailable"
-    assert wrong["problems"][0]["message"] == f"anthropic at {chat.url} answered HTTP 401: invalid x-api-key"
+    assert wrong["problems"][0]["message"] == f"anthropic at {chat.url} answered HTTP 401: invalid x-api-key: [key]"
     assert "sk-wrong-key-4242" not in json.dumps(wrong)
     assert len(chat.requests) == 1  # the missing key sent nothing
 
@@ -325,6 +325,16 @@ def test_the_pages_differ_only_by_the_ask_attributes_of_their_search_forms(home,
 def built_at(page: str) -> str:
     """The page without the time of its render."""
     return re.sub(r"<span>Built [^<]*</span>", "", page)
+
+
+def test_an_empty_or_overlong_question_is_one_line(home, tmp_path, capsys):
+    with FakeChat("ollama") as chat:
+        config = configured(home, tmp_path, chat.yaml())
+        assert main(["ask", "  ", "--config", str(config.path)]) == 2
+        assert main(["ask", "x" * 501, "--config", str(config.path)]) == 2
+    assert capsys.readouterr().err == ("notes-portal: the question is empty\n"
+                                       "notes-portal: the question is longer than 500 characters\n")
+    assert chat.requests == []
 
 
 # ---------------------------------------------------------------- the config

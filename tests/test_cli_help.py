@@ -130,8 +130,8 @@ def test_every_option_says_its_default():
                    and not action.required and action.help != argparse.SUPPRESS
                    and "(default: " not in (action.help or "")]
     assert undescribed == []
-    assert sorted(commands()) == ["ask", "build", "embed", "eval", "grep", "mcp", "read", "search", "serve", "status", "toc",
-                                    "watch"]
+    assert sorted(commands()) == ["ask", "build", "embed", "eval", "grep", "mcp", "read", "search", "serve", "status",
+                                  "toc", "watch"]
 
 
 def test_every_read_command_has_json():

@@ -156,10 +156,15 @@ def answer_data(rp: ReadPath, question: str, *, source: str | None = None) -> di
     when the provider cannot answer, with the search's hits under ``search``."""
     from server import answer
     from server.chat import make_chat
+    from server.query import MAX_QUERY_CHARS
 
     if not rp.config.answer.enabled:
         raise UserError("no answer provider is configured: add an answer: section to the config "
                         "(see README, Asking your notes); search needs none")
+    if not question.strip():
+        raise UserError("the question is empty")
+    if len(question) > MAX_QUERY_CHARS:
+        raise UserError(f"the question is longer than {MAX_QUERY_CHARS} characters")
     result = search_result(rp, question, limit=answer.SEARCH_LIMIT, source=source)
     with rp.connection() as conn:
         sources = answer.passages(conn, result.hits)

@@ -14,7 +14,9 @@ documentation describes it, requests checked and answers shaped exactly so:
   "message"}}``, 429 ``rate_limit_error``.
 
 What the "model" writes is a plain function of the system prompt and the conversation (``reply``);
-``fail`` makes it misbehave the way real servers do: ``429``, ``500``, ``nonjson``, ``slow``.
+``fail`` makes it misbehave the way real servers do: ``429``, ``500``, ``nonjson``, ``slow``, ``cut`` (the
+answer stopped at the token limit: ``finish_reason: length``, ``done_reason: length``,
+``stop_reason: max_tokens``).
 """
 
 from __future__ import annotations
@@ -144,17 +146,21 @@ class FakeChat:
         system = body["system"] if self.protocol == "anthropic" else messages[0]["content"]
         conversation = messages if self.protocol == "anthropic" else messages[1:]
         text = self.reply(system, conversation)
+        cut = self.fail == "cut"
         if self.protocol == "openai":
+            choice = {"index": 0, "message": {"role": "assistant", "content": text},
+                      "finish_reason": "length" if cut else "stop"}
             return self._json(200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 1764892800,
-                                    "model": body["model"], "choices": [{"index": 0, "message": {
-                                        "role": "assistant", "content": text}, "finish_reason": "stop"}],
+                                    "model": body["model"], "choices": [choice],
                                     "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
         if self.protocol == "ollama":
             return self._json(200, {"model": body["model"], "created_at": "2026-12-04T23:00:00Z",
                                     "message": {"role": "assistant", "content": text}, "done": True,
-                                    "done_reason": "stop", "total_duration": 1000, "eval_count": 20})
+                                    "done_reason": "length" if cut else "stop", "total_duration": 1000,
+                                    "eval_count": 20})
         return self._json(200, {"id": "msg_01", "type": "message", "role": "assistant", "model": body["model"],
-                                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                                "content": [{"type": "text", "text": text}],
+                                "stop_reason": "max_tokens" if cut else "end_turn",
                                 "stop_sequence": None, "usage": {"input_tokens": 100, "output_tokens": 20}})
 
     def _check_openai(self, headers: dict[str, str], body: dict[str, Any]) -> tuple[int, str, bytes] | None:

@@ -169,21 +169,27 @@ def test_the_model_saying_the_passages_do_not_answer_is_not_in_notes(home, tmp_p
 # ---------------------------------------------------------------- a provider that cannot answer
 
 UNAVAILABLE = {
-    "429": "ollama at {url} is busy (429 Too Many Requests); try again later",
-    "500": "ollama at {url} answered HTTP 500: Internal server error",
-    "nonjson": "ollama at {url} answered with a body that is not JSON",
-    "slow": "ollama at {url} did not answer within 0.3 s",
+    "429": "{who} is busy (429 Too Many Requests); try again later",
+    "500": "{who} answered HTTP 500: {error}",
+    "nonjson": "{who} answered with a body that is not JSON",
+    "slow": "{who} did not answer within 0.3 s",
+    "cut": "{protocol}: the answer was cut off at 1024 tokens",
 }
 
 
 @pytest.mark.parametrize("fail", sorted(UNAVAILABLE))
-def test_a_failing_provider_is_unavailable_with_the_search_hits(fail, home, tmp_path, capsys):
-    with FakeChat("ollama") as chat:
+@pytest.mark.parametrize("protocol", ["openai", "ollama", "anthropic"])
+def test_a_failing_provider_is_unavailable_with_the_search_hits(protocol, fail, home, tmp_path, capsys,
+                                                                anthropic_key):
+    with FakeChat(protocol) as chat:
         chat.fail = fail
         data = ask_json(capsys, configured(home, tmp_path, chat.yaml(timeout_s=0.3)), QUESTION)
-    assert data["status"] == "unavailable" and data["answer"] == ""
-    assert data["problems"] == [{"kind": "provider", "sentence": 0, "message": UNAVAILABLE[fail].format(url=chat.url)}]
+    message = UNAVAILABLE[fail].format(who=f"{protocol} at {chat.url}", protocol=protocol,
+                                       error="Internal server error")
+    assert data["status"] == "unavailable" and data["answer"] == "" and data["citations"] == []
+    assert data["problems"] == [{"kind": "provider", "sentence": 0, "message": message}]
     assert data["search"]["hits"][0]["url"] == SECTION
+    assert len(chat.requests) == 1  # no repair asked of a provider that failed
 
 
 def test_a_provider_that_is_down_is_unavailable(home, tmp_path, capsys):
@@ -266,8 +272,11 @@ def test_the_mcp_tool_ask_returns_the_cli_json(home, tmp_path, capsys):
         config = configured(home, tmp_path, chat.yaml())
         cli = ask_json(capsys, config, QUESTION)
 
+        server = make_server(config, command_data.for_command(config))
+        assert server.instructions.endswith('"not_in_notes" means the notes do not say.')
+
         async def talk() -> Any:
-            async with Client(make_server(config, command_data.for_command(config))) as client:
+            async with Client(server) as client:
                 names = [t.name for t in (await client.list_tools()).tools]
                 return names, await client.call_tool("ask", {"question": QUESTION})
 

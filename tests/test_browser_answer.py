@@ -157,3 +157,22 @@ def test_a_question_outside_the_notes_is_not_in_notes(asking_server, chat, brows
     assert len(chat.requests) == asked  # the model was not asked
     assert errors == []
     context.close()
+
+
+def test_a_provider_that_fails_says_so_and_the_hits_stay(asking_server, chat, browser):
+    chat.reply, chat.fail = quoting, "500"
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = watched(page)
+        page.goto(f"{asking_server}/index.html")
+        page.locator("header form.search input[name=q]").fill(QUESTION)
+        page.locator("header .search-results a.ask-action").click(timeout=15_000)
+        expect(page.locator("header .search-results .answer-unavailable .answer-status")).to_have_text(
+            "No answer: the answer provider is unavailable. The search results still work.", timeout=30_000)
+        expect(page.locator("header .search-results .answer-problems li")).to_have_text(
+            f"ollama at {chat.url} answered HTTP 500: Internal server error")
+        assert page.locator("header .search-results a.search-result").count() > 0  # the hits are still there
+        assert errors == []
+        page.close()
+    finally:
+        chat.fail = None

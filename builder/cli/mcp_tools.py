@@ -41,6 +41,11 @@ grep and read_note are not. When search says weak: true (or finds nothing) and g
 either, the notes do not cover the topic: answer "nothing in your notes" rather than answering from
 general knowledge as if the notes said it. Quote notes by source:path and line."""
 
+ASK_INSTRUCTIONS = """
+4. ask (this portal has an answer provider): a question answered by the portal's model from the sections
+   search finds, every citation checked before it is returned. Present an "answered" answer as it is,
+   with its [n] and the sources' links; "not_in_notes" means the notes do not say."""
+
 
 @dataclass(frozen=True)
 class Param:

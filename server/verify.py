@@ -24,7 +24,7 @@ DOUBLE_QUOTES = "\"„“”«»‟″"
 SINGLE_QUOTES = "'‚‘’‛′`´"
 _UNIFY = str.maketrans({**{c: '"' for c in DOUBLE_QUOTES}, **{c: "'" for c in SINGLE_QUOTES if c != "`"}})
 # Pairs that open and close a quotation (the model quotes passages with any of them).
-QUOTE_PAIRS = {"„": "“", "“": "”", "”": "”", '"': '"', "«": "»", "»": "«", "‚": "‘", "‘": "’"}
+QUOTE_PAIRS = {"„": "“", "“": "”", "”": "”", '"': '"', "«": "»", "»": "«", "‚": "‘", "‘": "’", "'": "'"}
 CITE_RE = re.compile(r"\[(\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\]")
 URL_RE = re.compile(r"(?:https?|ftp)://[^\s<>\"'\])]+|\bwww\.[^\s<>\"'\])]+|\]\([^)\s]*\)", re.IGNORECASE)
 MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)\s]*\)")
@@ -139,7 +139,7 @@ def _quotes(text: str) -> list[Quote]:
         closing = QUOTE_PAIRS.get(text[i])
         if closing is not None and (i == 0 or not text[i - 1].isalnum()):
             j = text.find(closing, i + 1)
-            while j != -1 and closing in "’‘" and j + 1 < len(text) and text[j + 1].isalpha():
+            while j != -1 and closing in "’‘'" and j + 1 < len(text) and text[j + 1].isalpha():
                 j = text.find(closing, j + 1)
             if j > i + 1:
                 found.append(Quote(text[i + 1:j], i, j + 1))

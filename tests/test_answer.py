@@ -36,7 +36,7 @@ from tests.conftest import copy_portal, free_port, quiet, write_config, write_sa
 from tests.server_support import fetch, live_server
 
 QUESTION = "Na kterých pinech je převodník MAX485?"
-OUTSIDE = "Kolik stojí letenka do Tokia?"
+OUTSIDE = "Kolik vody potřebuje letenka do Tokia?"  # weak: one note holds "vody", none the rest
 ANSWER = "Podle poznámek: „Převodník MAX485 na pinech P0 a P1“ [1]."
 SECTION = "notes/projekty/sauter-bus.html#zapojeni"
 

@@ -50,6 +50,12 @@ def test_a_quote_with_other_marks_and_spacing_still_occurs_and_an_ellipsis_skips
     assert not occurs("P1 … Převodník", PASSAGES[0])  # the parts in the passage's order only
 
 
+def test_straight_single_quotes_quote_and_apostrophes_do_not():
+    assert quotes("Heslo je 'kubernetes21', it's the students' one [1].") == ("kubernetes21",)
+    assert kinds("Sraz byl u 'Dolní stanice' lanovky [2].") == ["quote"]
+    assert kinds("Sraz byl u 'Horní stanice' lanovky, it's 7:30 [2].") == []
+
+
 def test_quotes_and_numbers_of_a_sentence():
     sentence = "Je to „9600 baudů“ a 4. 12. 2026, it’s fine [1][2]."
     assert quotes(sentence) == ("9600 baudů",)

@@ -56,13 +56,16 @@ def quotable(text: str, words: int = 8) -> str | None:
 
 
 def quoting(system: str, messages: list[dict[str, str]]) -> str:
-    """A model that does its job: quotes the first passage that has a line of prose, word for word, and
-    cites it."""
-    for n, text in sorted(passages_of(messages).items()):
-        quote = quotable(text)
-        if quote is not None:
-            return f"Podle poznámek: „{quote}“ [{n}]."
-    return "NOT_IN_NOTES"
+    """A model that does its job: quotes the first two passages that have a line of prose, word for word,
+    each sentence citing its passage."""
+    found = [(n, quote) for n, text in sorted(passages_of(messages).items()) if (quote := quotable(text))]
+    if not found:
+        return "NOT_IN_NOTES"
+    (n, quote), *rest = found
+    answer = f"Podle poznámek: „{quote}“ [{n}]."
+    if rest:
+        answer += f" Také: „{rest[0][1]}“ [{rest[0][0]}]."
+    return answer
 
 
 def inventing(system: str, messages: list[dict[str, str]]) -> str:

@@ -4,6 +4,8 @@ normalization, and each kind of problem with its exact message. Pure functions: 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from server.verify import Problem, check, normalize, numbers, occurs, quotes, sentences
 
@@ -91,3 +93,16 @@ def test_a_number_must_be_in_a_passage_the_sentence_cites_not_just_any():
 
 def test_an_empty_answer_is_a_problem():
     assert check("  \n", PASSAGES, URLS) == (Problem("uncited", 0, "the answer is empty"),)
+
+
+PIECES = [*"ab1 2.,:!?…\n-*[]()„“”\"'‚‘’«»`/", "[1]", "[2]", "[9]", "http://x.cz/1", "4. 12.", "Např.", "P0"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=40).map("".join))
+def test_any_text_is_checked_without_an_exception(answer):
+    """Whatever a model writes, the check answers with problems or none; it never fails (an exception would
+    be a 500 for the user instead of a refused answer)."""
+    problems = check(answer, PASSAGES, URLS)
+    assert all(isinstance(p, Problem) for p in problems)
+    assert problems or all(s.cited for s in sentences(answer))

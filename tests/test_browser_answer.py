@@ -18,7 +18,7 @@ import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import quote, urlsplit
 
 import pytest
 
@@ -84,9 +84,8 @@ def watched(page) -> list[str]:
 def test_ask_from_the_drop_down_cites_and_lands_on_the_section(asking_server, chat, browser, shots):
     chat.reply = quoting
     expected = api_answer(asking_server, QUESTION)
-    assert expected["status"] == "answered"
-    [citation] = expected["citations"]
-    cited = expected["sources"][citation["n"] - 1]
+    assert expected["status"] == "answered" and len(expected["citations"]) == 2
+    cited = [expected["sources"][c["n"] - 1] for c in expected["citations"]]
     for dark, name in ((False, "ask-dropdown-desktop.png"), (True, "ask-dropdown-desktop-dark.png")):
         context = browser.new_context(viewport={"width": 1280, "height": 900}, reduced_motion="reduce",
                                       color_scheme="dark" if dark else "light")
@@ -101,20 +100,25 @@ def test_ask_from_the_drop_down_cites_and_lands_on_the_section(asking_server, ch
         action.click()
         answer = page.locator("header .search-results .answer-answered .answer-text")
         expect(answer).to_have_text(expected["answer"], timeout=30_000)
-        link = answer.locator("a.cite")
-        assert link.count() == 1 and link.inner_text() == f"[{citation['n']}]"
-        assert link.get_attribute("href") == cited["url"]  # the page is at the root: its links are site-relative
-        source = page.locator("header .search-results .answer-sources a.answer-source")
-        expect(source).to_have_text(cited["heading"].replace(" > ", " › "))
+        links = answer.locator("a.cite")
+        assert links.all_inner_texts() == [f"[{c['n']}]" for c in expected["citations"]]
+        # the page is at the root: its links are the sources' site-relative URLs
+        assert [a.get_attribute("href") for a in links.all()] == [s["url"] for s in cited]
+        expect(page.locator("header .search-results .answer-sources a.answer-source")).to_have_text(
+            [s["heading"].replace(" > ", " › ") for s in cited])
         page.screenshot(path=str(shots / name))
         if not dark:
-            link.click()
-            page.wait_for_url(f"**/{cited['url']}")
-            anchor = cited["url"].split("#")[1]
-            heading = page.locator(f"[id='{anchor}']")
-            expect(heading).to_be_visible()
-            assert 0 <= heading.bounding_box()["y"] < 900 / 2  # the section is on screen, near the top
-            assert urljoin(page.url, "") == f"{asking_server}/{cited['url']}"
+            for index, source in enumerate(cited):
+                page.locator("header .search-results .answer-text a.cite").nth(index).click()
+                page.wait_for_url(f"**/{source['url']}")
+                heading = page.locator(f"[id='{source['url'].split('#')[1]}']")
+                expect(heading).to_be_visible()
+                assert 0 <= heading.bounding_box()["y"] < 900 / 2  # the section is on screen, near the top
+                assert page.url == f"{asking_server}/{source['url']}"
+                page.go_back()
+                page.locator("header form.search input[name=q]").fill(QUESTION)
+                page.locator("header .search-results a.ask-action").click(timeout=15_000)
+                expect(page.locator("header .search-results .answer-answered")).to_be_visible(timeout=30_000)
         assert errors == []
         context.close()
 

@@ -1,5 +1,6 @@
 """The Starlette app: the built site under ``/``, ``/api/search``, ``/api/health``, ``/search``, ``/auth``,
-and the webhooks and sync API of :mod:`server.sync_api`, which only queue jobs.
+``/api/answer`` (only with ``answer:`` in the config, see :mod:`server.answer`), and the webhooks and sync
+API of :mod:`server.sync_api`, which only queue jobs.
 
 Queries only read: the index is opened read-only through a small connection pool,
 with a time limit on the SQL. The query is embedded while its words are searched, with

@@ -42,7 +42,7 @@ MAX_SHOWN = 80  # characters of a sentence or quote a problem shows
 class Problem:
     """One reason an answer cannot be shown: its kind, the sentence (1-based, 0: the whole answer) and why."""
 
-    kind: str  # uncited | unknown_source | quote | number | link
+    kind: str  # uncited | unknown_source | quote | number | link; provider: no answer came (server.answer)
     sentence: int
     message: str
 

@@ -33,6 +33,7 @@ from builder.sync import build
 from server.app import create_app
 from tests.answer_support import ANTHROPIC_KEY, FakeChat, inventing, passages_of, quoting
 from tests.conftest import copy_portal, free_port, quiet, write_config, write_sample_notes
+from tests.render_support import parse_page
 from tests.server_support import fetch, live_server
 
 QUESTION = "Na kterých pinech je převodník MAX485?"
@@ -329,6 +330,7 @@ def test_the_pages_differ_only_by_the_ask_attributes_of_their_search_forms(home,
         forms = before.count('data-api="')
         assert forms >= 1 and after.count(attributes.format(root=root)) == forms, page
         assert built_at(after.replace(attributes.format(root=root), "")) == built_at(before), page
+        parse_page(copy / "site" / page)  # still valid HTML5
 
 
 def built_at(page: str) -> str:

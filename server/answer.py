@@ -36,6 +36,12 @@ MAX_PASSAGES = 5  # the sections sent to the model: the search's best
 MAX_PASSAGE_CHARS = 1500  # of each section's text, cut at a word
 NOT_IN_NOTES = "NOT_IN_NOTES"
 SEARCH_LIMIT = MAX_PASSAGES
+# What each status says to a reader where there is no answer (the CLI, /search; search.js says the same).
+STATUS_TEXT = {
+    "not_in_notes": "Your notes do not say: nothing in them answers this.",
+    "refused": "No answer: the model’s answer did not pass the check against your notes, so it is not shown.",
+    "unavailable": "No answer: the answer provider is unavailable. The search results still work.",
+}
 
 SYSTEM = f"""\
 You answer questions from the user's own notes, using only the numbered passages given with the question.
@@ -150,6 +156,20 @@ def ask(question: str, result: SearchResult, sources: Sequence[Passage], chat: C
         if attempt == 0:
             conversation += (Message("assistant", text), Message("user", repair_request(problems)))
     return Answer("refused", "", sources=sources, problems=problems)
+
+
+def answer_parts(reply: Answer) -> list[tuple[str, Passage | None]]:
+    """The answer's text cut at its citations: each piece of text with None, each ``[n]`` as its passage
+    (what a page shows as a link: the link is the source's, never the model's)."""
+    by_n = {p.n: p for p in reply.sources}
+    parts: list[tuple[str, Passage | None]] = []
+    at = 0
+    for m in verify.CITE_RE.finditer(reply.answer):
+        parts.append((reply.answer[at:m.start()], None))
+        parts += [(f"[{n}]", by_n[n]) for n in verify.citations(m.group(0))]
+        at = m.end()
+    parts.append((reply.answer[at:], None))
+    return [(text, source) for text, source in parts if text]
 
 
 def _says_not_in_notes(text: str) -> bool:

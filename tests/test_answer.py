@@ -262,6 +262,41 @@ def test_api_answer_with_the_provider_failing_is_a_200_with_the_hits(served):
     assert body["search"]["query"] == QUESTION
 
 
+def test_the_search_page_asks_without_javascript(served):
+    chat, address = served
+    page = fetch_text(address, "/search?ask=1&q=" + quote(QUESTION))
+    assert ('<p class="answer-text">Podle poznámek: „Převodník MAX485 na pinech P0 a P1“ <a class="cite" '
+            f'href="{SECTION}" title="Sauter Bus &gt; Zapojení">[1]</a>.</p>') in page
+    assert (f'<li value="1"><a class="answer-source" href="{SECTION}">Sauter Bus › Zapojení</a>'
+            '<q class="answer-quote">Převodník MAX485 na pinech P0 a P1</q></li>') in page
+    chat.reply = inventing
+    refused = fetch_text(address, "/search?ask=1&q=" + quote(QUESTION))
+    assert ('<p class="answer-status">No answer: the model’s answer did not pass the check against your notes, '
+            'so it is not shown.</p>') in refused
+    assert "<li>sentence 1 quotes &#39;toto v žádné poznámce není napsáno&#39;, which is not word for word in " \
+           "[1]</li>" in refused
+    assert "toto v žádné poznámce" not in refused.split('class="answer-problems"')[0]  # nothing else of it
+    chat.fail = "429"
+    busy = fetch_text(address, "/search?ask=1&q=" + quote(QUESTION))
+    assert "No answer: the answer provider is unavailable. The search results still work." in busy
+    assert 'class="hit-title" href="notes/projekty/sauter-bus.html?hl=' in busy  # the hits are still there
+    plain = fetch_text(address, "/search?q=" + quote(QUESTION))
+    assert 'class="answer' not in plain and 'class="ask-button"' in plain
+
+
+def fetch_text(address: tuple[str, int], path: str) -> str:
+    import http.client
+
+    conn = http.client.HTTPConnection(*address, timeout=20)
+    try:
+        conn.request("GET", path, headers={"X-API-Key": "ask-key-1"})
+        response = conn.getresponse()
+        assert response.status == 200
+        return response.read().decode()
+    finally:
+        conn.close()
+
+
 def quote(text: str) -> str:
     from urllib.parse import quote as escaped
 
@@ -314,13 +349,17 @@ def without_took_ms(body: bytes) -> dict[str, Any]:
 
 def test_the_pages_differ_only_by_the_ask_attributes_of_their_search_forms(home, tmp_path):
     """Rendered with ``answer:``, every page's search form offers Ask; without it, the pages are what they
-    would be had Ask never existed: the same pages less those two attributes."""
+    would be had Ask never existed: the same pages less those two attributes (and the search page's Ask
+    button and notice)."""
     copy = copy_portal(home, tmp_path / "copy")
     with FakeChat("ollama") as chat:
         (copy / "portal.yaml").write_text(portal_yaml(copy, chat.yaml()), encoding="utf-8")
         config = load_config(copy / "portal.yaml")
         assert build(config, log=quiet(config)) == 0
-        attributes = f' data-ask="{{root}}api/answer" data-ask-to="ollama at {urlsplit(chat.url).netloc}"'
+        notice = f"Ask sends your question and the passages it shows to ollama at {urlsplit(chat.url).netloc}."
+        attributes = f' data-ask="{{root}}api/answer" data-ask-notice="{notice}"'
+        search_page = ('<button type="submit" name="ask" value="1" class="ask-button">Ask</button>',
+                       f'<p class="ask-notice">{notice}</p>')
     pages = sorted(p.relative_to(home / "site") for p in (home / "site").rglob("*.html"))
     assert pages == sorted(p.relative_to(copy / "site") for p in (copy / "site").rglob("*.html"))
     for page in pages:
@@ -329,7 +368,11 @@ def test_the_pages_differ_only_by_the_ask_attributes_of_their_search_forms(home,
         root = "/" if page.name == "404.html" else "../" * (len(page.parts) - 1)
         forms = before.count('data-api="')
         assert forms >= 1 and after.count(attributes.format(root=root)) == forms, page
-        assert built_at(after.replace(attributes.format(root=root), "")) == built_at(before), page
+        after = after.replace(attributes.format(root=root), "")
+        if page.name == "search.html":  # the search page has an Ask button and the notice under its form
+            assert all(after.count(added) == 1 for added in search_page)
+            after = after.replace(search_page[0], "").replace(search_page[1], "")
+        assert built_at(after) == built_at(before), page
         parse_page(copy / "site" / page)  # still valid HTML5
 
 

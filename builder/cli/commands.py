@@ -115,14 +115,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
-ASKED = {"not_in_notes": "Your notes do not say (nothing in them answers this).",
-         "refused": "No answer: the model's answer did not pass the check against your notes, so it is not shown.",
-         "unavailable": "No answer: the answer provider is unavailable."}
-
-
 def answer_text(data: dict[str, Any]) -> str:
     """``ask``'s text: the answer and its sources, or why there is none (the problems, the search's hits)."""
-    lines = [data["answer"]] if data["status"] == "answered" else [ASKED[data["status"]]]
+    from server.answer import STATUS_TEXT
+
+    lines = [data["answer"]] if data["status"] == "answered" else [STATUS_TEXT[data["status"]]]
     cited = {c["n"] for c in data["citations"]}
     for source in data["sources"]:
         if source["n"] in cited:

@@ -67,6 +67,11 @@ def ask_target(answer: AnswerConfig) -> str | None:
     return f"{answer.provider} at {urlsplit(answer.url).netloc}"
 
 
+def ask_notice(target: str) -> str:
+    """The one line beside every Ask action: what is sent, and where."""
+    return f"Ask sends your question and the passages it shows to {target}."
+
+
 def ask_settings(answer: AnswerConfig) -> list[str]:
     """What the pages' fingerprints hold of ``answer:``: nothing when it is off, so that a site rendered
     without it keeps its fingerprints."""
@@ -119,7 +124,8 @@ class Templates:
         return template.render(**page.context, root=root, site_title=self.site_title, built_at=built_at,
                                asset_v=self.asset_version, breadcrumbs=page.breadcrumbs,
                                page_kind=page.kind, page_title=page.title, page_url=page.url,
-                               nav_sources=nav_sources, ask_to=self.ask_to)
+                               nav_sources=nav_sources, ask_to=self.ask_to,
+                               ask_notice=ask_notice(self.ask_to) if self.ask_to else None)
 
     def fragment(self, template: str, **context: Any) -> str:
         """A piece of a page (no shell): ``template`` rendered with ``context`` alone."""

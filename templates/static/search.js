@@ -73,6 +73,7 @@
 
   // ---------------------------------------------------------------- Ask (only where data-ask is set)
 
+  // As server/answer.py's STATUS_TEXT says them.
   var ASKED = {
     not_in_notes: "Your notes do not say: nothing in them answers this.",
     refused: "No answer: the model’s answer did not pass the check against your notes, so it is not shown.",
@@ -80,8 +81,7 @@
   };
 
   function askNotice(form) {
-    return el("p", "ask-notice", "Ask sends your question and the passages it shows to "
-      + form.getAttribute("data-ask-to") + ".");
+    return el("p", "ask-notice", form.getAttribute("data-ask-notice"));
   }
 
   // The answer's text with each [n] (or [1, 2]) a link to its passage's section; the model's text is
@@ -153,19 +153,22 @@
       });
   }
 
-  // The search page's form: an Ask button beside Search, the notice and the answer under the form.
+  // The search page's form: its Ask button (which, without JavaScript, asks the server for the page with
+  // the answer) shows the answer under the notice instead, where the server puts it.
   function setupAskButton(form, root) {
-    var button = el("button", "ask-button", "Ask");
-    button.type = "button";
-    form.appendChild(button);
-    var notice = askNotice(form);
-    var box = el("div", "answer");
-    box.hidden = true;
-    box.setAttribute("aria-live", "polite");
-    form.parentNode.insertBefore(box, form.nextSibling);
-    form.parentNode.insertBefore(notice, form.nextSibling);
-    button.addEventListener("click", function () {
+    var button = form.querySelector("button.ask-button");
+    if (!button) return;
+    var box = document.querySelector("main .answer");
+    if (!box) {
+      box = el("div", "answer");
+      box.hidden = true;
+      box.setAttribute("aria-live", "polite");
+      var notice = document.querySelector("main .ask-notice");
+      notice.parentNode.insertBefore(box, notice.nextSibling);
+    }
+    button.addEventListener("click", function (event) {
       var query = form.querySelector("input[name=q]").value.trim();
+      event.preventDefault();
       if (query) askInto(box, form, query, root);
     });
   }

@@ -140,7 +140,7 @@ def test_an_invented_quote_gets_one_repair_request_then_is_refused(home, tmp_pat
     assert repair[3]["content"].startswith("Your answer cannot be shown, because the check of it against the "
                                            "passages found:\n- sentence 1 quotes 'toto v žádné poznámce není")
     assert capsys.readouterr().out == (
-        "No answer: the model's answer did not pass the check against your notes, so it is not shown.\n"
+        "No answer: the model’s answer did not pass the check against your notes, so it is not shown.\n"
         "  - sentence 1 quotes 'toto v žádné poznámce není napsáno', which is not word for word in [1]\n")
 
 
@@ -201,7 +201,8 @@ def test_a_provider_that_is_down_is_unavailable(home, tmp_path, capsys):
     assert data["problems"][0]["message"] == f"openai at {url} cannot be reached (connection refused)"
     assert main(["ask", QUESTION, "--config", str(config.path)]) == 0
     assert capsys.readouterr().out == (
-        f"No answer: the answer provider is unavailable.\n  - openai at {url} cannot be reached (connection "
+        f"No answer: the answer provider is unavailable. The search results still work.\n"
+        f"  - openai at {url} cannot be reached (connection "
         f"refused)\nSearch results:\n  Sauter Bus > Zapojení  {SECTION}\n")
 
 

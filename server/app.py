@@ -1,5 +1,6 @@
 """The Starlette app: the built site under ``/``, ``/api/search``, ``/api/health``, ``/search``, ``/auth``,
-and the webhooks and sync API of :mod:`server.sync_api`, which only queue jobs.
+``/api/answer`` (only with ``answer:`` in the config, see :mod:`server.answer`), and the webhooks and sync
+API of :mod:`server.sync_api`, which only queue jobs.
 
 Queries only read: the index is opened read-only through a small connection pool,
 with a time limit on the SQL. The query is embedded while its words are searched, with
@@ -29,12 +30,14 @@ from builder.core.config import Config
 from builder.core.embedding import EmbedderFactory
 from builder.core.errors import IndexMissing, IndexUnreadable, ReindexNeeded, UserError
 from server import translate
+from server.chat import make_chat
 from server.auth import COOKIE, COOKIE_MAX_AGE_S, ApiKey, back_to, read_form
 from server.embedder import QueryEmbedder
 from server.health import health
 from server.mcp_mount import McpFactory, mcp_route
 from server.query import MAX_QUERY_CHARS
 from server.reader import IndexReader, QueryTimeout
+from server.answer import Answer
 from server.search import SearchResult, check_limit, check_mode
 from server.searcher import Searcher
 from server.site_files import SiteFiles
@@ -120,11 +123,15 @@ class Portal:
         self.key = ApiKey(config.api_key)
         self.pages = SearchPage(config)
         self.site = SiteFiles(config.site.output, [s.id for s in config.sources], diagram_csp=DIAGRAM_CSP)
+        self.chat = make_chat(config.answer) if config.answer.enabled else None
 
     def routes(self) -> list[Route]:
-        """Every route; each one that queries the index is guarded by the key."""
+        """Every route; each one that queries the index is guarded by the key. ``/api/answer`` exists only
+        when an answer provider is configured."""
+        asking = [Route("/api/answer", guarded(self.key, self.api_answer, self.api_denied))] if self.chat else []
         return [
             Route("/api/search", guarded(self.key, self.api_search, self.api_denied)),
+            *asking,
             Route("/api/health", guarded(self.key, self.api_health, self.api_denied)),
             Route("/search", guarded(self.key, self.search_page, self.page_denied)),
             Route("/auth", self.auth, methods=["GET", "POST"]),
@@ -160,13 +167,37 @@ class Portal:
         body["took_ms"] = round((time.perf_counter() - started) * 1000, 1)
         return JSONResponse(body)
 
+    def answer(self, params: SearchParams) -> tuple[Answer, SearchResult]:
+        """The checked answer to ``params.query`` (see :mod:`server.answer`) and the search it was written
+        from; raises UserError as a search does."""
+        from server import answer
+
+        assert self.chat is not None
+        result = self.run_search(replace(params, limit=answer.SEARCH_LIMIT, mode="hybrid", tag=None))
+        with self.reader.connection() as lease:
+            sources = answer.passages(lease.conn, result.hits)
+        return answer.ask(params.query, result, sources, self.chat), result
+
+    def api_answer(self, request: Request) -> Response:
+        """``GET /api/answer?q=…[&source=…]``: the checked answer as JSON; when the provider cannot answer,
+        ``unavailable`` with the search's hits under ``search``."""
+        try:
+            reply, result = self.answer(_params(request, self.config))
+        except UserError as exc:
+            return _error(_status_of(exc), str(exc))
+        body = reply.to_json()
+        if reply.status == "unavailable":
+            body["search"] = result.to_json()
+        return JSONResponse(body)
+
     def api_health(self, request: Request) -> Response:
         """``GET /api/health``: see :func:`server.health.health`."""
         return JSONResponse(health(self.config, self.reader, self.embedder, self.memory))
 
     def search_page(self, request: Request) -> Response:
-        """``GET /search``: the results page for browsers without JavaScript."""
-        from server.search_page import page_hits
+        """``GET /search``: the results page for browsers without JavaScript; ``ask=1`` (the Ask button, where
+        an answer provider is configured) shows the checked answer above the hits."""
+        from server.search_page import page_answer, page_hits
 
         query = request.query_params.get("q", "")
         if not query.strip():
@@ -178,9 +209,16 @@ class Portal:
                                 status_code=_status_of(exc))
         hits = page_hits(result)
         # the words as typed, with the page's other parameters (mode, source, tag, limit) kept
-        as_typed = f"search?{urlencode({**request.query_params, 'correct': '0'})}" if result.corrected else None
+        kept = {k: v for k, v in request.query_params.items() if k != "ask"}
+        as_typed = f"search?{urlencode({**kept, 'correct': '0'})}" if result.corrected else None
+        asked = None
+        if self.chat is not None and request.query_params.get("ask") == "1":
+            try:
+                asked = page_answer(self.answer(_params(request, self.config))[0])
+            except UserError as exc:  # the index went away or timed out since the search: say so, no 500
+                asked = {"status": "failed", "parts": [], "message": f"Asking failed: {exc}", "problems": []}
         return HTMLResponse(self.pages.render(query=query, notes=list(result.notes), hits=hits,
-                                              weak=result.weak and bool(hits), as_typed=as_typed))
+                                              weak=result.weak and bool(hits), as_typed=as_typed, answer=asked))
 
     async def auth(self, request: Request) -> Response:
         """``GET /auth``: the sign-in form; ``POST /auth``: check the key, set the cookie, go back."""

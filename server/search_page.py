@@ -5,13 +5,16 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from builder.core import urls
 from builder.core.config import Config
-from builder.core.templates import TEMPLATE_DIR, Page, Templates, asset_version
+from builder.core.templates import TEMPLATE_DIR, Page, Templates, ask_target, asset_version
 from server.search import WEAK, SearchResult, provenance
+
+if TYPE_CHECKING:
+    from server.answer import Answer
 
 # The sign-in form exists only on a running server, so its template lives here, not in templates/.
 AUTH_TEMPLATE = """{% extends "base.html" %}
@@ -32,7 +35,8 @@ The browser keeps a sign-in cookie (not the key) for 90 days.</p>
 def _templates(config: Config) -> Templates:
     import jinja2
 
-    templates = Templates(TEMPLATE_DIR, config.site.title, asset_version(), tuple(s.id for s in config.sources))
+    templates = Templates(TEMPLATE_DIR, config.site.title, asset_version(), tuple(s.id for s in config.sources),
+                          ask_target(config.answer))
     templates.env.loader = jinja2.ChoiceLoader([jinja2.DictLoader({"server/auth.html": AUTH_TEMPLATE}),
                                                 jinja2.FileSystemLoader(str(TEMPLATE_DIR))])
     return templates
@@ -62,6 +66,22 @@ def page_hits(result: SearchResult) -> list[dict[str, Any]]:
     return hits
 
 
+def page_answer(reply: Answer) -> dict[str, Any]:
+    """The answer as ``search.html`` shows it: the text in parts (each ``[n]`` a link to its source's
+    section), the cited sources, or the status's words and the problems."""
+    from server.answer import STATUS_TEXT, answer_parts
+
+    if reply.status != "answered":
+        return {"status": reply.status, "parts": [], "message": STATUS_TEXT[reply.status],
+                "problems": [p.message for p in reply.problems]}
+    cited = {c.n: c for c in reply.citations}
+    parts = [{"text": text, "href": source.url if source else None, "heading": source.heading if source else ""}
+             for text, source in answer_parts(reply)]
+    sources = [{"n": s.n, "href": s.url, "heading": s.heading.replace(" > ", " › "), "quote": cited[s.n].quote}
+               for s in reply.sources if s.n in cited]
+    return {"status": reply.status, "parts": parts, "sources": sources, "message": "", "problems": []}
+
+
 class SearchPage:
     """Renders ``search.html`` for a query (works with JavaScript disabled) and the sign-in page."""
 
@@ -69,14 +89,16 @@ class SearchPage:
         self.templates = _templates(config)
 
     def render(self, *, query: str, notes: list[str], hits: list[dict[str, Any]] | None,
-               weak: bool = False, as_typed: str | None = None) -> str:
+               weak: bool = False, as_typed: str | None = None, answer: dict[str, Any] | None = None) -> str:
         """The results page for ``query`` (``hits`` None: the empty search form; ``weak``: the hits are
         only the closest by meaning; ``as_typed``: a word was corrected, and this site-relative URL
-        searches the words as typed)."""
+        searches the words as typed; ``answer``: :func:`page_answer`'s, when Ask was pressed)."""
         context: dict[str, Any] = {"query": query, "notes": notes, "weak": weak, "weak_text": WEAK,
                                    "as_typed": as_typed}
         if hits is not None:
             context["hits"] = hits
+        if answer is not None:
+            context["answer"] = answer
         title = f"Search: {query}" if query else "Search"
         page = Page("search", "search.html", "search", title, context,
                     (("Home", urls.HOME_URL), ("Search", None)))

@@ -32,6 +32,7 @@ commands:
     build     sync the sources, refresh the index and the site (cron)
     embed     embed the sections still waiting for vectors (a build starts it)
     search    search the index by words and meaning
+    ask       answer a question from the notes, each citation checked
     toc       list the indexed notes: folder, note, title, tags, headings
     grep      search the files of the sources on disk by regular expression
     read      print one note as it is on disk now, with line numbers
@@ -129,14 +130,14 @@ def test_every_option_says_its_default():
                    and not action.required and action.help != argparse.SUPPRESS
                    and "(default: " not in (action.help or "")]
     assert undescribed == []
-    assert sorted(commands()) == ["build", "embed", "eval", "grep", "mcp", "read", "search", "serve", "status", "toc",
-                                    "watch"]
+    assert sorted(commands()) == ["ask", "build", "embed", "eval", "grep", "mcp", "read", "search", "serve", "status",
+                                  "toc", "watch"]
 
 
 def test_every_read_command_has_json():
     assert sorted(name for name, command in commands().items()
                   if any("--json" in a.option_strings for a in command._actions)) == [
-        "eval", "grep", "read", "search", "status", "toc"]
+        "ask", "eval", "grep", "read", "search", "status", "toc"]
 
 
 def test_no_markup_in_any_help(capsys):

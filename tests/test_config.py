@@ -23,7 +23,7 @@ def folder(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("body, message", [
-    (BASE + "colour: blue\n", "portal.yaml:7: colour: unknown key (allowed: embedding, git, index, limits, "
+    (BASE + "colour: blue\n", "portal.yaml:7: colour: unknown key (allowed: answer, embedding, git, index, limits, "
                               "render, search, server, site, sources, watch)"),
     (BASE + "search:\n  max_per_note: 0\n", "portal.yaml:8: search.max_per_note: must be at least 1, got 0"),
     (BASE + "search:\n  query_cache: -1\n", "portal.yaml:8: search.query_cache: must be at least 0, got -1"),

@@ -1,4 +1,4 @@
-"""The ``notes-portal`` command line: build, search, toc, grep, read, status, eval, serve, watch, mcp.
+"""The ``notes-portal`` command line: build, search, ask, toc, grep, read, status, eval, serve, watch, mcp.
 
 The CLI is the composition root: the one place that imports both the write
 path (``builder``) and the read path (``server``), each inside the command that
@@ -17,6 +17,7 @@ from typing import NoReturn
 
 from builder.cli.commands import (
     DEFAULT_CONFIG,
+    cmd_ask,
     cmd_build,
     cmd_embed,
     cmd_eval,
@@ -34,7 +35,7 @@ from builder.cli.command_data import MAX_READ_LINES, READ_LINES, SCHEMA_VERSION,
 from builder.core.errors import IndexUnreadable, UserError
 from builder.core.terminal import PrintableStream, printable
 
-NOTE_TEXT_COMMANDS = frozenset({"search", "toc", "grep", "read", "status", "eval"})  # print what notes hold
+NOTE_TEXT_COMMANDS = frozenset({"ask", "search", "toc", "grep", "read", "status", "eval"})  # print what notes hold
 DESCRIPTION = "Your markdown notes as a searchable portal: for a browser, a shell and agents."
 EPILOG = (f"Every command reads its config from --config FILE, else $NOTES_PORTAL_CONFIG,\n"
           f"else ./{DEFAULT_CONFIG}. Run notes-portal COMMAND --help for a command's options.")
@@ -120,6 +121,16 @@ def parser() -> Parser:
                         "(default: a word no note holds is replaced)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_search)
+
+    p = _command(sub, "ask", "answer a question from the notes, each citation checked",
+                 "Answer a question with the configured model (answer: in the config) from the\n"
+                 "sections search finds. The answer is shown only when every sentence cites a\n"
+                 "section that says it (quotes, numbers, dates checked); otherwise it says why not.\n"
+                 "The question and the sections are sent to that provider.", common)
+    p.add_argument("question", metavar="QUESTION", help="the question, in any language")
+    p.add_argument("--source", metavar="ID", help="only this source (default: every source)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(func=cmd_ask)
 
     p = _command(sub, "toc", "list the indexed notes: folder, note, title, tags, headings",
                  "List the published notes the index holds, by source and folder, with their\n"

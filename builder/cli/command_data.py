@@ -150,6 +150,31 @@ def search_data(rp: ReadPath, query: str, *, limit: int = 10, source: str | None
                                             correct=not as_typed))
 
 
+def answer_data(rp: ReadPath, question: str, *, source: str | None = None) -> dict[str, Any]:
+    """``ask``: the answer to ``question`` written by the configured model from the search's sections,
+    shown only when every sentence is checked against them (see :mod:`server.answer`); ``unavailable``
+    when the provider cannot answer, with the search's hits under ``search``."""
+    from server import answer
+    from server.chat import make_chat
+    from server.query import MAX_QUERY_CHARS
+
+    if not rp.config.answer.enabled:
+        raise UserError("no answer provider is configured: add an answer: section to the config "
+                        "(see README, Asking your notes); search needs none")
+    if not question.strip():
+        raise UserError("the question is empty")
+    if len(question) > MAX_QUERY_CHARS:
+        raise UserError(f"the question is longer than {MAX_QUERY_CHARS} characters")
+    result = search_result(rp, question, limit=answer.SEARCH_LIMIT, source=source)
+    with rp.connection() as conn:
+        sources = answer.passages(conn, result.hits)
+    reply = answer.ask(question, result, sources, make_chat(rp.config.answer))
+    body = reply.to_json()
+    if reply.status == "unavailable":
+        body["search"] = search_result_data(result)
+    return envelope("ask", body)
+
+
 def toc_data(rp: ReadPath, *, source: str | None = None, tag: str | None = None, folder: str | None = None,
              max_notes: int | None = None, max_chars: int | None = None) -> dict[str, Any]:
     """``toc``: the published notes the index holds (path, title, tags, headings to ###, page URL),

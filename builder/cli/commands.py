@@ -104,6 +104,33 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ask(args: argparse.Namespace) -> int:
+    from builder.cli import command_data
+
+    data = command_data.answer_data(command_data.for_command(config_of(args)), args.question, source=args.source)
+    if args.json:
+        print_json(data)
+        return 0
+    print(answer_text(data))
+    return 0
+
+
+def answer_text(data: dict[str, Any]) -> str:
+    """``ask``'s text: the answer and its sources, or why there is none (the problems, the search's hits)."""
+    from server.answer import STATUS_TEXT
+
+    lines = [data["answer"]] if data["status"] == "answered" else [STATUS_TEXT[data["status"]]]
+    cited = {c["n"] for c in data["citations"]}
+    for source in data["sources"]:
+        if source["n"] in cited:
+            lines.append(f"[{source['n']}] {source['heading']}  {source['url']}")
+    lines += [f"  - {p['message']}" for p in data["problems"]]
+    if data["status"] == "unavailable" and data.get("search", {}).get("hits"):
+        lines.append("Search results:")
+        lines += [f"  {hit['breadcrumb']}  {hit['url']}" for hit in data["search"]["hits"]]
+    return "\n".join(lines)
+
+
 def _plain_snippet(snippet: str) -> str:
     """A snippet's marked words in bold on a terminal (unless $NO_COLOR is set), elsewhere between the
     first pair of markers its text does not hold (a literal ``[Unit]`` must not look like a match)."""

@@ -33,7 +33,7 @@ from mcp.server.streamable_http_manager import (
 from mcp.server.transport_security import TransportSecuritySettings
 
 from builder.cli import command_data
-from builder.cli.mcp_tools import INSTRUCTIONS, Tool, tools
+from builder.cli.mcp_tools import ASK_INSTRUCTIONS, INSTRUCTIONS, Tool, tools
 from builder.cli.package import version
 from builder.core import index as db
 from builder.core.config import Config
@@ -51,7 +51,8 @@ log = logging.getLogger("notes_portal.mcp")
 
 
 def make_server(config: Config, read_path: command_data.ReadPath) -> Server:
-    """The low-level MCP server with the five tools over ``read_path``."""
+    """The low-level MCP server with the tools of :func:`tools` (``ask`` among them when an answer provider
+    is configured) over ``read_path``."""
     known = tools(config)
     ids = [s.id for s in config.sources]
     listed = [types.Tool(name=t.name, title=t.title, description=t.description, input_schema=t.input_schema(),
@@ -70,7 +71,8 @@ def make_server(config: Config, read_path: command_data.ReadPath) -> Server:
         return await anyio.to_thread.run_sync(partial(answer, tool, read_path, params.arguments))
 
     return Server("notes-portal", version=version(), title="notes-portal",
-                  instructions=INSTRUCTIONS.format(count=len(ids), sources=", ".join(ids)),
+                  instructions=INSTRUCTIONS.format(count=len(ids), sources=", ".join(ids))
+                  + (ASK_INSTRUCTIONS if "ask" in known else ""),
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 

@@ -41,6 +41,11 @@ grep and read_note are not. When search says weak: true (or finds nothing) and g
 either, the notes do not cover the topic: answer "nothing in your notes" rather than answering from
 general knowledge as if the notes said it. Quote notes by source:path and line."""
 
+ASK_INSTRUCTIONS = """
+4. ask (this portal has an answer provider): a question answered by the portal's model from the sections
+   search finds, every citation checked before it is returned. Present an "answered" answer as it is,
+   with its [n] and the sources' links; "not_in_notes" means the notes do not say."""
+
 
 @dataclass(frozen=True)
 class Param:
@@ -133,7 +138,8 @@ class Tool:
 
 
 def tools(config: Config) -> dict[str, Tool]:
-    """The five tools, with this config's source ids as the choices for ``source``."""
+    """The five tools (six with ``ask`` when an answer provider is configured), with this config's source
+    ids as the choices for ``source``."""
     ids = tuple(s.id for s in config.sources)
 
     def source(description: str, required: bool = False) -> Param:
@@ -181,6 +187,12 @@ def tools(config: Config) -> dict[str, Tool]:
         ), lambda rp, **a: command_data.read_data(rp, **a)),
         Tool("status", "Index status", STATUS, (), lambda rp: command_data.status_data(rp)),
     ]
+    if config.answer.enabled:  # no provider configured: no tool that would only say so
+        found.append(Tool("ask", "Ask the notes", ASK, (
+            Param("question", "string", "The question, in any language.", required=True,
+                  max_length=MAX_QUERY_CHARS),
+            source("Only this source (default: every source)."),
+        ), lambda rp, **a: command_data.answer_data(rp, **a)))
     return {tool.name: tool for tool in found}
 
 
@@ -227,6 +239,15 @@ start_line=next_line. `index` says whether the index has seen this version: "cur
 the last build" or "not indexed yet".
 Only notes inside a source's configured scope can be read: a path outside it, a hidden file, a link that \
 leads out of the source and a note marked published: false are errors."""
+
+ASK = """\
+Answer a question from the notes with the portal's configured model, checked before it is returned: \
+status "answered" means every sentence of `answer` ends with [n] citing a passage in `sources` that says \
+it (quotes word for word, numbers and dates as written there); `citations` link each cited passage \
+(url: its section on the portal). "not_in_notes": the notes do not answer it: say so, do not answer from \
+general knowledge. "refused": the model's answer failed the check (see `problems`) and is not shown. \
+"unavailable": the model could not be reached; `search` holds the search's hits. Present an answered \
+`answer` as it is, with its [n] and the sources' links."""
 
 STATUS = """\
 The state of the index and its sources: per source the notes and chunks indexed, vectors still pending \

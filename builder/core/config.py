@@ -24,6 +24,10 @@ DEFAULT_DICTIONARY = Path("/usr/share/dictd/freedict-eng-ces")  # Debian's dict-
 RESERVED_SOURCE_IDS = frozenset({"tags", "static", "api", "search", "auth"})
 SOURCE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 PROVIDERS = ("local", "ollama", "openai", "none")
+# answer: the chat protocols an answer provider may speak, and where each listens unless `url` says otherwise
+ANSWER_PROVIDERS = {"openai": "http://127.0.0.1:8080", "ollama": "http://127.0.0.1:11434",
+                    "anthropic": "https://api.anthropic.com", "none": ""}
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 SITE_MARKER = ".notes-portal-site"  # in every site folder the portal made (see builder.render.output)
 MIN_SECRET = 32  # characters of a key that starts work: server.sync_key, a source's hook_secret
 HOOK_MAX_BYTES = 1_048_576  # the default limit of a webhook's body (server.hook_max_bytes)
@@ -71,6 +75,21 @@ class EmbeddingConfig:
 
 
 @dataclass(frozen=True)
+class AnswerConfig:
+    """``answer:``: the model that answers questions from the notes (server.answer); ``none`` (the default): off."""
+
+    provider: str = "none"  # openai (/v1/chat/completions), ollama (/api/chat), anthropic (/v1/messages) or none
+    url: str = ""
+    model: str = ""
+    api_key_env: str | None = None  # the key is read from this environment variable, never from the file
+    timeout_s: float = 60.0
+
+    @property
+    def enabled(self) -> bool:
+        return self.provider != "none"
+
+
+@dataclass(frozen=True)
 class SourceConfig:
     id: str
     kind: str  # "folder" or "git"
@@ -114,6 +133,7 @@ class Config:
     sync_key: str | None = field(default=None, repr=False)  # POST /api/sync and the job status
     hook_max_bytes: int = HOOK_MAX_BYTES
     watch: WatchConfig = field(default_factory=WatchConfig)
+    answer: AnswerConfig = field(default_factory=AnswerConfig)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -182,7 +202,7 @@ def load_config(path: str | Path) -> Config:
 
 def _build(r: Reader, raw: Any, base: Path) -> Config:
     top = r.mapping(raw, (), {"site", "index", "embedding", "sources", "limits", "git", "render", "server",
-                              "search", "watch"})
+                              "search", "watch", "answer"})
     site_raw = r.mapping(top.get("site"), ("site",), {"title", "output"})
     site = SiteConfig(
         title=r.string(site_raw, ("site", "title"), "Notes") or "Notes",
@@ -218,7 +238,38 @@ def _build(r: Reader, raw: Any, base: Path) -> Config:
             debounce=float(r.number(watch, ("watch", "debounce"), 0.2, minimum=0.01)),
             git_poll=float(r.number(watch, ("watch", "git_poll"), 60.0, minimum=1)),
         ),
+        answer=_answer(r, top.get("answer")),
     )
+
+
+def _answer(r: Reader, raw: Any) -> AnswerConfig:
+    """``answer:``; absent or ``provider: none``: questions are not answered (search needs no model)."""
+    key = ("answer",)
+    if isinstance(raw, dict) and "api_key" in raw:
+        raise r.fail((*key, "api_key"), "the key is never read from the config file: put it in an environment "
+                                        "variable and name that variable in answer.api_key_env")
+    ans = r.mapping(raw, key, {"provider", "url", "model", "api_key_env", "timeout_s"})
+    provider = r.string(ans, (*key, "provider"), "none")
+    if provider not in ANSWER_PROVIDERS:
+        raise r.fail((*key, "provider"), f"unknown provider {provider!r} (expected one of: "
+                                         f"{', '.join(ANSWER_PROVIDERS)})")
+    if provider == "none":
+        return AnswerConfig()
+    url = r.string(ans, (*key, "url"), ANSWER_PROVIDERS[provider]) or ""
+    if not re.match(r"^https?://[^/\s]+", url):
+        raise r.fail((*key, "url"), f"expected an http(s):// URL, got {url!r}")
+    model = r.string(ans, (*key, "model"))
+    if not model or not model.strip():
+        raise r.fail((*key, "model"), f"provider {provider!r} needs the model's exact name (e.g. qwen2.5:7b-instruct)")
+    api_key_env = r.string(ans, (*key, "api_key_env"))
+    if api_key_env is not None and not ENV_NAME_RE.match(api_key_env):
+        raise r.fail((*key, "api_key_env"), f"expected the name of an environment variable (e.g. ANSWER_API_KEY), "
+                                            f"got {api_key_env[:40]!r}")
+    if provider == "anthropic" and api_key_env is None:
+        raise r.fail((*key, "api_key_env"), "provider 'anthropic' needs a key: name the environment variable "
+                                            "that holds it (e.g. ANTHROPIC_API_KEY)")
+    return AnswerConfig(provider=provider, url=url.rstrip("/"), model=model.strip(), api_key_env=api_key_env,
+                        timeout_s=float(r.number(ans, (*key, "timeout_s"), 60.0, minimum=0.1)))
 
 
 def _dictionary(r: Reader, search: dict[str, Any], base: Path) -> Path | None:

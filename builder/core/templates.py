@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.core import urls
+from builder.core.config import AnswerConfig
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent.parent / "templates"
 # The first line after <meta charset> of a page that draws diagrams: the server reads it there to send such a page
@@ -55,6 +56,29 @@ def asset_version() -> str:
     return digest.hexdigest()[:10]
 
 
+def ask_target(answer: AnswerConfig) -> str | None:
+    """Where ``answer:`` sends a question (``ollama at 127.0.0.1:11434``), which the Ask action's notice
+    names on every page; None when no provider is configured: then no page offers Ask (and the pages are
+    as they were before there was one)."""
+    if not answer.enabled:
+        return None
+    from urllib.parse import urlsplit
+
+    return f"{answer.provider} at {urlsplit(answer.url).netloc}"
+
+
+def ask_notice(target: str) -> str:
+    """The one line beside every Ask action: what is sent, and where."""
+    return f"Ask sends your question and the passages it shows to {target}."
+
+
+def ask_settings(answer: AnswerConfig) -> list[str]:
+    """What the pages' fingerprints hold of ``answer:``: nothing when it is off, so that a site rendered
+    without it keeps its fingerprints."""
+    target = ask_target(answer)
+    return [target] if target else []
+
+
 @dataclass(frozen=True)
 class Page:
     """One page: everything its template shows, as plain JSON-able data."""
@@ -74,10 +98,11 @@ class Page:
 
 class Templates:
     """The Jinja2 environment (autoescaping) and the site-wide template variables: the site's title,
-    the asset version and the sources (the navigation on every page lists them)."""
+    the asset version, the sources (the navigation on every page lists them) and where Ask sends a
+    question (None: no Ask)."""
 
     def __init__(self, template_dir: Path, site_title: str, asset_version: str,
-                 sources: tuple[str, ...] = ()) -> None:
+                 sources: tuple[str, ...] = (), ask_to: str | None = None) -> None:
         import jinja2
 
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir)),
@@ -87,6 +112,7 @@ class Templates:
         self.site_title = site_title
         self.asset_version = asset_version
         self.sources = sources
+        self.ask_to = ask_to  # the search boxes offer Ask, naming where it sends the question (ask_target)
 
     def render(self, page: Page, built_at: str) -> str:
         """The page's HTML; ``built_at`` is the time shown in the footer."""
@@ -98,7 +124,8 @@ class Templates:
         return template.render(**page.context, root=root, site_title=self.site_title, built_at=built_at,
                                asset_v=self.asset_version, breadcrumbs=page.breadcrumbs,
                                page_kind=page.kind, page_title=page.title, page_url=page.url,
-                               nav_sources=nav_sources)
+                               nav_sources=nav_sources, ask_to=self.ask_to,
+                               ask_notice=ask_notice(self.ask_to) if self.ask_to else None)
 
     def fragment(self, template: str, **context: Any) -> str:
         """A piece of a page (no shell): ``template`` rendered with ``context`` alone."""

@@ -87,7 +87,8 @@ def _code_fingerprint(config: Config, files: list[Path]) -> str:
         code.update(f"{path.name}\0{templates.file_digest(path)}\0".encode())
     versions = [markdown_it.__version__, mdit_py_plugins.__version__, pygments.__version__,
                 getattr(nh3, "__version__"), converter_version()]  # noqa: B009 (nh3's stubs do not declare it)
-    code.update(json.dumps([config.site.title, config.allow_html, versions, [s.id for s in config.sources]]).encode())
+    code.update(json.dumps([config.site.title, config.allow_html, versions, [s.id for s in config.sources],
+                            *templates.ask_settings(config.answer)]).encode())
     return code.hexdigest()
 
 
@@ -198,7 +199,8 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         roots = {s.id: config.source_root(s) for s in config.sources}
         highlights = highlight.blocks_file(site)
         kept: Path | None = None  # the note bodies kept between big renders (builder.render.bodycache)
-        jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds))
+        jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds),
+                                    templates.ask_target(config.answer))
         jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site))
         try:
             with Pool(workers) as pool:

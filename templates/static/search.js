@@ -1,6 +1,7 @@
 // notes-portal search: search-as-you-type over /api/search (results grouped by note), keyboard
 // navigation, Ctrl/Cmd-K or / to reach the box from anywhere, and highlighting of the query's words
-// in the section a result lands on.
+// in the section a result lands on; where the portal has an answer provider (the form's data-ask),
+// "Ask": an answer from the notes whose every citation the server has checked (see askInto).
 // No framework, no inline script (the server's CSP forbids it), works without it too:
 // the form submits to the server-rendered /search page.
 (function () {
@@ -70,6 +71,108 @@
     return out.join(" ");
   }
 
+  // ---------------------------------------------------------------- Ask (only where data-ask is set)
+
+  // As server/answer.py's STATUS_TEXT says them.
+  var ASKED = {
+    not_in_notes: "Your notes do not say: nothing in them answers this.",
+    refused: "No answer: the model’s answer did not pass the check against your notes, so it is not shown.",
+    unavailable: "No answer: the answer provider is unavailable. The search results still work."
+  };
+
+  function askNotice(form) {
+    return el("p", "ask-notice", form.getAttribute("data-ask-notice"));
+  }
+
+  // The answer's text with each [n] (or [1, 2]) a link to its passage's section; the model's text is
+  // never HTML and never a link of its own: the links come from the sources.
+  function answerText(data, root) {
+    var p = el("p", "answer-text"), byN = {};
+    data.sources.forEach(function (s) { byN[s.n] = s; });
+    data.answer.split(/(\[\d+(?:\s*[,;]\s*\d+)*\])/).forEach(function (part) {
+      var m = /^\[([\d,;\s]+)\]$/.exec(part);
+      if (!m) { p.appendChild(document.createTextNode(part)); return; }
+      m[1].split(/\s*[,;]\s*/).forEach(function (n) {
+        var source = byN[n];
+        var a = el("a", "cite", "[" + n + "]");
+        a.href = root + source.url;
+        a.title = source.heading;
+        p.appendChild(a);
+      });
+    });
+    return p;
+  }
+
+  function showAnswer(box, data, root) {
+    box.textContent = "";
+    box.className = "answer answer-" + data.status;
+    if (data.status !== "answered") {
+      box.appendChild(el("p", "answer-status", ASKED[data.status] || data.status));
+      if (data.problems.length) {
+        var list = el("ul", "answer-problems");
+        data.problems.forEach(function (problem) { list.appendChild(el("li", null, problem.message)); });
+        box.appendChild(list);
+      }
+      return;
+    }
+    box.appendChild(answerText(data, root));
+    var cited = {};
+    data.citations.forEach(function (c) { cited[c.n] = c; });
+    var sources = el("ol", "answer-sources");
+    data.sources.forEach(function (s) {
+      if (!cited[s.n]) return;
+      var item = el("li");
+      item.value = s.n;
+      var a = el("a", "answer-source", s.heading.split(" > ").join(" › "));
+      a.href = root + s.url;
+      item.appendChild(a);
+      if (cited[s.n].quote) item.appendChild(el("q", "answer-quote", cited[s.n].quote));
+      sources.appendChild(item);
+    });
+    box.appendChild(sources);
+  }
+
+  // Ask ``query`` and show the checked answer (or why there is none) in ``box``.
+  function askInto(box, form, query, root) {
+    box.hidden = false;
+    box.className = "answer answer-pending";
+    box.textContent = "";
+    box.appendChild(el("p", "answer-status", "Asking… (the answer is checked against your notes before it is shown)"));
+    fetch(form.getAttribute("data-ask") + "?q=" + encodeURIComponent(query))
+      .then(function (r) {
+        return r.json().then(function (body) {
+          if (!r.ok) throw new Error(body.error || ("HTTP " + r.status));
+          return body;
+        });
+      })
+      .then(function (data) { showAnswer(box, data, root); })
+      .catch(function (err) {
+        box.className = "answer answer-failed";
+        box.textContent = "";
+        box.appendChild(el("p", "answer-status", "Asking failed: " + err.message));
+      });
+  }
+
+  // The search page's form: its Ask button (which, without JavaScript, asks the server for the page with
+  // the answer) shows the answer under the notice instead, where the server puts it.
+  function setupAskButton(form, root) {
+    var button = form.querySelector("button.ask-button");
+    if (!button) return;
+    var box = document.querySelector("main .answer");
+    if (!box) {
+      box = el("div", "answer");
+      box.hidden = true;
+      box.setAttribute("aria-live", "polite");
+      var notice = document.querySelector("main .ask-notice");
+      notice.parentNode.insertBefore(box, notice.nextSibling);
+    }
+    button.addEventListener("click", function (event) {
+      var query = form.querySelector("input[name=q]").value.trim();
+      event.preventDefault();
+      if (query) askInto(box, form, query, root);
+    });
+  }
+
   function setupBox(form) {
     var input = form.querySelector("input[name=q]");
     var api = form.getAttribute("data-api");
@@ -79,6 +182,9 @@
     panel.hidden = true;
     form.appendChild(panel);
     var timer = null, controller = null, selected = -1, lastQuery = "";
+    var large = form.classList.contains("search-large");
+    var asking = form.hasAttribute("data-ask");
+    if (asking && large) setupAskButton(form, root);
 
     // Every link of the panel in its order (the arrow keys walk them); Enter alone takes the first hit.
     function items() { return panel.querySelectorAll("a[role=option]"); }
@@ -161,8 +267,28 @@
       return groups;
     }
 
+    // The drop-down's first option: ask the notes, with the notice of where the question goes.
+    function askItem(query) {
+      var block = el("div", "ask-block");
+      var a = el("a", "ask-action", "Ask your notes: “" + query + "”");
+      a.href = "#";
+      a.setAttribute("role", "option");
+      var box = el("div", "answer");
+      box.hidden = true;
+      box.setAttribute("aria-live", "polite");
+      a.addEventListener("click", function (event) {
+        event.preventDefault();
+        askInto(box, form, query, root);
+      });
+      block.appendChild(a);
+      block.appendChild(askNotice(form));
+      block.appendChild(box);
+      return block;
+    }
+
     function show(data, query) {
       panel.textContent = "";
+      if (asking && !large) panel.appendChild(askItem(query));
       (data.notes || []).forEach(function (note) { panel.appendChild(el("p", "search-note", note)); });
       if (data.corrected) {  // a correct word the notes lack may have been taken for a typo: the way back
         var typed = el("a", "search-as-typed", "Search for “" + query + "” as typed");
@@ -236,7 +362,8 @@
       else if (event.key === "Escape") { close(); }
       else if (event.key === "Enter") {
         var target = selected >= 0 ? items()[selected] : (!panel.hidden ? panel.querySelector("a.search-result") : null);
-        if (target) { event.preventDefault(); window.location.href = target.href; }
+        if (target && target.classList.contains("ask-action")) { event.preventDefault(); target.click(); }
+        else if (target) { event.preventDefault(); window.location.href = target.href; }
       }
     });
     document.addEventListener("click", function (event) { if (!form.contains(event.target)) close(); });

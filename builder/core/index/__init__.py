@@ -64,6 +64,7 @@ from builder.core.index.notes import (
 )
 from builder.core.index.queries import (
     chunk_details,
+    chunk_text,
     count_vectors,
     database_file,
     filter_chunk_ids,
@@ -98,7 +99,8 @@ from builder.core.index.schema import (
 )
 
 __all__ = [
-    "carry_notes", "check_identity", "checkpoint", "chunk_details", "chunk_stems", "CHUNKER_VERSION", "code_pages",
+    "carry_notes", "check_identity", "checkpoint", "chunk_details", "chunk_text", "chunk_stems",
+    "CHUNKER_VERSION", "code_pages",
     "connect",
     "content_changes", "content_token",
     "count_chunks", "count_pending", "count_vectors", "counts", "database_file", "delete_file", "delete_source",

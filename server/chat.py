@@ -1,0 +1,155 @@
+"""The answer providers: one chat request to a model, in each protocol ``answer.provider`` names.
+
+- ``openai``: ``POST {url}/v1/chat/completions`` (OpenAI, llama.cpp's server, vLLM, LM Studio, Ollama's
+  compatible endpoint); the key, if any, as ``Authorization: Bearer``;
+- ``ollama``: ``POST {url}/api/chat`` with ``"stream": false`` (one JSON object, not NDJSON lines);
+- ``anthropic``: ``POST {url}/v1/messages`` with ``x-api-key`` and ``anthropic-version``; the system
+  prompt is its own field.
+
+Whatever goes wrong — refused connection, timeout, 429, a 5xx, a body that is not the protocol's JSON, an
+answer cut off at the token limit — raises :class:`ChatUnavailable` with one line that never holds the key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+from builder.core.config import AnswerConfig
+
+ANTHROPIC_VERSION = "2023-06-01"
+ANSWER_TOKENS = 1024  # an answer of a few sentences; one cut off at this limit is not used
+
+
+class ChatUnavailable(Exception):
+    """The provider gave no usable answer; ``str()`` says why in one line."""
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # user | assistant
+    content: str
+
+
+Chat = Callable[[str, tuple[Message, ...]], str]  # (system prompt, conversation) → the model's text
+
+
+def make_chat(config: AnswerConfig) -> Chat:
+    """The configured provider as one function; the key is read from the environment on each call."""
+    send = {"openai": _openai, "ollama": _ollama, "anthropic": _anthropic}[config.provider]
+
+    def chat(system: str, messages: tuple[Message, ...]) -> str:
+        return send(config, system, messages)
+
+    return chat
+
+
+def _api_key(config: AnswerConfig) -> str | None:
+    if config.api_key_env is None:
+        return None
+    key = os.environ.get(config.api_key_env)
+    if not key:
+        raise ChatUnavailable(f"{config.provider}: environment variable {config.api_key_env} is not set")
+    return key
+
+
+def _post(config: AnswerConfig, path: str, payload: dict[str, Any], headers: dict[str, str],
+          key: str | None) -> Any:
+    """POST ``payload`` as JSON; the decoded JSON object of a 2xx answer, else :class:`ChatUnavailable`
+    (whose message never holds ``key``, even where the provider's error message quotes it)."""
+    who = f"{config.provider} at {config.url}"
+    try:
+        response = requests.post(config.url + path, json=payload, headers=headers, timeout=config.timeout_s,
+                                 allow_redirects=False)
+    except requests.Timeout:
+        raise ChatUnavailable(f"{who} did not answer within {config.timeout_s:g} s") from None
+    except requests.RequestException as exc:
+        reason = "connection refused" if isinstance(exc, requests.ConnectionError) else type(exc).__name__
+        raise ChatUnavailable(f"{who} cannot be reached ({reason})") from None
+    if response.status_code == 429:
+        raise ChatUnavailable(f"{who} is busy (429 Too Many Requests); try again later")
+    if not 200 <= response.status_code < 300:
+        message = _error_text(response)
+        if key:
+            message = message.replace(key, "[key]")
+        raise ChatUnavailable(f"{who} answered HTTP {response.status_code}: {message}")
+    try:
+        body = response.json()
+    except ValueError:
+        raise ChatUnavailable(f"{who} answered with a body that is not JSON") from None
+    if not isinstance(body, dict):
+        raise ChatUnavailable(f"{who} answered with JSON that is not an object")
+    return body
+
+
+def _error_text(response: requests.Response) -> str:
+    """The provider's own error message (OpenAI's and Anthropic's ``error.message``, Ollama's ``error``)."""
+    try:
+        body = response.json()
+    except ValueError:
+        return "(no JSON error message)"
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else error
+    return str(message)[:200] if message else "(no error message)"
+
+
+def _shape(config: AnswerConfig, what: str) -> ChatUnavailable:
+    return ChatUnavailable(f"{config.provider} at {config.url} answered without {what}")
+
+
+def _openai(config: AnswerConfig, system: str, messages: tuple[Message, ...]) -> str:
+    key = _api_key(config)
+    path = "/chat/completions" if config.url.endswith("/v1") else "/v1/chat/completions"
+    payload = {"model": config.model, "temperature": 0, "max_tokens": ANSWER_TOKENS, "stream": False,
+               "messages": [{"role": "system", "content": system},
+                            *({"role": m.role, "content": m.content} for m in messages)]}
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    body = _post(config, path, payload, headers, key)
+    try:
+        choice = body["choices"][0]
+        content = choice["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise _shape(config, "choices[0].message.content") from None
+    if choice.get("finish_reason") == "length":
+        raise ChatUnavailable(f"{config.provider}: the answer was cut off at {ANSWER_TOKENS} tokens")
+    return _content(config, content)
+
+
+def _ollama(config: AnswerConfig, system: str, messages: tuple[Message, ...]) -> str:
+    key = _api_key(config)
+    payload = {"model": config.model, "stream": False, "options": {"temperature": 0, "num_predict": ANSWER_TOKENS},
+               "messages": [{"role": "system", "content": system},
+                            *({"role": m.role, "content": m.content} for m in messages)]}
+    body = _post(config, "/api/chat", payload, {"Authorization": f"Bearer {key}"} if key else {}, key)
+    try:
+        content = body["message"]["content"]
+    except (KeyError, TypeError):
+        raise _shape(config, "message.content") from None
+    if body.get("done_reason") == "length":
+        raise ChatUnavailable(f"{config.provider}: the answer was cut off at {ANSWER_TOKENS} tokens")
+    return _content(config, content)
+
+
+def _anthropic(config: AnswerConfig, system: str, messages: tuple[Message, ...]) -> str:
+    key = _api_key(config) or ""
+    payload = {"model": config.model, "max_tokens": ANSWER_TOKENS, "temperature": 0, "system": system,
+               "messages": [{"role": m.role, "content": m.content} for m in messages]}
+    headers = {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
+    body = _post(config, "/v1/messages", payload, headers, key)
+    blocks = body.get("content")
+    if not isinstance(blocks, list):
+        raise _shape(config, "content")
+    if body.get("stop_reason") == "max_tokens":
+        raise ChatUnavailable(f"{config.provider}: the answer was cut off at {ANSWER_TOKENS} tokens")
+    texts = [b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    return _content(config, "".join(texts))
+
+
+def _content(config: AnswerConfig, content: Any) -> str:
+    if not isinstance(content, str) or not content.strip():
+        raise _shape(config, "any text")
+    return content.strip()

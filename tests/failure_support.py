@@ -1,6 +1,29 @@
-"""Bad input the failure tests share."""
+"""Bad input and the build helpers the failure tests share."""
 
 from __future__ import annotations
+
+from builder import indexfile
+from builder.core import index as db
+from builder.core.config import Config
+from builder.sync import build
+from builder.synclog import SyncLog
+
+
+def run(config: Config, *, full: bool = False) -> tuple[int, list[str]]:
+    """One build: its exit code and its WARN lines."""
+    log = SyncLog(config.log_path, echo_info=False)
+    code = build(config, log=log, full=full)
+    return code, [line.split(" WARN ", 1)[1] for line in log.lines if " WARN " in line]
+
+
+def found(config: Config, word: str) -> int:
+    """How many chunks of the index hold ``word`` (an FTS5 query)."""
+    conn = db.connect(indexfile.resolve(config.index), readonly=True, vec=False)
+    try:
+        query = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH :word"
+        return conn.execute(query, {"word": word}).fetchone()[0]
+    finally:
+        conn.close()
 
 # 362 bytes that a YAML loader expands to 9^9 strings (a "billion laughs")
 ALIAS_BOMB = """---

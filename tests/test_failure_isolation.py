@@ -9,13 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builder import indexfile
-from builder.core import index as db
 from builder.core.config import Config, load_config
-from builder.sync import build
-from builder.synclog import SyncLog
 from tests.conftest import write_config, write_note
-from tests.failure_support import ALIAS_BOMB
+from tests.failure_support import ALIAS_BOMB, found, run
 
 
 
@@ -26,19 +22,8 @@ def portal(tmp_path: Path) -> Config:
                                               "sources:\n  notes:\n    folder: notes\n"))
 
 
-def run(config: Config) -> tuple[int, list[str]]:
-    log = SyncLog(config.log_path, echo_info=False)
-    code = build(config, log=log)
-    return code, [line.split(" WARN ", 1)[1] for line in log.lines if " WARN " in line]
 
 
-def found(config: Config, word: str) -> int:
-    conn = db.connect(indexfile.resolve(config.index), readonly=True, vec=False)
-    try:
-        query = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH :word"
-        return conn.execute(query, {"word": word}).fetchone()[0]
-    finally:
-        conn.close()
 
 
 @pytest.mark.parametrize("text, warning", [

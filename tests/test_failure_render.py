@@ -9,12 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from builder import indexfile
-from builder.core import index as db
 from builder.core import urls
 from builder.core.config import Config, load_config
-from builder.sync import build
-from builder.synclog import SyncLog
+from tests.failure_support import found, run
 from tests.conftest import write_config, write_note
 
 NAME_MAX = 255  # ext4, xfs, btrfs, tmpfs: bytes in one file name
@@ -28,19 +25,8 @@ def portal(tmp_path: Path, include: str = "") -> Config:
                                               f"sources:\n  notes:\n    folder: notes\n{scope}"))
 
 
-def run(config: Config) -> tuple[int, list[str]]:
-    log = SyncLog(config.log_path, echo_info=False)
-    code = build(config, log=log)
-    return code, [line.split(" WARN ", 1)[1] for line in log.lines if " WARN " in line]
 
 
-def found(config: Config, word: str) -> int:
-    conn = db.connect(indexfile.resolve(config.index), readonly=True, vec=False)
-    try:
-        query = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH :word"
-        return conn.execute(query, {"word": word}).fetchone()[0]
-    finally:
-        conn.close()
 
 
 def page(config: Config, rel: str) -> Path:

@@ -20,8 +20,7 @@ from builder.cli import main
 from builder.core import index as db
 from builder.core.config import Config, load_config
 from builder.core.errors import ConfigError
-from builder.sync import build
-from builder.synclog import SyncLog
+from tests.failure_support import found, run
 from tests.conftest import write_config, write_note
 
 CONFIG = "index: data/index.sqlite\nsite:\n  output: site\nembedding:\n  provider: none\nsources:\n"
@@ -42,11 +41,6 @@ def portal(tmp_path: Path, *, other: bool = False) -> Config:
     return load_config(write_config(tmp_path, body))
 
 
-def run(config: Config, *, full: bool = False) -> tuple[int, list[str]]:
-    """One build: its exit code and its WARN lines."""
-    log = SyncLog(config.log_path, echo_info=False)
-    code = build(config, log=log, full=full)
-    return code, [line.split(" WARN ", 1)[1] for line in log.lines if " WARN " in line]
 
 
 def cli(capsys: pytest.CaptureFixture[str], config: Config, *command: str) -> tuple[int, list[str], str]:
@@ -57,13 +51,6 @@ def cli(capsys: pytest.CaptureFixture[str], config: Config, *command: str) -> tu
     return code, err.splitlines(), out
 
 
-def found(config: Config, word: str) -> int:
-    conn = db.connect(indexfile.resolve(config.index), readonly=True, vec=False)
-    try:
-        query = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH :word"
-        return conn.execute(query, {"word": word}).fetchone()[0]
-    finally:
-        conn.close()
 
 
 def files(config: Config, source: str = "notes") -> dict[str, tuple[str, str | None]]:

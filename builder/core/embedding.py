@@ -188,8 +188,7 @@ def passage_fits(config: EmbeddingConfig) -> Callable[[str], bool] | None:
 
     def fits(text: str) -> bool:
         # A token covers at least one character, and the tokenizer's normalization lengthens no
-        # character of an NFKC-normalized text: a short one fits without the count (a third of the
-        # sections; the counts are most of what the model adds to a first build).
+        # character of an NFKC-normalized text: a short one fits without the count (docs/BENCHMARKS.md).
         if len(text) + PASSAGE_OVERHEAD <= MODEL_TOKENS and unicodedata.is_normalized("NFKC", text):
             return True
         return int(model.token_count(model_text(text))) <= MODEL_TOKENS

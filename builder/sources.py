@@ -17,9 +17,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from builder.core.config import SourceConfig
+from builder.listings import Known
+
+if TYPE_CHECKING:
+    from builder.listings import Listings
 
 
 @lru_cache(maxsize=512)
@@ -162,64 +166,93 @@ class Broken(NamedTuple):
     reason: str
 
 
-def walk(root: Path, scope: Scope) -> Walk:
+def _listed(directory: str, rel: str) -> list[os.DirEntry[str]] | Known:
+    with os.scandir(directory) as listing:
+        return list(listing)
+
+
+def walk(root: Path, scope: Scope, listings: Listings | None = None) -> Walk:
     """Every wanted file under ``root`` with size and mtime. Hidden entries are skipped. A symlink is
     followed only when it resolves inside the root and the scope wants its target's own path too
     (a link must not carry an excluded file past ``paths``/``exclude``); each real directory is
     visited once. An entry that cannot be read is reported by itself: a wanted name in ``broken``,
-    a folder (or what may be one) in ``unread_dirs``; the rest of the walk goes on."""
+    a folder (or what may be one) in ``unread_dirs``; the rest of the walk goes on. ``listings``: the
+    folders' listings kept from the last walk, trusted where they can be (:mod:`builder.listings`)."""
     real_root = os.path.realpath(root)
     found: dict[str, FileStat] = {}
     broken: dict[str, Broken] = {}
     unread: dict[str, str] = {}
-    seen_dirs = {real_root}
+    seen_dirs = {""}  # the real paths of the folders walked, relative to the real root
     stack = [(str(root), "", "")]  # (folder, its path as seen, its real path), both relative to the root
+    may_contain, wants = scope.may_contain, scope.wants
+    listed = listings.listed if listings is not None else _listed
     while stack:
         directory, rel_dir, real_dir = stack.pop()
         try:
-            entries = list(os.scandir(directory))
+            entries = listed(directory, rel_dir)
         except OSError as exc:
             unread[rel_dir] = exc.strerror or str(exc)
             continue
+        if isinstance(entries, Known):  # a kept listing of plain folders and files (no link)
+            for name in entries.dirs:
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                real = f"{real_dir}/{name}" if real_dir else name
+                if name not in _NEVER_NOTES and may_contain(rel) and (real == rel or may_contain(real)):
+                    seen_dirs.add(real)
+                    stack.append((f"{directory}/{name}", rel, real))
+            for name in entries.files:
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                real = f"{real_dir}/{name}" if real_dir else name
+                if name not in _NEVER_NOTES and wants(rel) and (real == rel or wants(real)):
+                    path = f"{directory}/{name}"
+                    try:
+                        st = os.stat(path)
+                    except FileNotFoundError:
+                        continue  # gone since the listing: its folder's mtime says so next time
+                    except OSError as exc:
+                        broken[rel] = Broken(_own_stat(path, rel), _why(exc))
+                        continue
+                    found[rel] = FileStat(rel, st.st_size, st.st_mtime_ns)
+            continue
         for entry in entries:
-            if is_hidden(entry.name):
+            name = entry.name
+            if name[0] == "." or name in _NEVER_NOTES:  # is_hidden(), inline: once per entry of every build
                 continue
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            real = f"{real_dir}/{entry.name}" if real_dir else entry.name
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            real = f"{real_dir}/{name}" if real_dir else name
             try:
-                target = None
                 if entry.is_symlink():
                     target = os.path.realpath(entry.path)
                     if os.path.commonpath([target, real_root]) != real_root or target == real_root:
                         continue
                     real = Path(os.path.relpath(target, real_root)).as_posix()
-                    if any(is_hidden(part) for part in real.split("/")) or target in seen_dirs:
+                    if any(is_hidden(part) for part in real.split("/")) or real in seen_dirs:
                         continue
                 if entry.is_dir():
-                    if scope.may_contain(rel) and (real == rel or scope.may_contain(real)):
-                        # a folder's real path is its parent's and its name: only a link needs resolving
-                        # (realpath is an lstat per level of every folder: 80,000 for a Grav tree of 10,000)
-                        seen_dirs.add(target or os.path.join(real_root, real))
+                    # a folder's real path is its parent's and its name: only a link needs resolving
+                    # (realpath is an lstat per level of every folder: 80,000 for a Grav tree of 10,000)
+                    if may_contain(rel) and (real == rel or may_contain(real)):
+                        seen_dirs.add(real)
                         stack.append((entry.path, rel, real))
                 elif entry.is_file():
-                    if scope.wants(rel) and (real == rel or scope.wants(real)):
+                    if wants(rel) and (real == rel or wants(real)):
                         st = entry.stat()
                         found[rel] = FileStat(rel, st.st_size, st.st_mtime_ns)
-                elif entry.is_symlink() and scope.wants(rel) and scope.wants(real):
-                    broken[rel] = Broken(_own_stat(entry, rel), f"a symbolic link to {real}, which does not exist")
+                elif entry.is_symlink() and wants(rel) and wants(real):
+                    broken[rel] = Broken(_own_stat(entry.path, rel), f"a symbolic link to {real}, which does not exist")
             except FileNotFoundError:
                 continue  # gone since its folder was listed
             except OSError as exc:
-                if scope.wants(rel):
-                    broken[rel] = Broken(_own_stat(entry, rel), _why(exc))
-                elif exc.errno != errno.ELOOP and scope.may_contain(rel):
+                if wants(rel):
+                    broken[rel] = Broken(_own_stat(entry.path, rel), _why(exc))
+                elif exc.errno != errno.ELOOP and may_contain(rel):
                     unread[rel] = exc.strerror or str(exc)  # a link to a folder that cannot be reached, maybe
     return Walk(found, broken, unread)
 
 
-def _own_stat(entry: os.DirEntry[str], rel: str) -> FileStat:
+def _own_stat(path: str, rel: str) -> FileStat:
     try:
-        st = entry.stat(follow_symlinks=False)
+        st = os.lstat(path)
     except OSError:
         return FileStat(rel, -1, 0)
     return FileStat(rel, st.st_size, st.st_mtime_ns)

@@ -214,7 +214,8 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
             if source.kind == "git":
                 scan = scan_git(conn, config, source, row, heads[source.id], force, log)
             else:
-                scan = scan_folder(conn, source, row, force, held=source.id in held)
+                scan = scan_folder(conn, source, row, force, held=source.id in held,
+                                   listings=config.listings_path(source))
         except (OSError, SourceFailed) as exc:
             reason = str(exc) if isinstance(exc, SourceFailed) else f"cannot read the source ({exc})"
             log.warn(f"{source.id}: {reason}")

@@ -158,6 +158,10 @@ class Config:
         """The sync job queue (see builder.job_runner)."""
         return self.data_dir / "jobs.sqlite"
 
+    def listings_path(self, source: SourceConfig) -> Path:
+        """A folder source's folder listings kept between builds (see builder.listings)."""
+        return self.data_dir / "listings" / source.id
+
     def source_root(self, source: SourceConfig) -> Path:
         """The directory a source's files are read from: the folder, or our clone of a git source."""
         return source.root if source.root is not None else self.data_dir / "remote" / source.id

@@ -1,0 +1,169 @@
+"""Folder listings kept between builds (builder/listings.py): a no-op build lists only what changed,
+and nothing a folder holds stays unseen for long, even where its mtime does not move."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+
+from builder import listings as listings_module
+from builder.core.config import SourceConfig, load_config
+from builder.listings import ROTATION, Listings
+from builder.sources import Scope, walk
+from tests.failure_support import found, run
+
+OLD = time.time() - 3600  # a folder last changed an hour ago: its listing can be trusted
+
+
+def notes(root: Path, count: int = 12) -> None:
+    """``count`` notes, a folder each (Grav's shape), every folder's mtime an hour old."""
+    for i in range(count):
+        folder = root / "kurz" / f"note-{i:02d}"
+        folder.mkdir(parents=True)
+        (folder / "item.md").write_text(f"# Note {i}\n", encoding="utf-8")
+    age(root)
+
+
+def age(root: Path) -> None:
+    for folder in [root, *(p for p in root.rglob("*") if p.is_dir())]:
+        os.utime(folder, (OLD, OLD))
+
+
+@pytest.fixture
+def counted(monkeypatch) -> list[str]:
+    """The folders ``os.scandir`` lists (as builder.listings calls it)."""
+    listed: list[str] = []
+    real = os.scandir
+
+    def scandir(path):
+        listed.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(listings_module.os, "scandir", scandir)
+    return listed
+
+
+def walked(root: Path, kept: Path, **kwargs) -> set[str]:
+    listings = Listings(kept, str(root), **kwargs)
+    files = set(walk(root, Scope.of(SourceConfig(id="notes", kind="folder", root=root)), listings).files)
+    listings.save()
+    return files
+
+
+def test_a_second_walk_lists_only_the_rotations_tenth_and_finds_the_same_files(tmp_path, counted):
+    root, kept = tmp_path / "notes", tmp_path / "data" / "listings" / "notes"
+    notes(root)
+    counted.clear()
+    first = walked(root, kept, minute=0)
+    assert len(first) == 12 and len(counted) == 14  # the root, kurz/ and 12 folders
+    written = kept.stat().st_mtime_ns
+    counted.clear()
+    assert walked(root, kept, minute=0) == first
+    assert 0 < len(counted) < 14 // 2  # about a tenth, listed again by the rotation
+    assert kept.stat().st_mtime_ns == written  # nothing changed: nothing written
+
+
+def test_every_folder_is_listed_again_within_ten_minutes(tmp_path, counted):
+    root, kept = tmp_path / "notes", tmp_path / "listings"
+    notes(root)
+    walked(root, kept, minute=0)
+    counted.clear()
+    for minute in range(ROTATION):
+        walked(root, kept, minute=minute)
+    assert {Path(p) for p in counted} == {root, root / "kurz", *(root / "kurz").iterdir()}
+
+
+def test_a_note_added_where_the_mtime_does_not_show_it_is_found_within_ten_minutes(tmp_path):
+    """A lax file system (a network share that does not move a folder's mtime): the kept listing of a
+    folder says it holds nothing new; the rotation lists it again within ten minutes."""
+    root, kept = tmp_path / "notes", tmp_path / "listings"
+    notes(root)
+    walked(root, kept, minute=0)
+    data = marshal.loads(kept.read_bytes())
+    dev, ino, mtime, ctime, listed, dirs, files = data["folders"]["kurz/note-03"]
+    data["folders"]["kurz/note-03"] = (dev, ino, mtime, ctime, listed, dirs, [])  # "item.md" unseen
+    kept.write_bytes(marshal.dumps(data))
+    found_at = [minute for minute in range(ROTATION) if "kurz/note-03/item.md" in walked(root, kept, minute=minute)]
+    slot = -zlib.crc32(b"kurz/note-03") % ROTATION  # the minute the rotation lists the folder again
+    assert found_at == list(range(slot, ROTATION))  # unseen until then; once seen, the new listing keeps it
+
+
+def test_a_new_note_in_a_kept_folder_and_an_edited_one_are_seen_at_once(tmp_path):
+    root, kept = tmp_path / "notes", tmp_path / "listings"
+    notes(root)
+    before = walk(root, Scope.of(SourceConfig(id="notes", kind="folder", root=root))).files
+    walked(root, kept, minute=0)
+    (root / "kurz" / "note-05" / "extra.md").write_text("# Extra\n", encoding="utf-8")  # moves the mtime
+    (root / "kurz" / "note-06" / "item.md").write_text("# Note 6, longer now\n", encoding="utf-8")  # does not
+    listings = Listings(kept, str(root), minute=0)
+    after = walk(root, Scope.of(SourceConfig(id="notes", kind="folder", root=root)), listings).files
+    assert set(after) == {*before, "kurz/note-05/extra.md"}
+    assert after["kurz/note-06/item.md"].size != before["kurz/note-06/item.md"].size
+
+
+def test_a_listing_taken_as_its_folder_changed_is_not_trusted(tmp_path, counted):
+    """The folder changed within two seconds of its listing (one clock tick of a coarse file system):
+    the next walk lists it again, and only once it is older is the listing trusted."""
+    root, kept = tmp_path / "notes", tmp_path / "listings"
+    notes(root, 1)
+    folder = root / "kurz" / "note-00"
+    minute = (1 - zlib.crc32(b"kurz/note-00")) % ROTATION  # not the minute the rotation lists it again
+    walked(root, kept, minute=minute)
+    (folder / "new.md").write_text("# New\n", encoding="utf-8")  # now: racy when listed
+    walked(root, kept, minute=minute)
+    counted.clear()
+    walked(root, kept, minute=minute)
+    assert str(folder) in counted  # still racy: listed again
+    age(root)
+    walked(root, kept, minute=minute)
+    counted.clear()
+    walked(root, kept, minute=minute)
+    assert str(folder) not in counted
+
+
+def test_a_folder_with_a_link_is_listed_every_time(tmp_path, counted):
+    root, kept = tmp_path / "notes", tmp_path / "listings"
+    notes(root, 2)
+    (root / "kurz" / "note-00" / "link.md").symlink_to("item.md")
+    age(root)
+    walked(root, kept, minute=1)
+    assert set(marshal.loads(kept.read_bytes())["folders"]) == {"", "kurz", "kurz/note-01"}  # not note-00
+    counted.clear()
+    for _ in range(3):
+        walked(root, kept, minute=1)
+    assert counted.count(str(root / "kurz" / "note-00")) == 3
+
+
+def test_full_lists_everything_and_an_unreadable_file_is_ignored(tmp_path, counted):
+    root, kept = tmp_path / "notes", tmp_path / "listings"
+    notes(root, 3)
+    walked(root, kept, minute=1)
+    counted.clear()
+    walked(root, kept, minute=1, trust=False)
+    assert len(counted) == 5
+    kept.write_bytes(b"\x00not marshal")
+    counted.clear()
+    assert len(walked(root, kept, minute=1)) == 3 and len(counted) == 5
+    assert set(marshal.loads(kept.read_bytes())["folders"]) == {"", "kurz", "kurz/note-00", "kurz/note-01",
+                                                                "kurz/note-02"}
+
+
+def test_the_build_keeps_listings_and_a_noop_writes_none(tmp_path):
+    root = tmp_path / "notes"
+    notes(root, 3)
+    path = tmp_path / "portal.yaml"
+    path.write_text(f"index: data/index.sqlite\nsite:\n  output: site\nembedding:\n  provider: none\n"
+                    f"sources:\n  notes:\n    folder: {root}\n", encoding="utf-8")
+    config = load_config(path)
+    assert run(config) == (0, [])
+    kept = tmp_path / "data" / "listings" / "notes"
+    written = kept.stat().st_mtime_ns
+    assert run(config) == (0, []) and kept.stat().st_mtime_ns == written  # a no-op writes nothing
+    (root / "kurz" / "note-01" / "second.md").write_text("# Druhá\n\nZlatokopka.\n", encoding="utf-8")
+    assert run(config) == (0, []) and found(config, "zlatokopka") == 1
+    assert "second.md" in marshal.loads(kept.read_bytes())["folders"]["kurz/note-01"][6]

@@ -58,11 +58,14 @@ class Ranked:
 
 
 def fuse(bm25: list[tuple[int, float]], vector: list[tuple[int, float]], best_coverage: float = 0.0, *,
-         words_lead: bool = False) -> list[Ranked]:
+         words_lead: bool = False, unembedded: frozenset[int] = frozenset()) -> list[Ranked]:
     """Both halves' (chunk id, score) lists, best first, as one ranking (ties: see the module);
     ``best_coverage``: the largest share of the query's content words one note of BM25's best holds;
     ``words_lead``: the model reads the query poorly (typed without the accents of the notes'
-    language, or English words searched in translation): the words' order, the vectors' after it."""
+    language, or English words searched in translation): the words' order, the vectors' after it;
+    ``unembedded``: chunks that have no vector yet (a backfill is running). The vector list has not
+    seen them, so their place in the words' list counts for both halves: a note embedded later must
+    not lose to one embedded sooner."""
     bm25_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(bm25, start=1)}
     vector_rank = {chunk_id: rank for rank, (chunk_id, _) in enumerate(vector, start=1)}
     if words_lead:  # the words' order, then what only the vectors found (scores fall along the order)
@@ -75,6 +78,8 @@ def fuse(bm25: list[tuple[int, float]], vector: list[tuple[int, float]], best_co
     for ranks, weight in ((bm25_rank, lexical_weight), (vector_rank, 1.0)):
         for chunk_id, rank in ranks.items():
             scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (RRF_K + rank)
+    for chunk_id in (unembedded & bm25_rank.keys()) - vector_rank.keys():
+        scores[chunk_id] += 1.0 / (RRF_K + bm25_rank[chunk_id])
     leaders = strong_leaders(bm25)
     top = max(scores.values(), default=0.0)
     for place, chunk_id in enumerate(leaders):

@@ -180,8 +180,10 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     texts = _best_notes_texts(lexical, rows)
     best = max((coverage(text, terms) for text in texts), default=0.0)
     unaccented = typed_without_accents("\n".join(texts), terms)
+    unembedded = frozenset(i for i, _ in lexical if rows[i]["waiting"]) if progress and semantic else frozenset()
     ranked = fusion.fuse(lexical if mode != "vector" else [], semantic if mode != "bm25" else [], best,
-                         words_lead=unaccented or bool(translated))  # the model reads such a query poorly
+                         words_lead=unaccented or bool(translated),  # the model reads such a query poorly
+                         unembedded=unembedded)
     hits = _group(_earned(ranked, rows, terms), rows, terms, limit, max_per_note)
     if tag is not None and not hits and not db.tag_exists(conn, tag):  # asked only then: it reads every note's tags
         raise UserError(unknown_tag(conn, tag))

@@ -100,6 +100,17 @@ def test_a_tie_goes_to_the_half_trusted_more():
     assert [r.chunk_id for r in fuse([(8, 2.0), (6, 1.9)], [(3, 0.9), (4, 0.8)])] == [3, 8, 4, 6]
 
 
+def test_a_chunk_still_waiting_for_its_vector_counts_its_words_place_for_both_halves():
+    # 10 is BM25's first but has no vector yet; 20 is second by words and first by meaning
+    bm25, vector = [(10, 5.0), (20, 4.9)], [(20, 0.9), (30, 0.8)]
+    assert [r.chunk_id for r in fuse(bm25, vector)] == [20, 10, 30]  # 1/12 + 1/11 beats 1/11 alone
+    fused = fuse(bm25, vector, unembedded=frozenset({10}))
+    assert [(r.chunk_id, r.bm25_rank, r.vector_rank) for r in fused] == [(10, 1, None), (20, 2, 1), (30, None, 2)]
+    assert fused[0].score == pytest.approx(2 / 11)
+    # a chunk the vectors did rank gains nothing from being named
+    assert [r.score for r in fuse(bm25, vector, unembedded=frozenset({20}))] == [r.score for r in fuse(bm25, vector)]
+
+
 def test_a_bm25_winner_far_ahead_of_its_runner_up_stays_first():
     vector = [(30, 0.9), (40, 0.8), (20, 0.7)]
     assert fuse([(10, 13.0), (20, 10.0)], vector)[0].chunk_id == 10  # 13 ≥ 1.3 × 10

@@ -128,12 +128,12 @@ def filter_chunk_ids(conn: Connection, ids: Sequence[int], source_id: str | None
 
 
 def chunk_details(conn: Connection, ids: Sequence[int]) -> dict[int, Row]:
-    """The display fields of the given chunks, keyed by id."""
+    """The display fields of the given chunks, keyed by id, and whether each still waits for its vector."""
     if not ids:
         return {}
     rows = conn.execute(dedent("""
         SELECT c.id, c.source_id, c.path, c.chunk_idx, c.breadcrumb, c.anchor, c.line_start, c.line_end, c.text,
-               f.title, f.tags
+               f.title, f.tags, c.embedded_at IS NULL AS waiting
         FROM chunks AS c JOIN files AS f ON f.source_id = c.source_id AND f.path = c.path
         WHERE c.id IN (SELECT value FROM json_each(:ids))
     """), {"ids": json.dumps(list(ids))}).fetchall()

@@ -72,7 +72,7 @@ class Listings:
         kept = self._kept.get(rel)
         if kept is not None and kept[2] == st.st_mtime_ns and kept[1] == st.st_ino and kept[3] == st.st_ctime_ns \
                 and kept[0] == st.st_dev and st.st_mtime_ns < kept[4] - RACY_NS \
-                and (zlib.crc32(rel.encode()) + self._minute) % ROTATION:
+                and (zlib.crc32(os.fsencode(rel)) + self._minute) % ROTATION:
             self._seen[rel] = kept
             return Known(kept[5], kept[6])
         listed_ns = time.time_ns()

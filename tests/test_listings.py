@@ -167,3 +167,17 @@ def test_the_build_keeps_listings_and_a_noop_writes_none(tmp_path):
     (root / "kurz" / "note-01" / "second.md").write_text("# Druhá\n\nZlatokopka.\n", encoding="utf-8")
     assert run(config) == (0, []) and found(config, "zlatokopka") == 1
     assert "second.md" in marshal.loads(kept.read_bytes())["folders"]["kurz/note-01"][6]
+
+
+def test_a_folder_whose_name_is_not_utf8_is_kept_and_walked_again(tmp_path, counted):
+    """Linux allows any bytes in a name (a disk from another system): the listing keeps it as os.scandir
+    gives it, and the rotation's hash takes its bytes."""
+    root, kept = tmp_path / "notes", tmp_path / "listings"
+    odd = os.fsdecode(b"\xff\xfe-stare")
+    (root / odd).mkdir(parents=True)
+    (root / odd / "a.md").write_text("# A\n", encoding="utf-8")
+    age(root)
+    counted.clear()
+    for minute in range(ROTATION):
+        assert walked(root, kept, minute=minute) == {f"{odd}/a.md"}
+    assert 2 * ROTATION > len(counted) > 2  # the two folders listed on their rotation's minute, and the first time

@@ -7,14 +7,17 @@ for long:
 
 - a listing taken within ``RACY_NS`` of the folder's last change is not trusted (the change may
   have come in the same clock tick, after the listing);
-- a tenth of the folders, a different tenth every minute, is listed again on every build, so a
-  change no mtime shows is seen within ten minutes;
+- an eleventh of the folders, another eleventh each minute, is listed again on every build: builds
+  every N minutes meet every eleventh within eleven builds for any N but a multiple of 11 (11 is
+  prime: every cron step, 1, 5, 15, 60 or 1440 minutes, cycles through all of them), so a change no
+  mtime shows is seen within eleven minutes of cron's every-minute build;
 - a folder holding a symbolic link, or an entry that is neither a file nor a folder, is listed
   every time (a link's target can change with nothing else changing).
 
 Files are still ``stat``-ed every build (an edit in place moves no folder's mtime). A build with
 ``force`` (``--full``) trusts nothing. The file is written only when a listing changed, so a
-no-op build writes nothing; one that cannot be read is ignored (everything is listed).
+no-op build writes nothing; a file that cannot be read, or fails its checksum, is ignored (every
+folder is listed, and the file written again).
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 RACY_NS = 2_000_000_000  # coarse file-system clocks (FAT: 2 s)
-ROTATION = 10  # every folder is listed again at least every this many minutes
-LISTINGS_FORMAT = 1
+ROTATION = 11  # prime: see the module
+LISTINGS_FORMAT = 2
 
 
 class Known(NamedTuple):
@@ -57,28 +60,34 @@ class Listings:
 
     def _load(self) -> dict[str, _Listing]:
         try:
-            data = marshal.loads(self.path.read_bytes())  # our own file, as the render's manifest shards
-            if data.get("format") == LISTINGS_FORMAT and data.get("root") == self.root:
+            raw = self.path.read_bytes()
+            payload = raw[4:]
+            if int.from_bytes(raw[:4], "little") != zlib.crc32(payload):
+                return {}  # torn or damaged: list every folder
+            data = marshal.loads(payload)  # our own file, as the render's manifest shards
+            if data["format"] == LISTINGS_FORMAT and data["root"] == self.root:
                 folders: dict[str, _Listing] = data["folders"]
                 return folders
-        except (OSError, EOFError, ValueError, TypeError, AttributeError):
+        except Exception:  # a cache: whatever is wrong with it, every folder is listed
             pass
-        return {}  # no file yet, or not one this version wrote: list every folder
+        return {}  # no file yet, or not one this version wrote
 
     def listed(self, directory: str, rel: str) -> list[os.DirEntry[str]] | Known:
         """The entries of ``directory``: its kept listing where it can be trusted, else ``os.scandir``'s.
         Raises OSError as ``os.scandir`` does."""
         st = os.stat(directory)
+        identity = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
         kept = self._kept.get(rel)
-        if kept is not None and kept[2] == st.st_mtime_ns and kept[1] == st.st_ino and kept[3] == st.st_ctime_ns \
-                and kept[0] == st.st_dev and st.st_mtime_ns < kept[4] - RACY_NS \
-                and (zlib.crc32(os.fsencode(rel)) + self._minute) % ROTATION:
-            self._seen[rel] = kept
-            return Known(kept[5], kept[6])
+        if kept is not None:
+            *known_identity, listed_ns, dirs, files = kept
+            if tuple(known_identity) == identity and st.st_mtime_ns < listed_ns - RACY_NS \
+                    and (zlib.crc32(os.fsencode(rel)) + self._minute) % ROTATION:
+                self._seen[rel] = kept
+                return Known(dirs, files)
         listed_ns = time.time_ns()
         with os.scandir(directory) as listing:
             entries = list(listing)
-        self._remember(rel, (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns), listed_ns, entries)
+        self._remember(rel, identity, listed_ns, entries)
         return entries
 
     def _remember(self, rel: str, identity: tuple[int, int, int, int], listed_ns: int,
@@ -96,8 +105,10 @@ class Listings:
                 return
         kept = self._kept.get(rel)
         if kept is not None and kept[:4] == identity and (kept[5], kept[6]) == (dirs, files) \
-                and identity[2] < kept[4] - RACY_NS:
-            self._seen[rel] = kept  # listed again by the rotation, unchanged: nothing to write
+                and (identity[2] < kept[4] - RACY_NS or identity[2] >= listed_ns - RACY_NS):
+            # listed again by the rotation, unchanged; or not to be trusted now either (a folder changed
+            # just now, or whose mtime is ahead of this clock): nothing to write
+            self._seen[rel] = kept
         else:
             self._seen[rel] = (*identity, listed_ns, dirs, files)
             self._changed = True
@@ -109,7 +120,7 @@ class Listings:
         from builder.render.output import write_atomic
 
         try:
-            data = {"format": LISTINGS_FORMAT, "root": self.root, "folders": self._seen}
-            write_atomic(self.path, marshal.dumps(data))
+            payload = marshal.dumps({"format": LISTINGS_FORMAT, "root": self.root, "folders": self._seen})
+            write_atomic(self.path, zlib.crc32(payload).to_bytes(4, "little") + payload)
         except OSError:
             pass  # a cache: the next build lists every folder again

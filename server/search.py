@@ -180,7 +180,9 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     texts = _best_notes_texts(lexical, rows)
     best = max((coverage(text, terms) for text in texts), default=0.0)
     unaccented = typed_without_accents("\n".join(texts), terms)
-    unembedded = frozenset(i for i, _ in lexical if rows[i]["waiting"]) if progress and semantic else frozenset()
+    unembedded: frozenset[int] = frozenset()
+    if progress and semantic:  # a chunk may have been removed by a build since the lists were made
+        unembedded = frozenset(i for i, _ in lexical if i in rows and rows[i]["waiting"])
     ranked = fusion.fuse(lexical if mode != "vector" else [], semantic if mode != "bm25" else [], best,
                          words_lead=unaccented or bool(translated),  # the model reads such a query poorly
                          unembedded=unembedded)

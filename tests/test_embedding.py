@@ -349,6 +349,10 @@ def test_the_words_estimate_decides_as_the_whole_count_does_at_the_limit_too():
             texts.append(whole[:low + delta])
         near += 1
     texts += ["slovo " * 300 + "\u200b" * 40, "slovo " * 505 + "\n\n", "a\x00" + "b " * 600, "ahoj\u200bsvet " * 250]
+    # where str.split() and the tokenizer split apart: U+0085 (a split for Python, a token for the
+    # model), a zero-width space, a BOM or U+FFFD alone between spaces, the tokenizer's own U+2581
+    texts += ["word\x85" * 255, "This is a sentence\x85 " * 100, "word \u200b " * 262, "word \ufeff " * 262,
+              "word \x01 " * 262, "word \ufffd " * 262, "▁▂▃▅▇ " * 110]
     assert near >= 20
     assert [fits(t) for t in texts] == [count(t) <= MODEL_TOKENS for t in texts]
 

@@ -111,6 +111,23 @@ def test_a_chunk_still_waiting_for_its_vector_counts_its_words_place_for_both_ha
     assert [r.score for r in fuse(bm25, vector, unembedded=frozenset({20}))] == [r.score for r in fuse(bm25, vector)]
 
 
+def test_a_chunk_a_build_removes_while_the_query_is_embedded_is_left_out_during_a_backfill(indexed):
+    """While the server waits for the query's vector a build (cron, watch) may replace a note: its old
+    chunks, found by words a moment before, are gone from the index and from the answer."""
+    config, conn = indexed
+    writer = db.connect(indexfile.resolve(config.index))
+    writer.execute("UPDATE chunks SET embedded_at = NULL WHERE path = 'cestovani/snezka.md'")  # a backfill runs
+
+    def vector_later():
+        writer.execute("DELETE FROM chunks WHERE path = 'recepty/teh-tarik.md'")
+        return HashEmbedder().embed_query("čaj mléko"), None
+
+    result = search(conn, config, "čaj mléko", vector_later=vector_later)
+    writer.close()
+    assert result.vectors is not None and result.hits
+    assert "recepty/teh-tarik.md" not in {hit.path for hit in result.hits}
+
+
 def test_a_bm25_winner_far_ahead_of_its_runner_up_stays_first():
     vector = [(30, 0.9), (40, 0.8), (20, 0.7)]
     assert fuse([(10, 13.0), (20, 10.0)], vector)[0].chunk_id == 10  # 13 ≥ 1.3 × 10

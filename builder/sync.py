@@ -215,7 +215,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
                 scan = scan_git(conn, config, source, row, heads[source.id], force, log)
             else:
                 scan = scan_folder(conn, source, row, force, held=source.id in held,
-                                   listings=config.listings_path(source))
+                                   listings=config.listings_path(source.id))
         except (OSError, SourceFailed) as exc:
             reason = str(exc) if isinstance(exc, SourceFailed) else f"cannot read the source ({exc})"
             log.warn(f"{source.id}: {reason}")
@@ -240,6 +240,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     _load_vec(conn, config)
     for sid in stale:
         db.delete_source(conn, sid)
+        config.listings_path(sid).unlink(missing_ok=True)
         log.info(f"{sid}: source removed from the config, its notes left the index")
     written = 0
     for scan in scans:

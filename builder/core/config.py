@@ -158,9 +158,9 @@ class Config:
         """The sync job queue (see builder.job_runner)."""
         return self.data_dir / "jobs.sqlite"
 
-    def listings_path(self, source: SourceConfig) -> Path:
+    def listings_path(self, source_id: str) -> Path:
         """A folder source's folder listings kept between builds (see builder.listings)."""
-        return self.data_dir / "listings" / source.id
+        return self.data_dir / "listings" / source_id
 
     def source_root(self, source: SourceConfig) -> Path:
         """The directory a source's files are read from: the folder, or our clone of a git source."""

@@ -334,6 +334,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def listens(pid: int, port: int) -> bool:
+    """Does process ``pid`` hold the socket listening on 127.0.0.1:``port``? (Another test's server may
+    have taken a port that ``free_port`` gave out, and would answer in its place.)"""
+    wanted = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table, encoding="ascii") as lines:
+            for line in list(lines)[1:]:
+                fields = line.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":  # LISTEN
+                    wanted.add(f"socket:[{fields[9]}]")
+    with contextlib.suppress(OSError):
+        return any(os.readlink(fd) in wanted for fd in Path(f"/proc/{pid}/fd").iterdir())
+    return False
+
+
 def serve(config_path: Path, *args: str) -> Iterator[str]:
     """Run ``notes-portal serve`` on ``config_path`` in a child process until the generator closes;
     yields the base URL once ``/api/health`` answers."""
@@ -345,8 +360,12 @@ def serve(config_path: Path, *args: str) -> Iterator[str]:
         try:
             for _ in range(200):
                 try:
-                    urllib.request.urlopen(f"{base}/api/health", timeout=1).close()
-                    break
+                    if listens(proc.pid, port):
+                        urllib.request.urlopen(f"{base}/api/health", timeout=1).close()
+                        break
+                    if proc.poll() is not None:
+                        break
+                    time.sleep(0.1)
                 except OSError:
                     if proc.poll() is not None:
                         break

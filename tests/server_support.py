@@ -24,7 +24,7 @@ from typing import Any
 import uvicorn
 from starlette.types import ASGIApp
 
-from tests.conftest import PROJECT
+from tests.conftest import PROJECT, listens
 from tests.sync_support import wait_for
 
 
@@ -76,7 +76,7 @@ def serving(config_path: Path, port: int, *flags: str) -> Iterator[subprocess.Po
                              "--config", str(config_path)], cwd=PROJECT, env=os.environ.copy(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for(lambda: proc.poll() is None and _answers(port), timeout=60, step=0.1)
+        wait_for(lambda: proc.poll() is None and listens(proc.pid, port) and _answers(port), timeout=60, step=0.1)
         yield proc
     finally:
         if proc.poll() is None:

@@ -55,6 +55,7 @@ def test_a_job_running_when_the_server_is_killed_completes_after_a_restart(tmp_p
         assert not (portal.config.site.output / "travel" / "hory" / "gerlach.html").exists()
 
         held.close()  # the build lock released
+        port = free_port()  # (the killed server's may be another test's by now)
         with serving(portal.config.path, port):
             done = wait_for(lambda: (j := call(port, "GET", job_url, headers={"X-API-Key": SYNC_KEY})[1])["state"]
                             in ("succeeded", "failed") and j, timeout=60, step=0.1)

@@ -167,6 +167,7 @@ class Broken(NamedTuple):
 
 
 def _listed(directory: str, rel: str) -> list[os.DirEntry[str]] | Known:
+    """``directory``'s entries as ``os.scandir`` gives them (the signature of ``Listings.listed``)."""
     with os.scandir(directory) as listing:
         return list(listing)
 

@@ -81,6 +81,12 @@ def watched(page) -> list[str]:
     return errors
 
 
+def ask_in_drop_down(page, question: str) -> None:
+    """Type ``question`` into the header's search box and choose the drop-down's Ask."""
+    page.locator("header form.search input[name=q]").fill(question)
+    page.locator("header .search-results a.ask-action").click(timeout=15_000)
+
+
 def test_ask_from_the_drop_down_cites_and_lands_on_the_section(asking_server, chat, browser, shots):
     chat.reply = quoting
     expected = api_answer(asking_server, QUESTION)
@@ -116,8 +122,7 @@ def test_ask_from_the_drop_down_cites_and_lands_on_the_section(asking_server, ch
                 assert 0 <= heading.bounding_box()["y"] < 900 / 2  # the section is on screen, near the top
                 assert page.url == f"{asking_server}/{source['url']}"
                 page.go_back()
-                page.locator("header form.search input[name=q]").fill(QUESTION)
-                page.locator("header .search-results a.ask-action").click(timeout=15_000)
+                ask_in_drop_down(page, QUESTION)
                 expect(page.locator("header .search-results .answer-answered")).to_be_visible(timeout=30_000)
         assert errors == []
         context.close()
@@ -153,8 +158,7 @@ def test_a_question_outside_the_notes_is_not_in_notes(asking_server, chat, brows
     page = context.new_page()
     errors = watched(page)
     page.goto(f"{asking_server}/index.html")
-    page.locator("header form.search input[name=q]").fill(OUTSIDE)
-    page.locator("header .search-results a.ask-action").click(timeout=15_000)
+    ask_in_drop_down(page, OUTSIDE)
     expect(page.locator("header .search-results .answer-not_in_notes .answer-status")).to_have_text(
         "Your notes do not say: nothing in them answers this.", timeout=30_000)
     page.screenshot(path=str(shots / "ask-not-in-notes-phone.png"))
@@ -169,8 +173,7 @@ def test_a_provider_that_fails_says_so_and_the_hits_stay(asking_server, chat, br
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         errors = watched(page)
         page.goto(f"{asking_server}/index.html")
-        page.locator("header form.search input[name=q]").fill(QUESTION)
-        page.locator("header .search-results a.ask-action").click(timeout=15_000)
+        ask_in_drop_down(page, QUESTION)
         expect(page.locator("header .search-results .answer-unavailable .answer-status")).to_have_text(
             "No answer: the answer provider is unavailable. The search results still work.", timeout=30_000)
         expect(page.locator("header .search-results .answer-problems li")).to_have_text(

@@ -331,6 +331,10 @@ def test_function_words_are_neither_searched_alone_nor_marked():
     assert [t.function for t in parse("do ktorého adresára som dal súbory")] == [True, True, False, True, False, False]
     assert [t.function for t in parse("aké typy skúšky by som si mohol zvoliť")] == [
         True, False, False, True, True, True, False, False]
+    # the interrogative pronouns in every case, the future auxiliary, prepositions like "according to"
+    assert [t.function for t in parse("podle čeho se rozhodnout kolik položek budu mít")] == [
+        True, True, True, False, False, False, True, False]
+    assert [t.function for t in parse("kdo komu podľa čoho")] == [True, True, True, True]
     # conjunctions (whether, because) and indefinite pronouns
     assert [t.function for t in parse("jak zjistím jestli text obsahuje nějaké slovo")] == [
         True, False, True, False, False, True, False]

@@ -11,7 +11,9 @@ unaccented word as another, rarer token, and its list drifts (the weak rule belo
 for such a query either). So is a query written in English whose words were searched in Czech and
 Slovak as well (:mod:`server.translate`): the dictionary crosses the languages, while the small
 model connects few English questions to Czech and Slovak text (on the dev set's crosslang queries,
-vector MRR 0.50 against the translated words' 0.84; its weak mark still asks the vectors, below).
+vector MRR 0.50 against the translated words' 0.84; its weak mark still asks the vectors, below) —
+unless a note among BM25's best holds ``OWN_WORDS`` of the query's English words as typed: the notes
+are then English too, which the model reads well, and the query is fused as any other.
 And a lexical winner stays first when its BM25 score is ``STRONG_RATIO`` times its runner-up's: the
 words point at it unmistakably, and a vector list that missed it must not push it down; so do the
 first two, in their order, when they are that far ahead of the third (a note and its copy in
@@ -45,6 +47,7 @@ CONFIDENT_WEIGHT = 1.5
 COVERAGE = 3 / 4
 LEXICAL_ONLY_COVERAGE = 1 / 3
 AGREEMENT_DEPTH = 12
+OWN_WORDS = 1 / 2
 
 
 @dataclass(frozen=True)

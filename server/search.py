@@ -183,9 +183,11 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     unembedded: frozenset[int] = frozenset()
     if progress and semantic:  # a chunk may have been removed by a build since the lists were made
         unembedded = frozenset(i for i, _ in lexical if i in rows and rows[i]["waiting"])
+    # the model reads such a query poorly: typed without accents, or English over Czech and Slovak text
+    across = bool(translated) and max((coverage(text, translate.untranslated(terms)) for text in texts),
+                                      default=0.0) < fusion.OWN_WORDS
     ranked = fusion.fuse(lexical if mode != "vector" else [], semantic if mode != "bm25" else [], best,
-                         words_lead=unaccented or bool(translated),  # the model reads such a query poorly
-                         unembedded=unembedded)
+                         words_lead=unaccented or across, unembedded=unembedded)
     hits = _group(_earned(ranked, rows, terms), rows, terms, limit, max_per_note)
     if tag is not None and not hits and not db.tag_exists(conn, tag):  # asked only then: it reads every note's tags
         raise UserError(unknown_tag(conn, tag))

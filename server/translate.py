@@ -184,3 +184,8 @@ def translated(terms: list[Term], dictionary: Path | None, counts: KeyCounts) ->
         best = sorted(chosen.values())[:MAX_TRANSLATIONS]
         out.append(replace(term, translations=tuple(text for _, _, text in best)) if best else term)
     return out
+
+
+def untranslated(terms: list[Term]) -> list[Term]:
+    """``terms`` as typed, without the translations :func:`translated` gave them."""
+    return [replace(term, translations=()) if term.translations else term for term in terms]

@@ -220,6 +220,33 @@ def test_a_translated_query_is_ordered_by_its_words(dictionary_config, quiet_log
     conn.close()
 
 
+def test_an_english_question_over_english_notes_is_fused_as_any_other(dictionary_config, quiet_log, notes_dir,
+                                                                      monkeypatch):
+    """The words lead only when the English words had to be crossed into Czech: when a note holds half of
+    them as typed, the notes are English too, which the model reads well, and its vectors count."""
+    write_note(notes_dir, "en/sauces.md", """
+        # Sauces
+
+        A milk sauce for the headphones party: stir the milk slowly.
+        """)
+    config = dictionary_config(embedding=ollama_yaml("http://127.0.0.1:9"))
+    conn = _built(config, quiet_log, embedder_factory=HashEmbedder)
+    led: list[bool] = []
+    real_fuse = search_module.fusion.fuse
+
+    def fuse(*args, words_lead=False, **kwargs):
+        led.append(words_lead)
+        return real_fuse(*args, words_lead=words_lead, **kwargs)
+
+    monkeypatch.setattr(search_module.fusion, "fuse", fuse)
+    over_english = search(conn, config, "milk sauce headphones", mode="hybrid", embedder=HashEmbedder())
+    assert over_english.translated and over_english.hits[0].path == "en/sauces.md" and led == [False]
+    led.clear()
+    over_czech = search(conn, config, "tea for the evening", mode="hybrid", embedder=HashEmbedder())
+    assert over_czech.translated == (("tea", ("čaj",)),) and led == [True]  # no English note holds "tea"
+    conn.close()
+
+
 def test_config_names_a_bad_dictionary(tmp_path):
     write_dictd(tmp_path / "d" / "eng-ces")
     (tmp_path / "notes").mkdir()

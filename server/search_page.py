@@ -60,10 +60,20 @@ def page_hits(result: SearchResult) -> list[dict[str, Any]]:
         words = (*result.marked, *hit.words)
         where = f"{hit.source}: {hit.path}" if titled[hit.title] > 1 else None
         hits.append({"url": hit.url, "href": landing(hit.url, words), "title": hit.title, "where": where,
-                     "breadcrumb": hit.breadcrumb, "snippet": hit.snippet, "provenance": provenance(hit),
-                     "more": [{**other, "href": landing(other["url"], words)} for other in hit.more],
+                     "breadcrumb": hit.breadcrumb, "section": section(hit.breadcrumb, hit.title),
+                     "snippet": hit.snippet, "provenance": provenance(hit),
+                     "more": [{**other, "href": landing(other["url"], words),
+                               "section": section(other["breadcrumb"], hit.title)} for other in hit.more],
                      "copies": [{**copy, "href": landing(copy["url"], words)} for copy in hit.copies]})
     return hits
+
+
+def section(breadcrumb: str, title: str) -> str:
+    """Where in its note a hit is, the note's title being shown above it: the breadcrumb without the
+    title (as the drop-down says it, ``search.js``), or "top of the note"."""
+    if breadcrumb == title:
+        return "top of the note"
+    return breadcrumb.removeprefix(f"{title} > ")
 
 
 def page_answer(reply: Answer) -> dict[str, Any]:

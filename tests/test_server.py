@@ -447,6 +447,24 @@ def test_the_results_pages_links_mark_the_forms_their_sections_hold(client):
             in page.text)
 
 
+def test_the_results_page_names_each_section_without_its_notes_title(client):
+    """The note's title heads its group; each section link says where in the note it leads, as the
+    drop-down does (the title once, not again in every breadcrumb)."""
+    page = client.get("/search", params={"q": "prevodniku", "mode": "bm25"}).text
+    assert re.search(r'<a class="note-link" href="notes/projekty/sauter-bus.html">Sauter Bus</a>', page)
+    assert re.search(r'<a class="hit-title" href="notes/projekty/sauter-bus.html[^"]*#zapojeni">Zapojení</a>', page)
+    assert "Sauter Bus &gt; Zapojení" not in page and "Sauter Bus > Zapojení" not in page
+
+
+def test_the_results_page_names_the_top_of_a_note(portal, notes_dir):
+    write_note(notes_dir, "hrnek.md", "# Hrnek\n\nSmaltovaný hrnek na kávu.\n\n## Mytí\n\nJen ručně, smaltovaný povrch.\n")
+    build_and_render(portal, embedder_factory=HashEmbedder)
+    page = TestClient(create_app(portal, embedder_factory=HashEmbedder)).get(
+        "/search", params={"q": "smaltovaný", "mode": "bm25"}).text
+    sections = re.findall(r'<a class="hit-title" href="notes/hrnek.html[^"]*">([^<]*)</a>', page)
+    assert sorted(sections) == ["Mytí", "top of the note"]
+
+
 def test_notes_of_one_title_on_the_results_page_say_where_they_are(portal, notes_dir):
     for year in ("2023", "2024"):
         write_note(notes_dir, f"cviceni/{year}.md", f"# Cvičení\n\nMeteostanice s ESP32, ročník {year}.\n")

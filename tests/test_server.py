@@ -457,7 +457,8 @@ def test_the_results_page_names_each_section_without_its_notes_title(client):
 
 
 def test_the_results_page_names_the_top_of_a_note(portal, notes_dir):
-    write_note(notes_dir, "hrnek.md", "# Hrnek\n\nSmaltovaný hrnek na kávu.\n\n## Mytí\n\nJen ručně, smaltovaný povrch.\n")
+    write_note(notes_dir, "hrnek.md", "# Hrnek\n\nSmaltovaný hrnek na kávu.\n\n"
+                                      "## Mytí\n\nJen ručně, smaltovaný povrch.\n")
     build_and_render(portal, embedder_factory=HashEmbedder)
     page = TestClient(create_app(portal, embedder_factory=HashEmbedder)).get(
         "/search", params={"q": "smaltovaný", "mode": "bm25"}).text

@@ -38,7 +38,7 @@ som bude budú budem budeme bych bys bychom byste cez přes mezi medzi
 či jestli jestliže zda zdali protože pretože však nějaký nějaká nějaké nějakou nějakého nějakým nějakých
 nejaký nejaká nejaké nejakú nejakého nejakým nejakých
 kdo koho komu kom kým čeho čemu čem čím čoho čomu čom
-budu budeš budeme budete budou budeš podle podľa kvůli kvôli během počas kolem okolo proti
+budu budeš budeme budete budou podle podľa kvůli kvôli během počas kolem okolo proti
 """.split())
 ENGLISH_FUNCTION_WORDS = frozenset("""
 about an and are as at be but by can do does for from how if in into is it its of on or so that the

@@ -30,9 +30,9 @@ words; a long question rarely has all its words in one chunk); together they mar
 notes do not answer, and nonsense. The depth is 12, chosen on the tuning fold of the dev set
 (depths 10-15 did as well there; docs/QUALITY.md): at 5 it marked 8 of the 63 held-out answers weak,
 mostly questions in a person's own words, at 12 one, and every held-out question the notes do not
-answer stayed marked. With the words alone there is no second opinion (nor is there for a query
-typed without accents, whose vector list drifts as above; a query searched in translation keeps
-it), and a question in a person's own words carries several a note would not repeat (how, use, set
+answer stayed marked; a small collection looks less deep (:func:`agreement_depth`). With the words
+alone there is no second opinion (nor is there for a query typed without accents, whose vector list
+drifts as above; a query searched in translation keeps it), and a question in a person's own words carries several a note would not repeat (how, use, set
 up): the answer is then weak only when no note holds a third of the content words
 (``LEXICAL_ONLY_COVERAGE``). The thresholds and their sweep on the dev set are in docs/QUALITY.md.
 """
@@ -47,6 +47,7 @@ CONFIDENT_WEIGHT = 1.5
 COVERAGE = 3 / 4
 LEXICAL_ONLY_COVERAGE = 1 / 3
 AGREEMENT_DEPTH = 12
+SMALL_COLLECTION = 480  # chunks: below it, the agreement depth shrinks with them (agreement_depth)
 OWN_WORDS = 1 / 2
 
 
@@ -108,6 +109,14 @@ def _ranked(scores: dict[int, float], bm25_rank: dict[int, int], vector_rank: di
                                                  chunk_id))
     return [Ranked(chunk_id, scores[chunk_id], bm25_rank.get(chunk_id), vector_rank.get(chunk_id))
             for chunk_id in order]
+
+
+def agreement_depth(chunks: int) -> int:
+    """How many chunks of each half :func:`is_weak` looks among for a common note, when ``chunks`` are
+    searched (counted up to ``SMALL_COLLECTION``): ``AGREEMENT_DEPTH``, but never more than a 40th of
+    them (at least 2). Twelve chunks of a hundred are an eighth of all notes, where the halves meet
+    by chance on a question the notes do not answer; twelve of 4,000 are not."""
+    return max(2, min(AGREEMENT_DEPTH, chunks * AGREEMENT_DEPTH // SMALL_COLLECTION))
 
 
 def is_weak(best_coverage: float, lexical_notes: set[tuple[str, str]],

@@ -191,7 +191,8 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     hits = _group(_earned(ranked, rows, terms), rows, terms, limit, max_per_note)
     if tag is not None and not hits and not db.tag_exists(conn, tag):  # asked only then: it reads every note's tags
         raise UserError(unknown_tag(conn, tag))
-    weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode, unaccented)
+    weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode, unaccented,
+                                  fusion.agreement_depth(db.count_chunks_up_to(conn, fusion.SMALL_COLLECTION, source)))
     if not hits and not db.counts(conn)["chunks"]:
         notes.append("the index is empty: run `notes-portal build`")
     return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected, tuple(marks(terms)), translated,
@@ -366,9 +367,9 @@ def _best_notes_texts(lexical: list[tuple[int, float]], rows: dict[int, Row]) ->
 
 
 def _weak(best_coverage: float, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
-          rows: dict[int, Row], mode: str, unaccented: bool) -> bool:
+          rows: dict[int, Row], mode: str, unaccented: bool, depth: int) -> bool:
     def notes(found: list[tuple[int, float]]) -> set[tuple[str, str]]:
-        return {(rows[i]["source_id"], rows[i]["path"]) for i, _ in found[:fusion.AGREEMENT_DEPTH] if i in rows}
+        return {(rows[i]["source_id"], rows[i]["path"]) for i, _ in found[:depth] if i in rows}
 
     # No vectors (provider none, a failed embedder), or a query typed without accents (the model reads
     # its words as other tokens, and its list drifts): the words alone decide. A query searched in

@@ -455,11 +455,12 @@ def test_a_query_typed_without_accents_is_judged_by_its_words(config_for, notes_
     assert result.weak is weak
 
 
-@pytest.mark.parametrize(("guitars", "weak"), [(11, False), (12, True)])
-def test_the_halves_agree_when_they_share_a_note_within_their_first_12(tmp_path, quiet_log, guitars, weak):
+@pytest.mark.parametrize(("guitars", "weak"), [(1, False), (2, True)])
+def test_the_halves_agree_when_they_share_a_note_within_their_first_chunks(tmp_path, quiet_log, guitars, weak):
     """Half the words are in the exam note (no note holds 3/4 of them), BM25 ranks it first, and the
-    vector half, pointed at guitars, ranks it after every guitar note: 12th is still agreement (the
-    answer is shown as one), 13th is not (weak). With a depth of 5 both were weak."""
+    vector half, pointed at guitars, ranks it after every guitar note. Over these few chunks the halves
+    look among their first 2 (a 40th of 480, at least 2; 12 from 480 chunks on: see the next test):
+    2nd is still agreement (the answer is shown as one), 3rd is not (weak)."""
     notes = tmp_path / "notes"
     write_note(notes, "skola/skuska.md", "# Skúška\n\nAké nástroje sú povolené na skúške? Python a NetBeans.\n")
     for i in range(guitars):
@@ -473,7 +474,21 @@ def test_the_halves_agree_when_they_share_a_note_within_their_first_12(tmp_path,
     finally:
         conn.close()
     assert result.hits[0].path == "skola/skuska.md" and result.hits[0].ranks == {"bm25": 1, "vector": guitars + 1}
-    assert result.weak is weak
+    assert fusion.agreement_depth(guitars + 1) == 2 and result.weak is weak
+
+
+def test_the_chunks_searched_are_counted_no_further_than_needed(indexed):
+    config, conn = indexed
+    every = db.counts(conn)["chunks"]
+    assert every > 3 and db.count_chunks_up_to(conn, 3) == 3 and db.count_chunks_up_to(conn, 10_000) == every
+    assert db.count_chunks_up_to(conn, 10_000, "notes") == every and db.count_chunks_up_to(conn, 10_000, "other") == 0
+
+
+def test_the_halves_look_deeper_for_agreement_the_more_chunks_are_searched():
+    """Twelve chunks of each half from 480 chunks on (the dev set's 4,310: every figure in docs/QUALITY.md),
+    a 40th of them below, at least 2: twelve of a hundred chunks are an eighth of all the notes."""
+    assert [fusion.agreement_depth(n) for n in (0, 13, 103, 200, 479, 480, 4_310, 100_000)] == [
+        2, 2, 2, 5, 11, 12, 12, 12]
 
 
 @pytest.mark.parametrize(("query", "unknown"), [("převodník pro Modbus", "'modbus'"),

@@ -272,6 +272,13 @@ def count_chunks(conn: Connection) -> int:
     return int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
 
 
+def count_chunks_up_to(conn: Connection, limit: int, source: str | None = None) -> int:
+    """How many chunks the index holds (only ``source``'s, when given), counted no further than ``limit``."""
+    statement = ("SELECT count(*) FROM (SELECT 1 FROM chunks LIMIT :limit)" if source is None else
+                 "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE source_id = :source LIMIT :limit)")
+    return int(conn.execute(statement, {"source": source, "limit": limit}).fetchone()[0])
+
+
 def count_pending(conn: Connection) -> int:
     """How many chunks still wait for a vector."""
     return int(conn.execute("SELECT count(*) FROM chunks WHERE embedded_at IS NULL").fetchone()[0])

@@ -32,9 +32,10 @@ notes do not answer, and nonsense. The depth is 12, chosen on the tuning fold of
 mostly questions in a person's own words, at 12 one, and every held-out question the notes do not
 answer stayed marked; a small collection looks less deep (:func:`agreement_depth`). With the words
 alone there is no second opinion (nor is there for a query typed without accents, whose vector list
-drifts as above; a query searched in translation keeps it), and a question in a person's own words carries several a note would not repeat (how, use, set
-up): the answer is then weak only when no note holds a third of the content words
-(``LEXICAL_ONLY_COVERAGE``). The thresholds and their sweep on the dev set are in docs/QUALITY.md.
+drifts as above; a query searched in translation keeps it), and a question in a person's own words
+carries several a note would not repeat (how, use, set up): the answer is then weak only when no
+note holds a third of the content words (``LEXICAL_ONLY_COVERAGE``). The thresholds and their
+sweep on the dev set are in docs/QUALITY.md.
 """
 
 from __future__ import annotations

@@ -7,10 +7,10 @@ The crash harness (``tests/crash_harness.py``) starts this script as a child pro
 ``ROOT`` is the project checkout whose ``builder`` package runs. ``MODE`` is ``plain`` (just the
 CLI), ``count`` (a dry run: count every event and write the event map to ``REPORT`` as JSON) or an
 event number N (at the N-th event write ``N<TAB>function`` to ``REPORT``, then ``SIGKILL`` this
-process). An event is a ``call`` event (``sys.settrace``; generator resumes included) of a function
-whose code lives under ``ROOT/builder/``, in the main thread only (forked render workers stop
-counting), so the numbering is deterministic for a given state (the harness sets
-``PYTHONHASHSEED``).
+process; 0: never, the control). An event is a ``call`` event (``sys.settrace``; generator resumes
+included) of a function whose code lives under ``ROOT/builder/``, in the main thread only (forked
+render workers stop counting), so the numbering is deterministic for a given state (the harness sets
+``PYTHONHASHSEED``, and the folder listings' rotation is held at one minute).
 
 Each event carries the build phase it happens in, followed from a few landmark functions:
 ``startup`` → ``scan`` (``sync._incremental``) → ``index`` (``sync._apply``) → ``between`` (index
@@ -120,6 +120,20 @@ class Recorder:
                        "trace": [[pi[p], fi[f]] for p, f in self.trace]}, handle, separators=(",", ":"))
 
 
+def _steady_rotation() -> None:
+    """The folder listings' rotation (``builder.listings``: an eleventh of the folders listed again,
+    another each minute) at one minute, so that the dry run and the run killed at its N-th event take
+    the same path when the clock's minute turns between them."""
+    from builder import listings
+
+    made = listings.Listings.__init__
+
+    def at_minute_zero(self: Any, path: Any, root: str, *, trust: bool = True, minute: int | None = None) -> None:
+        made(self, path, root, trust=trust, minute=0 if minute is None else minute)
+
+    listings.Listings.__init__ = at_minute_zero  # type: ignore[method-assign]
+
+
 def main() -> int:
     root, mode, report, *argv = sys.argv[1:]
     sys.path.insert(0, root)
@@ -127,6 +141,7 @@ def main() -> int:
 
     if mode == "plain":
         return cli(argv)
+    _steady_rotation()
     recorder = Recorder(root) if mode == "count" else None
     os.register_at_fork(after_in_child=lambda: sys.settrace(None))  # render workers do not count
     sys.settrace(recorder.hook if recorder else killer(root, int(mode), report))

@@ -284,7 +284,7 @@ class Harness:
             self.picks[(kind, target)] += 1
             m.phase, m.function = trace.phases[m.n - 1], trace.functions[m.n - 1]
         report.unlink(missing_ok=True)
-        killed = run(child(self.work, str(m.n), report, full=full))
+        killed = run(child(self.work, "0" if target == "none" else str(m.n), report, full=full))  # 0: never
         if target == "none":
             if killed.returncode != 0:
                 m.reasons.append(f"the build exited {killed.returncode}: {last_line(killed.stderr)}")

@@ -173,9 +173,9 @@ def test_the_search_box_asks_to_sign_in_and_works_after_it(app, browser):
         everything.wait_for(state="visible", timeout=10_000)  # the panel of the whole word, not of "pow"
         first = page.locator("header .search-results a.search-result").first
         assert first.locator(".hit-title").inner_text() == "Balicí seznam – Sněžka"
-        # the one 401 before signing in is reported by Chromium as a failed resource, nothing else
-        assert [e for e in errors if "401" not in e] == []
-        assert len(errors) == 1
+        # the 401s before signing in (one per search the box sent as the word was typed) are reported by
+        # Chromium as failed resources, nothing else
+        assert errors and [e for e in errors if "401" not in e] == []
 
 
 @pytest.mark.slow

@@ -49,7 +49,7 @@ COVERAGE = 3 / 4
 LEXICAL_ONLY_COVERAGE = 1 / 3
 AGREEMENT_DEPTH = 12
 SMALL_COLLECTION = 480  # chunks: below it, the agreement depth shrinks with them (agreement_depth)
-OWN_WORDS = 1 / 2
+OWN_WORDS = 1 / 2  # of an English query's words, as typed, in one of BM25's best notes: the notes are English
 
 
 @dataclass(frozen=True)

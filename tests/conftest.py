@@ -64,6 +64,15 @@ def unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
+def require_mermaid() -> None:
+    """mermaid's file where ``templates/static/vendor/mermaid/fetch.sh`` puts it (README's set-up)."""
+    from builder.core.templates import static_dir
+    from builder.render.diagrams import MERMAID_JS
+
+    if not (static_dir() / MERMAID_JS).is_file():
+        unavailable("mermaid is not fetched (sh templates/static/vendor/mermaid/fetch.sh, which needs npm)")
+
+
 def require_ripgrep() -> str:
     """The path of ``rg`` (Debian package ripgrep)."""
     rg = shutil.which("rg")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from server.app import CSP, DIAGRAM_CSP
-from tests.conftest import require_browser, serve
+from tests.conftest import require_browser, require_mermaid, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMULAS = "notes/projekty/elektronika/delic-napeti.html"
@@ -111,6 +111,7 @@ def test_formulas_are_laid_out_as_mathml_in_the_text_colour(examples_server, wat
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_a_mermaid_fence_is_drawn_as_svg_under_the_csp(examples_server, watched, scheme):
+    require_mermaid()
     tab = watched(color_scheme=scheme)
     response = tab.page.goto(f"{examples_server}/{DIAGRAM}")
     assert response.headers["content-security-policy"] == DIAGRAM_CSP
@@ -140,6 +141,7 @@ def test_without_javascript_the_diagram_s_source_stays_readable_and_formulas_sti
 
 
 def test_a_diagram_is_drawn_in_a_site_opened_from_a_file(examples_portal, watched):
+    require_mermaid()
     tab = watched()
     tab.page.goto((examples_portal.config.site.output / DIAGRAM).as_uri())
     tab.page.locator("main .mermaid-diagram svg").wait_for(state="visible", timeout=20_000)
@@ -175,6 +177,7 @@ def broken_server(tmp_path_factory):
 
 
 def test_a_diagram_mermaid_cannot_read_keeps_its_source_and_the_others_are_drawn(broken_server, watched):
+    require_mermaid()
     tab = watched()
     tab.page.goto(f"{broken_server}/notes/diagramy.html")
     tab.page.locator("main pre.mermaid-error").wait_for(state="visible", timeout=20_000)

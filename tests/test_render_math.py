@@ -7,6 +7,7 @@ tests/test_browser.py.
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 from starlette.testclient import TestClient
@@ -16,13 +17,13 @@ from builder.chunker import chunk_note
 from builder.core import index as db
 from builder.core.templates import DIAGRAM_MARK
 from builder.parse import parse_note
-from builder.render.diagrams import has_diagram
+from builder.render.diagrams import MERMAID_JS, has_diagram
 from builder.render.links import Link
 from builder.render.markdown import make_renderer, render_body
 from builder.render.mathml import to_mathml
 from server.app import CSP, DIAGRAM_CSP, create_app
 from server.search import search
-from tests.conftest import HashEmbedder, copy_config, ollama_yaml, sample_config, write_note
+from tests.conftest import HashEmbedder, copy_config, ollama_yaml, require_mermaid, sample_config, write_note
 from tests.render_support import build_and_render, check_site
 
 MC2 = ('<math display="inline"><semantics><mrow><mi>E</mi><mo>=</mo><mi>m</mi><msup><mi>c</mi><mn>2</mn></msup>'
@@ -158,6 +159,7 @@ def portal(template, tmp_path, notes_dir):
 
 
 def test_only_a_page_with_a_diagram_loads_mermaid(portal):
+    require_mermaid()
     site = portal.site.output
     check_site(site)  # every page parses as strict HTML5, every script it loads is there
     with_diagram = (site / "notes" / "fyzika.html").read_text(encoding="utf-8")
@@ -173,6 +175,7 @@ def test_only_a_page_with_a_diagram_loads_mermaid(portal):
 
 
 def test_the_server_allows_inline_styles_on_diagram_pages_alone(portal):
+    require_mermaid()
     client = TestClient(create_app(portal, embedder_factory=HashEmbedder))
     policies = [f"default-src 'self'; script-src 'self'; style-src 'self'{more}; img-src 'self' data:; "
                 "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -199,6 +202,7 @@ def test_a_formula_is_indexed_and_found_by_its_source(portal):
 
 
 def test_a_diagram_added_by_an_edit_makes_its_page_load_mermaid_and_removed_stop(portal):
+    require_mermaid()
     note = portal.sources[0].root / "bez-diagramu.md"
     page = portal.site.output / "notes" / "bez-diagramu.html"
     note.write_text("# Bez diagramu\n\n```mermaid\nflowchart LR\n  a --> b\n```\n", encoding="utf-8")
@@ -207,3 +211,32 @@ def test_a_diagram_added_by_an_edit_makes_its_page_load_mermaid_and_removed_stop
     note.write_text("# Bez diagramu\n\nUž zase bez.\n", encoding="utf-8")
     build_and_render(portal, embedder_factory=HashEmbedder)
     assert DIAGRAM_MARK not in page.read_text(encoding="utf-8") and "mermaid" not in page.read_text(encoding="utf-8")
+
+
+def test_without_mermaid_a_diagram_shows_its_source_and_says_why_until_it_is_fetched(tmp_path, monkeypatch):
+    """mermaid is fetched at set-up, not kept in git: a portal without it shows each diagram's source, says how
+    to fetch it, and loads no script it lacks; the first build after it is fetched draws them."""
+    require_mermaid()
+    from builder.core import templates
+
+    fetched_here = templates.static_dir() / MERMAID_JS
+    copy = tmp_path / "templates"
+    shutil.copytree(templates.TEMPLATE_DIR, copy)
+    fetched = copy / "static" / MERMAID_JS
+    fetched.unlink()
+    monkeypatch.setattr(templates, "TEMPLATE_DIR", copy)
+    home = tmp_path / "portal"
+    write_note(home / "notes", "schema.md", "# Schéma\n\n```mermaid\nflowchart LR\n  a --> b\n```\n")
+    config = sample_config(home, ollama_yaml("http://127.0.0.1:9"))
+    build_and_render(config, full=True, embedder_factory=HashEmbedder)
+    site = config.site.output
+    check_site(site)  # every script a page loads is there
+    page = (site / "notes" / "schema.html").read_text(encoding="utf-8")
+    assert "mermaid.min.js" not in page and DIAGRAM_MARK not in page
+    assert '<pre class="mermaid">flowchart LR\n  a --&gt; b\n</pre>' in page
+    assert ("Diagrams are shown as their source: this portal has no copy of mermaid to draw them "
+            "(<code>templates/static/vendor/mermaid/fetch.sh</code> fetches it).") in " ".join(page.split())
+    shutil.copy(fetched_here, fetched)  # what fetch.sh does
+    build_and_render(config, embedder_factory=HashEmbedder)
+    page = (site / "notes" / "schema.html").read_text(encoding="utf-8")
+    assert "static/vendor/mermaid/mermaid.min.js?v=" in page and DIAGRAM_MARK in page and "fetch.sh" not in page

@@ -21,7 +21,7 @@ TEMPLATE_DIR = Path(__file__).resolve().parent.parent.parent / "templates"
 # The first line after <meta charset> of a page that draws diagrams: the server reads it there to send such a page
 # the Content-Security-Policy mermaid needs (server/site_files.py), and only such a page.
 DIAGRAM_MARK = '<meta name="notes-portal-diagrams" content="mermaid">'
-STATIC_SKIPPED = frozenset({"README.md"})  # notes for whoever updates a vendored library: not the site's
+STATIC_SKIPPED = frozenset({"README.md", "fetch.sh"})  # a vendored library's notes and fetcher: not the site's
 _DIGESTS: dict[tuple[str, int, int], str] = {}
 
 

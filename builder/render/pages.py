@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from builder.core import urls
 from builder.core.slug import fold
 from builder.core.templates import Page
-from builder.render.diagrams import has_diagram
+from builder.render.diagrams import can_draw, has_diagram
 from builder.sources import Scope
 
 if TYPE_CHECKING:
@@ -197,7 +197,8 @@ def note_page(note: NoteInfo, body_html: str, backlinks: list[NoteInfo], graph_s
         "title": note.title, "source_id": note.source_id, "path": note.path, "dates": note_dates(note),
         "tags": _tag_links(note.tags), "toc_url": urls.toc_url(note.source_id), "title_in_body": in_body,
         "toc": [{"level": h.level, "text": h.text, "anchor": h.anchor} for h in toc] if len(toc) > 1 else [],
-        "body_head": head, "body_rest": rest, "diagrams": has_diagram(body_html),
+        "body_head": head, "body_rest": rest, "diagrams": has_diagram(body_html) and can_draw(),
+        "diagrams_as_text": has_diagram(body_html) and not can_draw(),
         "backlinks": [{"title": b.title, "url": b.url, "path": f"{b.source_id}: {b.path}"}
                       for b in sorted(backlinks, key=lambda n: n.sort_key)],
         "graph_svg": graph_svg, "graph_url": urls.graph_url(note.source_id),

@@ -29,6 +29,8 @@ import zlib
 from pathlib import Path
 from typing import NamedTuple
 
+from builder.atomic import write_atomic
+
 RACY_NS = 2_000_000_000  # coarse file-system clocks (FAT: 2 s)
 ROTATION = 11  # prime: see the module
 LISTINGS_FORMAT = 2
@@ -117,8 +119,6 @@ class Listings:
         """Write the listings of the folders this walk visited, if any differs from the kept ones."""
         if not self._changed and self._seen.keys() == self._kept.keys():
             return
-        from builder.render.output import write_atomic
-
         try:
             payload = marshal.dumps({"format": LISTINGS_FORMAT, "root": self.root, "folders": self._seen})
             write_atomic(self.path, zlib.crc32(payload).to_bytes(4, "little") + payload)

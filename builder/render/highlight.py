@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from builder.render.output import CACHE_DIR, write_atomic
+from builder.atomic import write_atomic
+from builder.render.output import CACHE_DIR
 _MAGIC = b"notes-portal highlighted code\n"  # then marshal data
 
 _LEXERS: dict[str, Any] = {}

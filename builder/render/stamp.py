@@ -24,7 +24,8 @@ from typing import Any
 
 from builder.core import templates
 from builder.core.config import Config
-from builder.render.output import STAMP, STATE, write_atomic
+from builder.atomic import write_atomic
+from builder.render.output import STAMP, STATE
 
 RENDER_VERSION = "1"
 PACKAGE_DIR = Path(__file__).resolve().parent

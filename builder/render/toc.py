@@ -26,7 +26,8 @@ from typing import Any
 from builder.core import urls
 from builder.core.slug import fold
 from builder.core.templates import Page, Templates
-from builder.render.output import CACHE_DIR, Output, write_atomic
+from builder.atomic import write_atomic
+from builder.render.output import CACHE_DIR, Output
 from builder.render.pages import NoteInfo, nav_context
 from builder.render.state import sha
 

@@ -202,6 +202,26 @@ def test_note_page_shows_title_tags_source_date_toc_and_backlinks(site):
     assert ["".join(li.itertext()) for li in crumbs.iter("li")] == ["Home", "notes", "recepty", "Teh Tarik"]
 
 
+
+def test_a_page_has_one_h1_whether_or_not_the_body_opens_with_the_title(tmp_path):
+    write(tmp_path / "notes", "ddia.md", """
+        ---
+        title: DDIA – notes
+        ---
+        # Designing Data-Intensive Applications
+
+        Text.
+        """)
+    write(tmp_path / "notes", "bare.md", "---\ntitle: Bez nadpisu\n---\nJen text.\n")
+    config = make_config(tmp_path, {"notes": tmp_path / "notes"})
+    build_and_render(config)
+    out = config.site.output
+    opened = parse_page(out / urls.site_file(urls.note_url("notes", "ddia.md")))
+    assert ["".join(h.itertext()) for h in opened.iter("h1")] == ["Designing Data-Intensive Applications"]
+    assert opened.find(".//title").text == "DDIA – notes · Poznámky"
+    bare = parse_page(out / urls.site_file(urls.note_url("notes", "bare.md")))
+    assert ["".join(h.itertext()) for h in bare.iter("h1")] == ["Bez nadpisu"]
+
 def test_markdown_extensions_render(site):
     _, _, out = site
     body = body_of(page(out, "notes", "recepty/teh-tarik.md"))

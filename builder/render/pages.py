@@ -165,10 +165,10 @@ def note_breadcrumbs(note: NoteInfo) -> tuple[tuple[str, str | None], ...]:
 
 
 def title_in_body(note: NoteInfo, body_html: str) -> bool:
-    """Does the body open with an H1 saying the title? Then it is the page's title."""
+    """Does the body open with an H1? Then it is the page's heading, whether or not it says the front
+    matter's title (which still names the page in its tab, breadcrumbs and lists): a page has one H1."""
     first = note.headings[0] if note.headings else None
-    return (first is not None and first.level == 1 and fold(first.text) == fold(note.title)
-            and body_html.lstrip().startswith("<h1"))
+    return first is not None and first.level == 1 and body_html.lstrip().startswith("<h1")
 
 
 def note_dates(note: NoteInfo) -> dict[str, str]:

@@ -85,7 +85,8 @@ def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None
     unread = tuple(sorted(scanned.unread_dirs))
     deleted = tuple(sorted(path for path in set(states) - set(found) - set(broken)
                            if not any(_below(path, folder) for folder in unread)))
-    if not force and deleted and (not found or len(deleted) > max(MASS_REMOVAL, len(states) // 2)):
+    # an empty walk is an unmounted folder's; one that met only unreadable notes is a mounted one's
+    if not force and deleted and (not (found or broken) or len(deleted) > max(MASS_REMOVAL, len(states) // 2)):
         raise SourceFailed(f"the scan would remove {len(deleted)} of the {len(states)} notes the index holds "
                            f"(is {source.root} mounted and complete?); nothing was removed. If they are really "
                            f"gone, run `notes-portal build --full --source {source.id}`")

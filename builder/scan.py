@@ -59,8 +59,9 @@ class SourceFailed(Exception):
 def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None, force: bool, *,
                 held: bool | None = None, listings: Path | None = None) -> SourceChanges:
     """A folder source's changes: every file whose size or mtime differs from what the index holds
-    (``force``: every file, and every removal, however many), and the files gone, unless that would
-    empty most of the source. A note that cannot be read is one note's problem (recorded as skipped,
+    (``force``: every file, and every removal, however many), and the files gone, unless they are most
+    of the source (they stay, with a warning, and the rest goes in) or the walk found nothing at all
+    (an unmounted folder: the source fails). A note that cannot be read is one note's problem (recorded as skipped,
     read again once it changes or can be read); a folder that cannot be listed keeps its notes.
     ``held``: whether an index holds notes of the source (default: this one has its row). ``listings``:
     the file of the source's folder listings kept between builds (:mod:`builder.listings`)."""
@@ -85,17 +86,23 @@ def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None
     unread = tuple(sorted(scanned.unread_dirs))
     deleted = tuple(sorted(path for path in set(states) - set(found) - set(broken)
                            if not any(_below(path, folder) for folder in unread)))
-    # an empty walk is an unmounted folder's; one that met only unreadable notes is a mounted one's
-    if not force and deleted and (not (found or broken) or len(deleted) > max(MASS_REMOVAL, len(states) // 2)):
+    # an empty walk is an unmounted folder's (one that met only unreadable notes is a mounted one's)
+    if not force and deleted and not (found or broken):
         raise SourceFailed(f"the scan would remove {len(deleted)} of the {len(states)} notes the index holds "
                            f"(is {source.root} mounted and complete?); nothing was removed. If they are really "
                            f"gone, run `notes-portal build --full --source {source.id}`")
-    warning = None
+    warnings = []
     if unread:
         more = f" and {len(unread) - 1} more" if len(unread) > 1 else ""
         first = unread[0]
-        warning = (f"cannot read {first or '.'}/: {scanned.unread_dirs[first]}{more}; "
-                   "its notes stay as they were indexed")
+        warnings.append(f"cannot read {first or '.'}/: {scanned.unread_dirs[first]}{more}; "
+                        "its notes stay as they were indexed")
+    if not force and len(deleted) > max(MASS_REMOVAL, len(states) // 2):  # a share half mounted, a sync cut short
+        warnings.append(f"the scan would remove {len(deleted)} of the {len(states)} notes the index holds (is "
+                        f"{source.root} mounted and complete?); they stay as they were indexed, the other changes "
+                        f"were indexed. If they are really gone, run `notes-portal build --full --source {source.id}`")
+        deleted = ()
+    warning = "; ".join(warnings) or None
     uncovered = tuple(uncovered_dirs(source.root, scope))
     previous = row.uncovered if row else ()
     return SourceChanges(source, tuple(sorted(changed)), deleted, uncovered,

@@ -107,6 +107,27 @@ def test_deleting_a_few_notes_is_applied_as_usual(tmp_path, notes):
     assert run(config) == 0 and len(indexed_paths(config)) == 10
 
 
+
+def test_removing_most_notes_keeps_them_and_indexes_the_rest_until_full_accepts_it(tmp_path, notes):
+    config = make(tmp_path)
+    assert run(config) == 0
+    for i in range(11):
+        (notes / f"deniky/d{i}.md").unlink()
+    write_note(notes, "index.md", "# Úvod\n\nPřepsaný úvod.\n")
+    write_note(notes, "novy.md", "# Nový\n\nText.\n")
+    assert run(config) == 3
+    assert len(indexed_paths(config)) == 14  # the 11 stay, the new note came in
+    assert log_lines(config)[-1] == (
+        f"notes: the scan would remove 11 of the 13 notes the index holds (is {notes} mounted and complete?); "
+        "they stay as they were indexed, the other changes were indexed. If they are really gone, run "
+        "`notes-portal build --full --source notes`")
+    assert (config.site.output / "notes/deniky/d3.html").exists()
+    assert "Přepsaný úvod" in (config.site.output / "notes/index.md.html").read_text(encoding="utf-8")
+    assert run(config) == 3  # said again each build
+    assert build(config, log=SyncLog(config.log_path, echo_info=False), full=True, source_id="notes") == 0
+    assert indexed_paths(config) == {"deniky/d11.md", "index.md", "novy.md"}
+    assert not (config.site.output / "notes/deniky/d3.html").exists()
+
 def test_a_symlink_does_not_carry_an_excluded_note_or_file_past_the_scope(tmp_path, notes):
     write_note(notes, "soukrome/hesla.md", "# Hesla\n\nwifi: modrý-kocour\n")
     (notes / "soukrome/plan.pdf").write_bytes(b"%PDF-1.4 secret")

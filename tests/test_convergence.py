@@ -210,3 +210,21 @@ def test_a_missing_page_is_written_again(portal, tmp_path):
     (root / "b.md").write_text(NOTES["b.md"] + "\nDalší řádek.\n", encoding="utf-8")  # some build work
     assert build(config, log=log) == 0
     assert site_snapshot(config.site.output) == clean_site(tmp_path, root)
+
+
+def test_a_file_a_note_links_to_is_watched_though_no_note_changes(portal, tmp_path):
+    """The every-minute build re-renders a page whose linked image appeared, changed or went, with every
+    note as it was (the index unchanged)."""
+    config, root, log = portal
+    page = config.site.output / "notes/sub/c.html"
+    (root / "sub/img.png").unlink()
+    assert build(config, log=log) == 0
+    assert "Broken image: img.png" in page.read_text(encoding="utf-8")
+    (root / "sub/img.png").write_bytes(b"png")
+    assert build(config, log=log) == 0
+    assert "Broken image" not in page.read_text(encoding="utf-8")
+    assert (config.site.output / "notes/sub/img.png").read_bytes() == b"png"
+    (root / "sub/img.png").write_bytes(b"png, changed")
+    assert build(config, log=log) == 0
+    assert (config.site.output / "notes/sub/img.png").read_bytes() == b"png, changed"
+    assert site_snapshot(config.site.output) == clean_site(tmp_path, root)

@@ -210,7 +210,7 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
     }, {"notes": {key: entry for key, entry in entries.items() if entry != old[key]},
         "pages": {url: fp for url, fp in out.pages.items() if out.old.get(url) != fp}}):
         out.journal.clear()  # else the journal keeps naming the pages written (see output.Journal)
-    write_stamp(config, files, content)
+    write_stamp(config, files, content, linked_files(ctx.resolver, meta["file_links"]))
     return DeltaReport(tuple(out.written), tuple(removed), len(out.old) - len(out.written), len(page_jobs), broken,
                        meta["page_count"])
 
@@ -299,6 +299,16 @@ def _files_hold(resolver: Resolver, file_links: dict[str, list[list[Any]]]) -> b
             if resolver.resolve(source_id, path, kind, raw).as_list() != r:
                 return False
     return True
+
+
+def linked_files(resolver: Resolver, file_links: dict[str, list[list[Any]]]) -> list[Path]:
+    """The files the notes' links to files name, there or missing (see :func:`remember`): a change to one
+    changes a page while no note changes (:func:`builder.render.stamp.site_is_stale` watches them)."""
+    found: set[Path] = set()
+    for key, links in file_links.items():
+        source_id, _, path = key.partition(":")
+        found.update(file for _, raw, _ in links if (file := resolver.file_of(source_id, path, raw)) is not None)
+    return sorted(found)
 
 
 def _links(conn: Connection, config: Config, keys: list[str], into: dict[str, list[str]]) -> graph.Links:

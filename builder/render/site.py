@@ -270,7 +270,7 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         out.save_manifest({"version": output.MANIFEST_VERSION, "env": env_fp, "universe": universe, "trees": trees,
                            **memory, "pages": out.pages, "notes": entries}, saved)
         journal.clear()  # the manifest lists every page now
-        write_stamp(config, files, content)
+        write_stamp(config, files, content, delta.linked_files(resolver, memory["file_links"]))
         seconds = time.perf_counter() - started
         _log_render(log, out.written, len(page_jobs), len(made.urls), removed, broken, seconds)
         return RenderReport(tuple(out.written), tuple(removed), out.unchanged, len(page_jobs), broken, seconds)

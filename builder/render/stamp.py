@@ -120,28 +120,46 @@ def _stats(files: list[Path]) -> list[list[object]]:
     return out
 
 
-def stamp_text(config: Config, files: list[Path], content: str) -> str:
-    """What ``.render-stamp`` holds after a complete render of ``content`` that used ``files``."""
-    return json.dumps({"settings": settings_digest(config), "content": content, "files": _stats(files)},
-                      ensure_ascii=False)
+def _watched_stats(paths: list[Path]) -> list[list[object]]:
+    """Each path's size and mtime, or None and None where no file is (a missing attachment)."""
+    out: list[list[object]] = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append([str(path), None, None])
+        else:
+            out.append([str(path), st.st_size, st.st_mtime_ns])
+    return out
 
 
-def write_stamp(config: Config, files: list[Path], content: str) -> None:
+def stamp_text(config: Config, files: list[Path], content: str, watched: list[Path] | None = None) -> str:
+    """What ``.render-stamp`` holds after a complete render of ``content`` that used ``files``; ``watched``:
+    the files the notes link to (and the missing ones they would link to), which no note's change shows."""
+    return json.dumps({"settings": settings_digest(config), "content": content, "files": _stats(files),
+                       "watched": _watched_stats(watched or [])}, ensure_ascii=False)
+
+
+def write_stamp(config: Config, files: list[Path], content: str, watched: list[Path] | None = None) -> None:
     """Record a complete render of ``content`` (see :func:`stamp_text`), unless it is recorded."""
-    stamp, path = stamp_text(config, files, content), config.site.output / STAMP
+    stamp, path = stamp_text(config, files, content, watched), config.site.output / STAMP
     if not path.is_file() or path.read_text(encoding="utf-8") != stamp:
         write_atomic(path, stamp)
 
 
 def site_is_stale(config: Config, content: str) -> bool:
     """True unless the last complete render was of this index ``content`` (see
-    :func:`builder.core.index.content_token`) with today's renderer, templates and site settings
-    (a JSON read and one ``stat`` per code file: cheap enough for the every-minute build)."""
+    :func:`builder.core.index.content_token`) with today's renderer, templates and site settings, and
+    every file the notes link to is as it was (an image put where a note expected it, one edited or
+    gone). A JSON read and one ``stat`` per code file and linked file: cheap enough for the
+    every-minute build."""
     site = config.site.output
     try:
         stamp = json.loads((site / STAMP).read_text(encoding="utf-8"))
         files = [Path(entry[0]) for entry in stamp["files"]]
+        watched = [Path(entry[0]) for entry in stamp["watched"]]
         return (not (site / STATE).is_file() or stamp["settings"] != settings_digest(config)
-                or stamp["content"] != content or _stats(files) != stamp["files"])
+                or stamp["content"] != content or _stats(files) != stamp["files"]
+                or _watched_stats(watched) != stamp["watched"])
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return True

@@ -13,13 +13,15 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from builder import indexfile
+from builder.core import index as db
 from builder.sync import build
 from builder.synclog import SyncLog
 from tests.render_support import make_config, site_snapshot
 
 pytestmark = pytest.mark.slow
 
-NAMES = ("a.md", "b.md", "sub/c.md", "sub/d.md", "sub/deep/e.md")
+NAMES = ("a.md", "b.md", "sub/c.md", "sub/d.md", "sub/index.md", "sub/deep/e.md")
 TITLES = ("Alfa", "Beta", "Čaj", "Hory")
 HEADINGS = ("Oddíl", "Postup", "Suroviny")
 TAGS = ("čaj", "hory", "recepty")
@@ -48,11 +50,15 @@ def note_text(draw: st.DrawFn) -> str:
         for _ in range(draw(st.integers(0, 2))):
             target = draw(st.sampled_from(NAMES))
             fragment = draw(st.none() | st.sampled_from(HEADINGS))
-            kind = draw(st.sampled_from(("md", "wiki", "image")))
+            kind = draw(st.sampled_from(("md", "wiki", "title", "folder", "image")))
             if kind == "md":
                 lines.append(f"Viz [odkaz](<<{target}>>{'#' + fragment if fragment else ''}).")
             elif kind == "wiki":
                 lines.append(f"Viz [[{Path(target).stem}{'#' + fragment if fragment else ''}]].")
+            elif kind == "title":  # a wikilink by a title some note may have
+                lines.append(f"Viz [[{draw(st.sampled_from(TITLES))}]].")
+            elif kind == "folder":
+                lines.append(f"Viz [složka](<<{posixpath.dirname(target) or 'sub'}>>/).")
             else:
                 lines.append("![obrázek](<<img.png>>)")
     return "\n".join(lines) + "\n"
@@ -94,7 +100,27 @@ def test_every_incremental_build_leaves_the_site_a_fresh_build_makes(first, step
             clean = make_config(fresh, {"notes": notes})
             assert build(clean, log=SyncLog(clean.log_path, echo_info=False)) in (0, 3)
             assert site_snapshot(config.site.output) == site_snapshot(clean.site.output), (first, steps[:number])
+            assert _index(config) == _index(clean), (first, steps[:number])
             shutil.rmtree(fresh)
+
+
+def _index(config) -> tuple[list[tuple], list[tuple], list[tuple]]:
+    """What the index says of the notes: each file's record, each chunk, and what FTS5 finds for each
+    word of the notes (its full-text index checked against the chunks first)."""
+    conn = db.connect(indexfile.resolve(config.index), vec=False)
+    try:
+        conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+        files = conn.execute("SELECT path, title, tags, headings, front_matter, status, status_note, sha256 FROM files "
+                             "ORDER BY path").fetchall()
+        chunks = conn.execute("SELECT path, chunk_idx, breadcrumb, anchor, line_start, line_end, text FROM chunks "
+                              "ORDER BY path, chunk_idx").fetchall()
+        found = [(word, *(row[0] for row in conn.execute(
+                     "SELECT c.path FROM chunks_fts JOIN chunks AS c ON c.id = chunks_fts.rowid "
+                     "WHERE chunks_fts MATCH :word ORDER BY c.path, c.chunk_idx", {"word": f'"{word}"'})))
+                 for word in (*TITLES, *HEADINGS, "Viz", "obrázek")]
+        return [tuple(r) for r in files], [tuple(r) for r in chunks], found
+    finally:
+        conn.close()
 
 
 def _put(notes: Path, rel: str, text: str) -> None:

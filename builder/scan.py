@@ -61,8 +61,9 @@ def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None
     """A folder source's changes: every file whose size or mtime differs from what the index holds
     (``force``: every file, and every removal, however many), and the files gone, unless they are most
     of the source (they stay, with a warning, and the rest goes in) or the walk found nothing at all
-    (an unmounted folder: the source fails). A note that cannot be read is one note's problem (recorded as skipped,
-    read again once it changes or can be read); a folder that cannot be listed keeps its notes.
+    (an unmounted folder: the source fails). A note that cannot be read is one note's problem
+    (recorded as skipped, read again once it changes or can be read); a folder that cannot be listed
+    keeps its notes.
     ``held``: whether an index holds notes of the source (default: this one has its row). ``listings``:
     the file of the source's folder listings kept between builds (:mod:`builder.listings`)."""
     assert source.root is not None

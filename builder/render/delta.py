@@ -307,7 +307,8 @@ def linked_files(resolver: Resolver, file_links: dict[str, list[list[Any]]]) -> 
     found: set[Path] = set()
     for key, links in file_links.items():
         source_id, _, path = key.partition(":")
-        found.update(file for _, raw, _ in links if (file := resolver.file_of(source_id, path, raw)) is not None)
+        found.update(file for _, raw, resolved in links
+                     if (file := resolver.file_of(source_id, path, raw, resolved)) is not None)
     return sorted(found)
 
 

@@ -49,10 +49,11 @@ class Parser(argparse.ArgumentParser):
     commands: dict[str, argparse.ArgumentParser]  # the top parser's subcommands by name
 
     def error(self, message: str) -> NoReturn:
-        if self.json_errors:
+        if self.json_errors:  # JSON escapes what it quotes itself
             command = self.prog.split()[-1] if " " in self.prog else None
             print(json.dumps(error_body(command or "", UserError(message)), ensure_ascii=False, indent=2))
-        super().error(message)
+        # it quotes what was typed: a pasted control character is shown, not obeyed, and the error stays one line
+        super().error(printable(message).replace("\n", "\\u000a"))
 
 
 def _command(sub: argparse._SubParsersAction, name: str, summary: str, description: str,

@@ -120,24 +120,52 @@ def _stats(files: list[Path]) -> list[list[object]]:
     return out
 
 
-def _watched_stats(paths: list[Path]) -> list[list[object]]:
-    """Each path's size and mtime, or None and None where no file is (a missing attachment)."""
-    out: list[list[object]] = []
-    for path in paths:
+def _watch(paths: list[Path]) -> dict[str, list[list[Any]]]:
+    """What the stamp keeps of the files the notes link to: an existing one's size and time; for a
+    missing one, the time of the folder it would be in (creating a file there moves it). Taken after
+    the render: a file put there while the render ran, after its note was read, waits for the next
+    change. Strings, not paths: 10,000 ``Path`` objects cost more than their ``stat`` calls."""
+    files: list[list[Any]] = []
+    folders: dict[str, int | None] = {}
+    for path in map(str, paths):
         try:
             st = os.stat(path)
         except OSError:
-            out.append([str(path), None, None])
+            folder = os.path.dirname(path)
+            if folder not in folders:
+                try:
+                    folders[folder] = os.stat(folder).st_mtime_ns
+                except OSError:
+                    folders[folder] = None
         else:
-            out.append([str(path), st.st_size, st.st_mtime_ns])
-    return out
+            files.append([path, st.st_size, st.st_mtime_ns])
+    return {"files": files, "folders": [[folder, mtime] for folder, mtime in folders.items()]}
+
+
+def _watch_holds(watched: dict[str, list[list[Any]]]) -> bool:
+    """Is every linked file as :func:`_watch` kept it, and every folder of a missing one untouched?"""
+    for path, size, mtime in watched["files"]:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        if st.st_size != size or st.st_mtime_ns != mtime:
+            return False
+    for folder, mtime in watched["folders"]:
+        try:
+            now: int | None = os.stat(folder).st_mtime_ns
+        except OSError:
+            now = None
+        if now != mtime:
+            return False
+    return True
 
 
 def stamp_text(config: Config, files: list[Path], content: str, watched: list[Path] | None = None) -> str:
     """What ``.render-stamp`` holds after a complete render of ``content`` that used ``files``; ``watched``:
-    the files the notes link to (and the missing ones they would link to), which no note's change shows."""
+    the files the notes link to, there or missing, which no note's change shows (:func:`_watch`)."""
     return json.dumps({"settings": settings_digest(config), "content": content, "files": _stats(files),
-                       "watched": _watched_stats(watched or [])}, ensure_ascii=False)
+                       "watched": _watch(watched or [])}, ensure_ascii=False)
 
 
 def write_stamp(config: Config, files: list[Path], content: str, watched: list[Path] | None = None) -> None:
@@ -157,9 +185,8 @@ def site_is_stale(config: Config, content: str) -> bool:
     try:
         stamp = json.loads((site / STAMP).read_text(encoding="utf-8"))
         files = [Path(entry[0]) for entry in stamp["files"]]
-        watched = [Path(entry[0]) for entry in stamp["watched"]]
         return (not (site / STATE).is_file() or stamp["settings"] != settings_digest(config)
                 or stamp["content"] != content or _stats(files) != stamp["files"]
-                or _watched_stats(watched) != stamp["watched"])
+                or not _watch_holds(stamp["watched"]))
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return True

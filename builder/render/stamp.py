@@ -120,7 +120,7 @@ def _stats(files: list[Path]) -> list[list[object]]:
     return out
 
 
-def _watch(paths: list[Path]) -> dict[str, list[list[Any]]]:
+def _linked_state(paths: list[Path]) -> dict[str, list[list[Any]]]:
     """What the stamp keeps of the files the notes link to: an existing one's size and time; for a
     missing one, the time of the folder it would be in (creating a file there moves it). Taken after
     the render: a file put there while the render ran, after its note was read, waits for the next
@@ -142,8 +142,8 @@ def _watch(paths: list[Path]) -> dict[str, list[list[Any]]]:
     return {"files": files, "folders": [[folder, mtime] for folder, mtime in folders.items()]}
 
 
-def _watch_holds(watched: dict[str, list[list[Any]]]) -> bool:
-    """Is every linked file as :func:`_watch` kept it, and every folder of a missing one untouched?"""
+def _linked_unchanged(watched: dict[str, list[list[Any]]]) -> bool:
+    """Is every linked file as :func:`_linked_state` kept it, and every folder of a missing one untouched?"""
     for path, size, mtime in watched["files"]:
         try:
             st = os.stat(path)
@@ -163,9 +163,9 @@ def _watch_holds(watched: dict[str, list[list[Any]]]) -> bool:
 
 def stamp_text(config: Config, files: list[Path], content: str, watched: list[Path] | None = None) -> str:
     """What ``.render-stamp`` holds after a complete render of ``content`` that used ``files``; ``watched``:
-    the files the notes link to, there or missing, which no note's change shows (:func:`_watch`)."""
+    the files the notes link to, there or missing, which no note's change shows (:func:`_linked_state`)."""
     return json.dumps({"settings": settings_digest(config), "content": content, "files": _stats(files),
-                       "watched": _watch(watched or [])}, ensure_ascii=False)
+                       "watched": _linked_state(watched or [])}, ensure_ascii=False)
 
 
 def write_stamp(config: Config, files: list[Path], content: str, watched: list[Path] | None = None) -> None:
@@ -187,6 +187,6 @@ def site_is_stale(config: Config, content: str) -> bool:
         files = [Path(entry[0]) for entry in stamp["files"]]
         return (not (site / STATE).is_file() or stamp["settings"] != settings_digest(config)
                 or stamp["content"] != content or _stats(files) != stamp["files"]
-                or not _watch_holds(stamp["watched"]))
+                or not _linked_unchanged(stamp["watched"]))
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return True

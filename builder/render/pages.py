@@ -186,6 +186,8 @@ def nav_context(source_id: str = "", folder: str = "") -> dict[str, str]:
 def note_page(note: NoteInfo, body_html: str, backlinks: list[NoteInfo], graph_svg: str = "") -> Page:
     """The page of one note around its rendered body; ``graph_svg``: the picture of its links."""
     in_body = title_in_body(note, body_html)
+    diagrams = has_diagram(body_html)
+    drawn = diagrams and can_draw()  # a stat, asked only of a page with a diagram
     head, rest = "", body_html
     if in_body:
         cut = body_html.find("</h1>") + len("</h1>")
@@ -197,8 +199,7 @@ def note_page(note: NoteInfo, body_html: str, backlinks: list[NoteInfo], graph_s
         "title": note.title, "source_id": note.source_id, "path": note.path, "dates": note_dates(note),
         "tags": _tag_links(note.tags), "toc_url": urls.toc_url(note.source_id), "title_in_body": in_body,
         "toc": [{"level": h.level, "text": h.text, "anchor": h.anchor} for h in toc] if len(toc) > 1 else [],
-        "body_head": head, "body_rest": rest, "diagrams": has_diagram(body_html) and can_draw(),
-        "diagrams_as_text": has_diagram(body_html) and not can_draw(),
+        "body_head": head, "body_rest": rest, "diagrams": drawn, "diagrams_as_text": diagrams and not drawn,
         "backlinks": [{"title": b.title, "url": b.url, "path": f"{b.source_id}: {b.path}"}
                       for b in sorted(backlinks, key=lambda n: n.sort_key)],
         "graph_svg": graph_svg, "graph_url": urls.graph_url(note.source_id),

@@ -124,7 +124,7 @@ def _linked_state(paths: list[Path]) -> dict[str, list[list[Any]]]:
     """What the stamp keeps of the files the notes link to: an existing one's size and time; for a
     missing one, the time of the folder it would be in (creating a file there moves it). Taken after
     the render: a file put there while the render ran, after its note was read, waits for the next
-    change. Strings, not paths: 10,000 ``Path`` objects cost more than their ``stat`` calls."""
+    change. Strings, not paths: a ``Path`` an entry costs more than its ``stat`` (docs/BENCHMARKS.md)."""
     files: list[list[Any]] = []
     folders: dict[str, int | None] = {}
     for path in map(str, paths):

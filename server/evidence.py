@@ -45,8 +45,11 @@ class Shortfall:
 
     missing: tuple[str, ...] = ()  # content words found nowhere in it, as the claim writes them
     numbers: tuple[str, ...] = ()  # numbers not in it
-    polarity: str | None = None  # how the polarity differs, or None
+    polarity: str | None = None  # how the claim's words or negations relate otherwise than the passage's
     window: tuple[int, int] | None = None  # the window that came closest
+    kind: str = "claim"  # the problem's kind: claim | number | polarity
+
+
 
 @dataclass
 class _Found:
@@ -213,22 +216,29 @@ def _window_supports(claim: Claim, passage: PassageText, window: Window, parts: 
     shown = passage.text[window.start:window.end] + "".join(passage.text[a:b] for a, b in window.context)
     missing += [f"'{char}'" for char in dict.fromkeys(_SYMBOLS.findall(_unquoted_claim(claim.text)))
                 if char not in shown]
-    differs = None
+    differs, kind = None, "number" if numbers and not missing else "claim"
     if polarity and not missing and not numbers:
-        differs = (_polarity(claim, passage, found) or _bound(claim, passage, window, found)
-                   or _named_elsewhere(passage, found, [units[i] for i in sorted(used)]))
-        if differs is None and len(used) > 1:
-            differs = (_moved(passage, found, [units[i] for i in sorted(used)])
-                       or _numbers_left(claim, passage, [units[i] for i in sorted(used)])
-                       or _shared_opening(claim, passage, parts, [units[i] for i in homes], dictionary))
+        taken = [units[i] for i in sorted(used)]
+        checks = [("polarity", lambda: _polarity(claim, passage, found)),
+                  ("number", lambda: _bound(claim, passage, window, found)),
+                  ("claim", lambda: _named_elsewhere(passage, found, taken))]
+        if len(used) > 1:
+            checks += [("claim", lambda: _moved(passage, found, taken)),
+                       ("number", lambda: _numbers_left(claim, passage, taken)),
+                       ("claim", lambda: _shared_opening(claim, passage, parts, [units[i] for i in homes], dictionary))]
+        for kind, rule in checks:
+            differs = rule()
+            if differs is not None:
+                break
     if not missing and not numbers and differs is None:
         return Support(window.start, window.end)
-    return Shortfall(tuple(missing), tuple(numbers), differs, (window.start, window.end))
+    return Shortfall(tuple(missing), tuple(numbers), differs, (window.start, window.end), kind)
 
 def _bound(claim: Claim, passage: PassageText, window: Window, found: dict[str, _Found]) -> str | None:
     """A number the claim says of something the passage says of another number: the words that follow a
-    number in the claim (its unit, what it counts: ``150 GB per month``) must stand in the clause of one of
-    its occurrences in the window, where the window holds them."""
+    number in the claim (its unit, what it counts: ``150 GB per month``) must stand in the phrase of one of
+    its occurrences in the window, where the window holds them, the first of them within :data:`NEAR`
+    words of it (``dvě lžíce … 3–5 minut``: three spoons are not said)."""
     text = claim_words.mask_marks(claim.text)
     cuts = sorted({*(a for a, _ in clauses_of(text)), *_part_cuts(text, claim.english), len(text)})
     content = [t for t in claim.tokens if t.content]
@@ -248,13 +258,15 @@ def _bound(claim: Claim, passage: PassageText, window: Window, found: dict[str, 
         if not held:
             continue
         if not any(all(any(_phrase_at(passage, passage.words[i].start) == _phrase_at(passage, at) for i in p)
-                       for p in places) for _, at in held):
+                       for p in places) and any(abs(i - _word_at(passage, at)) <= NEAR for i in places[0])
+                   for _, at in held):
             said = " ".join(passage.words[p[0]].text for p in places)
             return (f"it says {number} of {said!r}, which the passage says of another number: "
                     f"«{_clause_text(passage, places[0][0])}»")
     return None
 
 FOLLOWERS = 2  # the words after a number that say what it counts
+NEAR = 4  # words from a number in the passage within which the first of them must stand
 
 def _value(number: str) -> str:
     number = number.rstrip(".,:/")
@@ -267,6 +279,11 @@ def _number_spots(passage: PassageText, window: Window) -> list[tuple[str, int]]
     spots += [(claim_words.format_number(w.number), w.start) for w in passage.words
               if w.number is not None and window.start <= w.start < window.end]
     return spots
+
+def _word_at(passage: PassageText, offset: int) -> int:
+    """The index of the passage's word at (or just after) ``offset``."""
+    return next((i for i, w in enumerate(passage.words) if w.end > offset), len(passage.words))
+
 
 def _phrase_at(passage: PassageText, offset: int) -> int:
     """The phrase of the passage at ``offset``: its clause, brackets not cutting it (``1 can (400 g) chopped

@@ -199,9 +199,9 @@ def _names(cited: Sequence[int]) -> str:
 
 
 def _kind(why: Shortfall) -> str:
-    if why.missing:
-        return "quote" if all(word.startswith("„") for word in why.missing) else "claim"
-    return "number" if why.numbers else "polarity"
+    if why.missing and all(word.startswith("„") for word in why.missing):
+        return "quote"
+    return why.kind
 
 
 def _shortfall(why: Shortfall, n: int, passages: Sequence[PassageText]) -> str:

@@ -226,9 +226,10 @@ def _window_supports(claim: Claim, passage: PassageText, window: Window, parts: 
             checks += [("claim", lambda: _moved(passage, found, taken)),
                        ("number", lambda: _numbers_left(claim, passage, taken)),
                        ("claim", lambda: _shared_opening(claim, passage, parts, [units[i] for i in homes], dictionary))]
-        for kind, rule in checks:
+        for rule_kind, rule in checks:
             differs = rule()
             if differs is not None:
+                kind = rule_kind
                 break
     if not missing and not numbers and differs is None:
         return Support(window.start, window.end)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from urllib.parse import quote, urlencode
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -128,7 +129,7 @@ class Portal:
     def routes(self) -> list[Route]:
         """Every route; each one that queries the index is guarded by the key. ``/api/answer`` exists only
         when an answer provider is configured."""
-        asking = [Route("/api/answer", guarded(self.key, self.api_answer, self.api_denied))] if self.asker else []
+        asking = [Route("/api/answer", self.api_answer)] if self.asker else []
         return [
             Route("/api/search", guarded(self.key, self.api_search, self.api_denied)),
             *asking,
@@ -175,24 +176,38 @@ class Portal:
 
         assert self.asker is not None
         with self.asker.slot() as free:
-            if not free:
-                return answer.BUSY, None
-            result = self.run_search(replace(params, limit=answer.SEARCH_LIMIT, mode="hybrid", tag=None))
-            with self.reader.connection() as lease:
-                sources = answer.passages(lease.conn, result.hits)
-            return answer.ask(params.query, result, sources, self.asker), result
+            return self._answer(params) if free else (answer.BUSY, None)
 
-    def api_answer(self, request: Request) -> Response:
+    def _answer(self, params: SearchParams) -> tuple[Answer, SearchResult]:
+        """The search and the checked answer (in a slot the caller holds)."""
+        from server import answer
+
+        assert self.asker is not None
+        result = self.run_search(replace(params, limit=answer.SEARCH_LIMIT, mode="hybrid", tag=None))
+        with self.reader.connection() as lease:
+            sources = answer.passages(lease.conn, result.hits)
+        return answer.ask(params.query, result, sources, self.asker), result
+
+    async def api_answer(self, request: Request) -> Response:
         """``GET /api/answer?q=…[&source=…]``: the checked answer as JSON; when the provider cannot answer,
-        ``unavailable`` with the search's hits under ``search``; 503 ``busy`` when every slot is taken."""
+        ``unavailable`` with the search's hits under ``search``. When every slot is taken: 503 ``busy``,
+        answered on the event loop, without a thread (a flood of questions takes none from search)."""
+        from server import answer
+
+        if not self.key.allows(request):
+            return self.api_denied(request)
+        assert self.asker is not None
         try:
-            reply, result = self.answer(_params(request, self.config))
+            params = _params(request, self.config)
+            with self.asker.slot() as free:
+                if not free:
+                    return JSONResponse(answer.BUSY.to_json(), status_code=503,
+                                        headers={"Retry-After": str(BUSY_RETRY_S)})
+                reply, result = await run_in_threadpool(self._answer, params)
         except UserError as exc:
             return _error(_status_of(exc), str(exc))
         body = reply.to_json()
-        if reply.status == "busy":
-            return JSONResponse(body, status_code=503, headers={"Retry-After": str(BUSY_RETRY_S)})
-        if reply.status == "unavailable" and result is not None:
+        if reply.status == "unavailable":
             body["search"] = result.to_json()
         return JSONResponse(body)
 

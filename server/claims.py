@@ -283,7 +283,7 @@ class Claim:
             named = (index > 0 and token.text[:1].isupper() and len(token.text) > 1 and token.number is None
                      and not token.negator and token.folded not in lexicon.YES_NO)
             framing = lexicon.is_frame_noun(token.folded) and any(
-                other.folded in lexicon.FRAME_CUES for other in found[max(0, index - 3):index + 4])
+                other.folded in lexicon.FRAME_CUES for other in found[max(0, index - 4):index + 5])
             if (token.content and not framing or named) and token.folded not in seen:
                 seen[token.folded] = token
         return list(seen.values())

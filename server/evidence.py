@@ -221,6 +221,7 @@ def _window_supports(claim: Claim, passage: PassageText, window: Window, parts: 
         taken = [units[i] for i in sorted(used)]
         checks = [("polarity", lambda: _polarity(claim, passage, found)),
                   ("number", lambda: _bound(claim, passage, window, found)),
+                  ("claim", lambda: _crossed(claim, passage, window, found)),
                   ("claim", lambda: _named_elsewhere(passage, found, taken))]
         if len(used) > 1:
             checks += [("claim", lambda: _moved(passage, found, taken)),
@@ -281,6 +282,40 @@ def _number_spots(passage: PassageText, window: Window) -> list[tuple[str, int]]
               if w.number is not None and window.start <= w.start < window.end]
     return spots
 
+def _crossed(claim: Claim, passage: PassageText, window: Window, found: dict[str, _Found]) -> str | None:
+    """Two words the claim puts side by side, which the passage says in two clauses where the second
+    clause opens with a word the claim leaves out (``maso zprudka opéct, zeleninu orestovat``: the claim
+    "maso se orestuje" moved the browning from the vegetables to the meat). A claim may still join a
+    clause's opening to the next clause (``Druhý den`` with ``zeleninu orestovat``)."""
+    said = [t for t in claim.tokens if t.content and t.text in found]
+    matched = {i for f in found.values() for i, _ in f.places if i >= 0}
+    cuts = _part_cuts(claim.text, claim.english)
+    previous: int | None = None
+    part = -1
+    for token in said:
+        here_part = sum(1 for c in cuts if c <= token.start)
+        if here_part != part:  # a new part of the claim: it may join another clause
+            part, previous = here_part, None
+        places = [i for i, _ in found[token.text].places
+                  if i >= 0 and window.start <= passage.words[i].start < window.end]
+        if not places:
+            continue
+        if previous is None:
+            previous = places[0]
+            continue
+        last = previous
+        here = min(places, key=lambda i: abs(i - last))
+        if _clause_index(passage, here) != _clause_index(passage, previous):
+            start = passage.clauses[_clause_index(passage, here)][0]
+            skipped = [w for j, w in enumerate(passage.words[:here])
+                       if w.start >= start and w.content and j not in matched]
+            if skipped and here > previous:
+                return (f"it says {passage.words[previous].text!r} with {token.text!r}, which the passage says of "
+                        f"{skipped[0].text!r}: «{_clause_text(passage, here)}»")
+        previous = here
+    return None
+
+
 def _word_at(passage: PassageText, offset: int) -> int:
     """The index of the passage's word at (or just after) ``offset``."""
     return next((i for i, w in enumerate(passage.words) if w.end > offset), len(passage.words))
@@ -324,6 +359,12 @@ def _named_elsewhere(passage: PassageText, found: dict[str, _Found], units: list
     return None
 
 _SYMBOLS = re.compile(r"[{}<>|=+~^\\#@$%&]")  # in commands and code: a key, an operator is a fact too
+
+def _blank_quotes(text: str) -> str:
+    """``text`` with its quotations and code spans as spaces."""
+    spans = quote_spans(text)
+    return "".join(" " if any(a <= i < b for a, b in spans) else c for i, c in enumerate(text))
+
 
 def _unquoted_claim(text: str) -> str:
     spans = quote_spans(text)
@@ -407,6 +448,11 @@ def _polarity(claim: Claim, passage: PassageText, found: dict[str, _Found]) -> s
                   and all(via == "c" for _, via in f.places)}
     claim_scoped = negation_scope(tokens_, clauses_of(claim.text), claim_self)
     passage_self = {i for f in found.values() for i, via in f.places if via == "p" and i >= 0}
+    if claim.negated and not passage.english:
+        # an English "don't use numbers …" about "Nepoužívej čísla …": a ne- word the claim does not hold
+        # (its "use" is a free word) negates what follows it, as a negator does
+        itself = {i for f in found.values() for i, via in f.places if via == "" and i >= 0}
+        passage_self |= {i for i, w in enumerate(passage.words) if i not in itself and lexicon.looks_negated(w.folded)}
     passage_scoped = negation_scope(passage.words, passage.clauses, passage_self)
     for word, f in found.items():
         at = content_at.get(word)
@@ -453,6 +499,7 @@ def _numbers_missing(wanted: tuple[str, ...], claim_text: str, english: bool, pa
     strany``) needs two 2s there. A number of several parts (a date, a time) is looked for as written, its
     parts spaced or not."""
     held = _values([passage.words[i] for i in sorted(inside)], text) + _values(passage.outside, "")
+    claim_text = _blank_quotes(claim_text)  # a quotation's numbers are its own: checked word for word
     missing = []
     for number in _values(words_of(claim_text, english), claim_text):
         if number in held:

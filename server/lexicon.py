@@ -44,13 +44,14 @@ treba potreba potrebne nutne nutno mozne mozno
 cely cela cele celou celeho celkem prave proste zhruba priblizne
 proc preco kolik kolko
 podle podla dle vcetne spolu
-ve ke ze zo so vo ku nim ni nimi nou neho nemu nich nej nu ju je jimi jej ich im
+ve ke ze zo so vo ku nim ni nimi nou neho nemu nich nej nu ju je jimi jej ich im vam vas vami
 cca asi zhruba priblizne priblizne okolo kolem about approximately around roughly circa approx
 protoze pretoze proto preto takze because therefore hence diky vdaka thanks
 nejprve najprv nejdriv najskor first firstly nakonec nakoniec finally lastly next dale dalej navic navyse
 moreover furthermore additionally
 bud either
-znamena znamenaji znamenat znamenat means mean meaning
+znamena znamenaji znamenat means mean meaning
+jehoz jejiz jejichz ktoreho ktorej ktorych moznost moznosti moznostou
 """.split()
 
 _FREE_EN = """
@@ -76,7 +77,8 @@ uvadi uvadza uvedeno uvedene pise pisu psano napsano napisane rika hovori zminuj
 according says say said states stated mentions mention mentioned writes wrote
 viz vid pozri pozrite see also
 tells told explains explained describes described adds added reads recommends recommended
-suggests suggested warns warned admits admitted
+suggests suggested warns warned admits admitted quotes quoted
+upozornuje upozornuji
 vysvetluje popisuje dodava pridava radi zni znie doporucuje odporuca pripousti pripusta varuje upozornuje
 pravidlo pravidla pravidlach pravidel myslenka myslienka duvod dovod otazka otazky materialy materialu
 materialoch glossary cheatsheet tahak tip tipy rada rady
@@ -84,7 +86,8 @@ rule rules idea point reason question
 """.split()
 _FRAME_NOUNS = frozenset("""
 note notes page pages lesson lessons recipe recipes guide instructions wiki cheatsheet glossary material materials
-materialy materialu materialoch tahak
+materialy materialu materialoch tahak text textu slide slides slajd slajde slajdu slajdoch lecture book
+prednaska prednasky prednaske
 """.split())
 
 # Meaning-bearing words search ignores but a claim hangs on: they stay content words.
@@ -100,9 +103,9 @@ FREE = (frozenset(_FREE_CS_SK) | frozenset(_FREE_EN) | frozenset(_FRAME)) - LIMI
 # What makes a word naming a source a frame ("podle poznámek", "the note says") rather than a fact ("vlastné
 # poznámky" are an allowed aid).
 FRAME_CUES = frozenset("""
-podle podla dle according in v ve z zo from of says say said states mentions writes wrote tells explains
-describes adds reads uvadi uvadza pise hovori rika zminuje spomina tvrdi stoji zni znie vysvetluje popisuje
-dodava doporucuje odporuca pripousti varuje
+podle podla dle according in v ve z zo from of na says say said states mentions writes wrote tells explains
+describes adds reads quotes quoted uvadi uvadza pise hovori rika zminuje spomina tvrdi stoji zni znie vysvetluje
+popisuje dodava doporucuje odporuca pripousti varuje upozornuje upozornuji
 """.split())
 
 
@@ -162,6 +165,16 @@ werent wont wouldnt shouldnt couldnt hasnt havent hadnt mustnt
 """.split())
 # "no" is a Czech and Slovak filler ("no, …"; Slovak "but"): a negator only in English text.
 NEGATORS = NEGATORS_CS_SK | NEGATORS_EN
+
+
+# Czech and Slovak words that begin with "ne" and negate nothing (nechat, nějaký, někdo, nebo, neděle…).
+_NOT_NEGATED = ("nej", "nech", "nebo", "nebe", "nez", "neja", "nek", "neco", "nedel", "nemoc", "nerez", "nerv",
+                "neutr", "neuron", "net", "new", "nest", "nesl", "nesou", "neses", "nesen", "nehet", "necas")
+
+
+def looks_negated(folded: str) -> bool:
+    """Does a Czech or Slovak word look like another word with the ne- of negation (nepoužívej, nemusíš)?"""
+    return folded.startswith("ne") and len(folded) >= 6 and not folded.startswith(_NOT_NEGATED)
 
 
 def is_negator(folded: str, english: bool) -> bool:
@@ -231,7 +244,9 @@ def number_value(folded: str, english: bool) -> float | None:
     return NUMBER_WORDS.get(folded, _TIMES.get(folded))
 
 
-_TIMES = {"twice": 2, "thrice": 3, "dvakrat": 2, "trikrat": 3, "styrikrat": 4}
+_TIMES = {"twice": 2, "thrice": 3, "dvakrat": 2, "trikrat": 3, "styrikrat": 4,
+          # collective numerals: pairs and sets (dvoje rukavice: two pairs of gloves)
+          "jedny": 1, "dvoje": 2, "dvoji": 2, "troje": 3, "ctvery": 4, "patery": 5}
 
 
 # --- English word forms -----------------------------------------------------------------------------------

@@ -173,8 +173,8 @@ def _normalized_with_offsets(text: str) -> tuple[str, list[int]]:
     out: list[str] = []
     where: list[int] = []
     for i, char in enumerate(plain):
-        if not keep[i]:
-            continue
+        if not keep[i] or char == " " and text[i] in "*_":
+            continue  # a link's target, an escape, an emphasis mark: nothing (a marker of a line: a space)
         piece = " " if char.isspace() else normalize(char)
         if not piece or piece == " " and (not out or out[-1] == " "):
             continue
@@ -195,8 +195,23 @@ def _unmarked(text: str) -> str:
         line = _LIST_ITEM.sub(lambda m: m.group(1) + " " * (len(m.group(0)) - len(m.group(1))), line)
         if line.lstrip().startswith("|"):
             line = line.replace("|", " ")
-        lines.append(re.sub(r"[*_]{1,3}(?=\S)|(?<=\S)[*_]{1,3}", lambda m: " " * len(m.group(0)), line))
+        lines.append(_EMPHASIS_MARKS.sub(_blank_emphasis, line))
     return "\n".join(lines)
+
+
+# Code spans are kept as they are; outside them, *, ** and *** next to a word, and _ or __ that open or
+# close one (never inside a word: snake_case, __init__ stay).
+_EMPHASIS_MARKS = re.compile(r"`[^`]*`|\*{1,3}(?=\S)|(?<=\S)\*{1,3}|(?<![\w])_{1,2}(?=\w)|(?<=\w)_{1,2}(?!\w)")
+
+
+def _blank_emphasis(m: re.Match[str]) -> str:
+    found = m.group(0)
+    if found.startswith("`"):
+        return found
+    before, after = m.string[m.start() - 1:m.start()], m.string[m.end():m.end() + 1]
+    if found.startswith("_") and before.isalnum() and after.isalnum():
+        return found
+    return " " * len(found)
 
 @dataclass(frozen=True)
 class _Block:

@@ -47,6 +47,7 @@ def _negative_suffix(word: str, base: str) -> bool:
     """Is ``word`` ``base`` with a suffix that negates it (leaderless, careless, sugar-free)?"""
     return word.startswith(base[:max(4, len(base) - 1)]) and word.endswith(("less", "lessly", "free"))
 
+ROOT = 5  # letters of a root compared
 _PREFIXES = ("pred", "pre", "pri", "pro", "pod", "nad", "roz", "vy", "vz", "za", "na", "po", "od", "do", "ob", "u",
              "z", "s", "v", "o")
 
@@ -61,7 +62,7 @@ def czech_forms(word: str) -> frozenset[str]:
             root = root[len(prefix):]
             break
     root = re.sub(r"^z(?=[kptcsf])", "s", root.replace("ou", "u").replace("ie", "e"))
-    return frozenset({folded, "k:" + stem_word(word), "r:" + root[:5]}) if len(root) >= 4 else frozenset(
+    return frozenset({folded, "k:" + stem_word(word), "r:" + root[:ROOT]}) if len(root) >= 4 else frozenset(
         {folded, "k:" + stem_word(word)})
 
 def translation_forms(word: str, dictionary: Translations) -> frozenset[str]:

@@ -2,7 +2,7 @@
 of ../shared/corpora, right ones and wrong ones of every kind, in Czech, Slovak and English.
 
 Two files: tests/data/answer-eval.json (the first verifier eval: correct answers and five kinds of wrong
-ones) and tests/data/answer-attacks.json (516 answers by writers who did not see the check's code: faithful
+ones) and tests/data/answer-attacks.json (719 answers by writers who did not see the check's code: faithful
 quotes, paraphrases and English answers about Czech and Slovak notes, and eight kinds of attack). Each names
 its sections by file and heading line; the text is read here, never copied into the project. The check must
 accept **no** wrong answer of any kind, and keep accepting the faithful ones it accepts today (the floors
@@ -32,7 +32,7 @@ WRONG = {"wrong_n", "quote", "number", "uncited", "link", "negation_flip", "inve
          "number_word", "laundering", "ellipsis", "splice", "general_knowledge"}
 # What the check accepts of the faithful answers, less a margin for an honest change of rule (measured:
 # docs/ANSWERS.md). A change that loses more of them must say why there.
-FLOORS = {"faithful": 0.55, "faithful_quote": 0.72, "faithful_paraphrase": 0.50, "english_about_czech": 0.12}
+FLOORS = {"faithful": 0.52, "faithful_quote": 0.78, "faithful_paraphrase": 0.55, "english_about_czech": 0.14}
 
 
 def note_file(path: str) -> Path:

@@ -110,7 +110,8 @@ def test_ask_from_the_drop_down_cites_and_lands_on_the_section(asking_server, ch
         assert links.all_inner_texts() == [f"[{c['n']}]" for c in expected["citations"]]
         # the page is at the root: its links are the sources' site-relative URLs, with the span's text fragment
         assert [a.get_attribute("href") for a in links.all()] == [c["link"] for c in expected["citations"]]
-        assert all(c["link"].startswith(s["url"] + ":~:text=") for c, s in zip(expected["citations"], cited, strict=True))
+        pairs = zip(expected["citations"], cited, strict=True)
+        assert all(c["link"].startswith(s["url"] + ":~:text=") for c, s in pairs)
         expect(page.locator("header .search-results .answer-sources a.answer-source")).to_have_text(
             [s["heading"].replace(" > ", " › ") for s in cited])
         # each sentence's evidence is shown under its source, and hovering its [n] marks it

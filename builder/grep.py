@@ -32,6 +32,7 @@ from typing import Any
 from builder.core.config import Config, SourceConfig
 from builder.core.errors import UserError
 from builder.core.textdecode import LEGACY_ENCODINGS
+from builder.interpreter import child_environment, python_command
 from builder.sources import Scope, walk
 
 MAX_LINE_CHARS = 500  # a longer matching line is cut here and ends with TRIMMED
@@ -187,8 +188,7 @@ def _python_command(root: Path, source: SourceConfig, pattern: str, ignore_case:
     cannot be interrupted, so a pattern that backtracks for ever must run where it can be killed."""
     spec = {"root": str(root), "paths": list(source.paths), "exclude": list(source.exclude),
             "pattern": pattern, "ignore_case": ignore_case, "code_pages": read_in}
-    package_parent = str(Path(__file__).resolve().parent.parent)  # found however the project is installed
-    return [sys.executable, "-P", "-c", _CHILD, package_parent, json.dumps(spec)]
+    return python_command("-c", _CHILD, json.dumps(spec))
 
 
 def _matches(command: list[str], root: Path, source_id: str, deadline: float, *,
@@ -197,7 +197,8 @@ def _matches(command: list[str], root: Path, source_id: str, deadline: float, *,
     asking, and kills it at ``deadline``."""
     with tempfile.TemporaryFile() as errors:  # a file, not a pipe: the engine never blocks on what it says there
         # stdin closed: ripgrep given no path searches its stdin when that is a pipe (a script's)
-        proc = subprocess.Popen(command, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)
+        proc = subprocess.Popen(command, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
+                                env=None if ripgrep else child_environment())
         assert proc.stdout is not None
         expired = threading.Event()
 
@@ -262,5 +263,5 @@ def scan_main(argument: str) -> None:
         sys.exit(2)
 
 
-# -P: the child never imports a module from the notes folder it runs in
-_CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from builder.grep import scan_main; scan_main(sys.argv[2])"
+# the portal's code, never a module of the notes folder the child runs in (builder.interpreter)
+_CHILD = "import sys; from builder.grep import scan_main; scan_main(sys.argv[1])"

@@ -149,7 +149,7 @@ def to_mathml(tex: str, display: bool) -> str | None:
 
 
 _REFERENCE = re.compile(r"&#x([0-9A-Fa-f]{1,6});")  # how latex2mathml writes a symbol into its tree
-_TAG = re.compile(r"<[^>]*>")  # in MathML whose every text is escaped, a ``<`` opens a tag
+_MARKUP = re.compile(r"<[^>]*>")  # in MathML whose every text is escaped, a ``<`` opens a tag
 
 
 def _character(found: re.Match[str]) -> str:
@@ -159,7 +159,7 @@ def _character(found: re.Match[str]) -> str:
 
 def _text_of(mathml: str) -> str:
     """The characters a MathML element (its texts escaped) holds, without its markup."""
-    return html.unescape(_TAG.sub("", mathml))
+    return html.unescape(_MARKUP.sub("", mathml))
 
 
 def converter_version() -> str:

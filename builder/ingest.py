@@ -1,7 +1,8 @@
 """One file on disk → what the index stores about it (record + chunks), never an exception.
 
 Bad input becomes a status and a warning: binary data, invalid UTF-8, a note
-over the size limit, a name too long for its page, broken front matter, ``published: false``.
+over the size limit, a name too long for its page, broken front matter, ``published: false``
+(:func:`builder.publication.judge` decides, as it does for every reader).
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.core.index import UNREAD, FileRecord, chunk_stems
-from builder.core.textdecode import decode_note
-from builder.core.urls import name_problem
+from builder.publication import judge
 
 if TYPE_CHECKING:
     from builder.forkpool import Pool
@@ -46,51 +46,37 @@ def _record(path: str, data: bytes, size: int, mtime_ns: int | None, changed_at:
 
 def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | None,
            max_bytes: int, fits: Callable[[str], bool] | None = None) -> Ingested:
-    """Parse and chunk one note given its bytes; problems become a status and warnings. ``fits``
-    (see :func:`builder.chunker.chunk_note`) sizes chunks by the embedding model's own tokens."""
+    """Parse and chunk one note given its bytes; problems become a status and warnings. Whether it is
+    published is :func:`builder.publication.judge`'s answer, as for every reader. ``fits`` (see
+    :func:`builder.chunker.chunk_note`) sizes chunks by the embedding model's own tokens."""
     size = len(data)
-    unnamed = name_problem(path)
-    if unnamed is not None:  # its page could not exist: a note the site cannot show is not searchable either
-        reason = f"cannot be named: {unnamed}; rename it; not indexed"
-        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (), (f"{path}: {reason}",))
-    if size > max_bytes:
-        reason = f"{size / 1e6:.1f} MB is over limits.max_note_bytes ({max_bytes:,} bytes); not indexed"
-        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (), (f"{path}: {reason}",))
-    if b"\x00" in data[:65536]:
-        reason = "binary data, not a text note; not indexed"
-        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (), (f"{path}: {reason}",))
-    decoded = decode_note(data)
-    text = decoded.text
-    warnings = [f"{path}: {decoded.warning}"] if decoded.warning else []
+    verdict = judge(path, data, max_bytes=max_bytes)
+    note = verdict.note
+    if note is None:
+        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", verdict.reason), (),
+                        verdict.warnings or (f"{path}: {verdict.reason}",))
+    if not verdict.published:
+        return Ingested(_record(path, data, size, mtime_ns, changed_at, "unpublished", verdict.reason), (),
+                        verdict.warnings)
 
     from builder.chunker import chunk_note
-    from builder.parse import NoteRefused, parse_note
 
     try:
-        note = parse_note(path, text)
-        chunks = chunk_note(note, fits) if note.published else []
+        chunks = chunk_note(note, fits)
     except Exception as exc:  # one note's failure is its own, never its source's
-        if isinstance(exc, RecursionError):
-            reason = "nested too deeply for the markdown parser; not indexed"
-        elif isinstance(exc, NoteRefused):
-            reason = str(exc)
-        else:
-            reason = f"cannot be parsed ({type(exc).__name__}: {exc}); not indexed"
+        reason = ("nested too deeply for the markdown parser; not indexed" if isinstance(exc, RecursionError)
+                  else f"cannot be parsed ({type(exc).__name__}: {exc}); not indexed")
         return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (),
-                        (*warnings, f"{path}: {reason}"))
-    warnings.extend(note.warnings)
+                        (*verdict.warnings, f"{path}: {reason}"))
     fields: dict[str, Any] = dict(title=note.title, tags=note.tags, front_matter=note.front_matter,
-                  encoding=decoded.encoding if decoded.encoding != "utf-8" else None,
+                  encoding=verdict.encoding if verdict.encoding != "utf-8" else None,
                   headings=tuple({"level": h.level, "text": h.text, "anchor": h.anchor, "line": h.line + 1}
                                  for h in note.headings))
-    if not note.published:
-        return Ingested(_record(path, data, size, mtime_ns, changed_at, "unpublished", "published: false"),
-                        (), tuple(warnings))
     rows = tuple({"chunk_idx": c.idx, "breadcrumb": c.breadcrumb, "anchor": c.anchor,
                   "line_start": c.line_start, "line_end": c.line_end, "text": c.text,
                   "embed_sha": sha256_text(c.embed_text), "stems": chunk_stems(c.breadcrumb, c.text)}
                  for c in chunks)  # the word keys here too: this runs on every core, the writer on one
-    return Ingested(_record(path, data, size, mtime_ns, changed_at, **fields), rows, tuple(warnings))
+    return Ingested(_record(path, data, size, mtime_ns, changed_at, **fields), rows, verdict.warnings)
 
 
 def unread(path: str, size: int, mtime_ns: int | None, changed_at: str | None, reason: str) -> Ingested:

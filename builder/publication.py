@@ -56,7 +56,7 @@ def judge(path: str, data: bytes, *, max_bytes: int) -> Verdict:
     if b"\x00" in data[:BINARY_PROBE]:
         return _skipped("binary data, not a text note; not indexed")
     decoded = decode_note(data)
-    warnings = (f"{path}: {decoded.warning}",) if decoded.warning else ()
+    warnings: tuple[str, ...] = (f"{path}: {decoded.warning}",) if decoded.warning else ()
 
     from builder.parse import NoteRefused, parse_note
 

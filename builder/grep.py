@@ -14,6 +14,7 @@ as UTF-8. A note saved in a code page since the last build is searched as UTF-8 
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -127,7 +128,11 @@ def _still_in_code_pages(root: Path, read_in: dict[str, str]) -> dict[str, str]:
     kept = {}
     for path, codec in read_in.items():
         try:
-            (root / path).read_bytes().decode("utf-8")
+            with open(root / path, "rb") as handle:  # piece by piece: the note may have grown to any size
+                decoder = codecs.getincrementaldecoder("utf-8")()
+                while piece := handle.read(1 << 20):
+                    decoder.decode(piece)
+                decoder.decode(b"", final=True)
         except UnicodeDecodeError:
             kept[path] = codec
         except OSError:
@@ -239,18 +244,19 @@ def _scan(spec: dict[str, Any]) -> None:
     out = sys.stdout.buffer
     for rel in sorted(walk(root, scope).files, key=_path_order):  # ripgrep's order
         try:
-            data = (root / rel).read_bytes()
+            with open(root / rel, "rb") as handle:  # line by line: a file of any size in bounded memory
+                if b"\x00" in handle.read(8192):
+                    continue
+                handle.seek(0)
+                codec = spec["code_pages"].get(rel, "utf-8")
+                for number, raw in enumerate(handle, start=1):  # lines as ripgrep counts them (split at \n)
+                    if number == 1:
+                        raw = raw.removeprefix(b"\xef\xbb\xbf")  # ripgrep drops a UTF-8 byte order mark too
+                    line = raw.removesuffix(b"\n").decode(codec, errors="replace")
+                    if regex.search(line):
+                        out.write(b"%s\0%d:%s\n" % (os.fsencode(rel), number, line.encode("utf-8", "replace")))
         except OSError:
             continue
-        if b"\x00" in data[:8192]:
-            continue
-        codec = spec["code_pages"].get(rel, "utf-8-sig")  # ripgrep drops a UTF-8 byte order mark too
-        lines = data.decode(codec, errors="replace").split("\n")  # lines as ripgrep counts them
-        if lines[-1] == "":
-            lines.pop()
-        for number, line in enumerate(lines, start=1):
-            if regex.search(line):
-                out.write(b"%s\0%d:%s\n" % (os.fsencode(rel), number, line.encode("utf-8", "replace")))
     out.flush()
 
 

@@ -36,25 +36,44 @@ def sha256_text(text: str) -> str:
 
 
 def _record(path: str, data: bytes, size: int, mtime_ns: int | None, changed_at: str | None,
-            status: str = "ok", note: str | None = None, **fields: Any) -> FileRecord:
+            status: str = "ok", note: str | None = None, *, sha256: str | None = None, **fields: Any) -> FileRecord:
     return FileRecord(path=path, title=fields.get("title", Path(path).stem), tags=fields.get("tags", ()),
                       headings=fields.get("headings", ()),
                       front_matter=fields.get("front_matter", {}), status=status, status_note=note,
-                      sha256=sha256_bytes(data), size=size, mtime_ns=mtime_ns, changed_at=changed_at,
+                      sha256=sha256 or sha256_bytes(data), size=size, mtime_ns=mtime_ns, changed_at=changed_at,
                       encoding=fields.get("encoding"))
 
 
+def read_bounded(path: Path, max_bytes: int) -> tuple[bytes, int, str | None]:
+    """A note file's bytes as the build reads them, in bounded memory whatever the file holds: all of it
+    when it is within ``max_bytes``, else its first ``max_bytes + 1`` (enough to know it is over the
+    limit), with its whole size and its sha256 computed piece by piece (None for a file within the limit:
+    the caller hashes the bytes it has)."""
+    with open(path, "rb") as handle:
+        data = handle.read(max_bytes + 1)
+        if len(data) <= max_bytes:
+            return data, len(data), None
+        digest = hashlib.sha256(data)
+        size = len(data)
+        while piece := handle.read(1 << 20):
+            digest.update(piece)
+            size += len(piece)
+    return data, size, digest.hexdigest()
+
+
 def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | None,
-           max_bytes: int, fits: Callable[[str], bool] | None = None) -> Ingested:
+           max_bytes: int, fits: Callable[[str], bool] | None = None, size: int | None = None,
+           sha256: str | None = None) -> Ingested:
     """Parse and chunk one note given its bytes; problems become a status and warnings. Whether it is
     published is :func:`builder.publication.judge`'s answer, as for every reader. ``fits`` (see
-    :func:`builder.chunker.chunk_note`) sizes chunks by the embedding model's own tokens."""
-    size = len(data)
-    verdict = judge(path, data, max_bytes=max_bytes)
+    :func:`builder.chunker.chunk_note`) sizes chunks by the embedding model's own tokens. ``size`` and
+    ``sha256``: the whole file's, when ``data`` is only its beginning (:func:`read_bounded`)."""
+    size = len(data) if size is None else size
+    verdict = judge(path, data, max_bytes=max_bytes, size=size)
     note = verdict.note
     if note is None:
-        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", verdict.reason), (),
-                        verdict.warnings or (f"{path}: {verdict.reason}",))
+        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", verdict.reason, sha256=sha256),
+                        (), verdict.warnings or (f"{path}: {verdict.reason}",))
     if not verdict.published:
         return Ingested(_record(path, data, size, mtime_ns, changed_at, "unpublished", verdict.reason), (),
                         verdict.warnings)
@@ -92,9 +111,11 @@ class ChangedFile:
     """A changed file as the build read it, to be ingested."""
 
     path: str
-    data: bytes
+    data: bytes  # all of it, or its beginning when it is over the size limit (read_bounded)
     mtime_ns: int | None
     changed_at: str | None
+    size: int | None = None  # the file's, when data is only its beginning
+    sha256: str | None = None  # the whole file's, then
 
 
 _OPTIONS: list[tuple[int, Callable[[str], bool] | None]] = []  # (max_bytes, fits): workers inherit them by fork
@@ -112,4 +133,4 @@ def ingest_all(pool: Pool, files: list[ChangedFile], *, max_bytes: int,
 def _ingest_job(file: ChangedFile) -> Ingested:
     max_bytes, fits = _OPTIONS[0]
     return ingest(file.path, file.data, mtime_ns=file.mtime_ns, changed_at=file.changed_at, max_bytes=max_bytes,
-                  fits=fits)
+                  fits=fits, size=file.size, sha256=file.sha256)

@@ -46,13 +46,15 @@ class Verdict:
 BINARY_PROBE = 65536  # a NUL in a note's first bytes makes it binary data, not a note
 
 
-def judge(path: str, data: bytes, *, max_bytes: int) -> Verdict:
-    """The build's decision about the note ``path`` (relative to its source) holding ``data``; never raises."""
+def judge(path: str, data: bytes, *, max_bytes: int, size: int | None = None) -> Verdict:
+    """The build's decision about the note ``path`` (relative to its source) holding ``data``; never raises.
+    ``size``: the file's, when ``data`` is only its beginning (a reader stops after ``max_bytes + 1``)."""
+    size = len(data) if size is None else size
     unnamed = name_problem(path)
     if unnamed is not None:  # its page could not exist: a note the site cannot show is not searchable either
         return _skipped(f"cannot be named: {unnamed}; rename it; not indexed")
-    if len(data) > max_bytes:
-        return _skipped(f"{len(data) / 1e6:.1f} MB is over limits.max_note_bytes ({max_bytes:,} bytes); not indexed")
+    if size > max_bytes or len(data) > max_bytes:
+        return _skipped(f"{size / 1e6:.1f} MB is over limits.max_note_bytes ({max_bytes:,} bytes); not indexed")
     if b"\x00" in data[:BINARY_PROBE]:
         return _skipped("binary data, not a text note; not indexed")
     decoded = decode_note(data)

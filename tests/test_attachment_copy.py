@@ -33,12 +33,13 @@ def portal(root: Path, site: Path, size: int) -> Path:
                               "sources:\n  notes:\n    folder: notes\n")
 
 
-def peak_build_kib(config: Path) -> int:
-    """The peak resident memory of ``notes-portal build`` on ``config`` (its forked workers included)."""
+def peak_build_kib(config: Path, said: str = "") -> int:
+    """The peak resident memory of ``notes-portal build`` on ``config`` (its forked workers included), which
+    exits 0 and says ``said`` on stderr."""
     done = subprocess.run([sys.executable, "-c", MEASURE, sys.executable, "-m", "builder.cli", "build", "--config",
                            str(config)], cwd=PROJECT, capture_output=True, text=True, timeout=300)
     code, peak = map(int, done.stdout.split())
-    assert (code, done.stderr) == (0, "")
+    assert (code, done.stderr) == (0, said)
     return peak
 
 
@@ -113,3 +114,19 @@ def test_an_svg_is_checked_whole_in_pieces(tmp_path, tail, published):
                                                 "  provider: none\nsources:\n  notes:\n    folder: notes\n"))
     assert build(config, log=quiet(config)) == 0
     assert (tmp_path / "site/notes/kresba.svg").is_file() == published
+
+
+@pytest.mark.slow
+def test_a_1_gib_note_is_left_out_in_bounded_memory(tmp_path):
+    """A note over limits.max_note_bytes is read no further than the limit (its sha256 piece by piece): the
+    build skips it with its real size."""
+    small = peak_build_kib(portal(tmp_path / "small", tmp_path / "small-site", 1024))
+    config = portal(tmp_path / "large", tmp_path / "large-site", 1024)
+    with open(tmp_path / "large/notes/obri.md", "wb") as note:
+        note.write(b"# Obr\n\nGIANTWORD\n")
+        note.truncate(GIB)
+    large = peak_build_kib(config, "WARN notes: obri.md: 1073.7 MB is over limits.max_note_bytes (2,000,000 bytes); "
+                                   "not indexed\n")
+    print(f"peak RSS: {small} KiB, {large} KiB with a 1 GiB note beside")
+    assert large - small < 50 * 1024
+    assert not (tmp_path / "large-site/notes/obri.html").exists()

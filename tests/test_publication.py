@@ -235,3 +235,37 @@ def check_after_build(config: Config, paths: list[str], meant: list[bool | None]
         status[path] = judge(path, data, max_bytes=config.max_note_bytes).status
         assert (status[path] == "ok") == visible, path
     return status
+
+
+def test_a_note_unpublished_between_its_indexing_and_its_render_gets_no_page_of_its_new_text(tmp_path):
+    """The render reads a note's file again for its page: one that changed since the build indexed it is
+    drawn only if a build would publish it as it is now; otherwise it keeps the page it had (the next
+    build takes it down), never one of its new text."""
+    from builder import indexfile
+    from builder.core import index as db
+    from builder.render.site import render_site
+    from builder.synclog import SyncLog
+
+    config = make_portal(tmp_path)
+    notes = tmp_path / "notes"
+    (notes / "old.md").write_bytes(b"# Old\n\nvismarka\n")
+    assert build(config, log=quiet(config)) == 0
+    (notes / "old.md").write_bytes(b"# Old\n\nvismarka changed\n")
+    (notes / "new.md").write_bytes(b"# New\n\nvismarkb\n")
+    assert build(config, log=quiet(config), render=False) == 0
+    (notes / "old.md").write_bytes(BOM + b"---\npublished: false\n---\n# Old\n\nSECRETWORD\n")
+    (notes / "new.md").write_bytes(b"---\r\npublished: false\r\n---\r\n# New\r\n\r\nSECRETWORD\r\n")
+    log = SyncLog(config.log_path, echo_info=False)
+    conn = db.connect(indexfile.resolve(config.index))
+    try:
+        render_site(config, conn, full=False, log=log)
+    finally:
+        conn.close()
+    old_page = tmp_path / "site/notes/old.html"
+    assert "vismarka" in old_page.read_text() and "SECRETWORD" not in old_page.read_text()
+    assert not (tmp_path / "site/notes/new.html").exists()
+    assert [line.split(" ", 2)[2] for line in log.lines if " WARN " in line] == [
+        f"notes: {name}: changed since this build indexed it, and not published as it is now (published: false); "
+        "the next build takes its page down" for name in ("new.md", "old.md")]
+    assert build(config, log=quiet(config)) == 0
+    assert seen(config, ["old.md", "new.md"]) == {"old.md": everywhere(False), "new.md": everywhere(False)}

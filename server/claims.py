@@ -205,7 +205,7 @@ def keys(word: str) -> frozenset[str]:
     folded = fold(word)
     found = {folded, "k:" + stem_word(word)}
     if folded.isascii() and folded.isalpha():
-        found.add("e:" + _english_stem(folded))
+        found.add("e:" + _english_stem(lexicon.IRREGULAR.get(folded, folded)))  # paid ~ pay, went ~ go
     return frozenset(found)
 
 

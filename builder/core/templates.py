@@ -17,7 +17,16 @@ from typing import Any
 from builder.core import urls
 from builder.core.config import AnswerConfig
 
-TEMPLATE_DIR = Path(__file__).resolve().parent.parent.parent / "templates"
+
+
+def _template_dir() -> Path:
+    """``builder/templates/`` in an installed package (a wheel, ``pip install .``, pipx: setup.py ships the
+    checkout's ``templates/`` there), else the checkout's own ``templates/`` (an editable install)."""
+    installed = Path(__file__).resolve().parent.parent / "templates"
+    return installed if (installed / "base.html").is_file() else installed.parent.parent / "templates"
+
+
+TEMPLATE_DIR = _template_dir()
 # The first line after <meta charset> of a page that draws diagrams: the server reads it there to send such a page
 # the Content-Security-Policy mermaid needs (server/site_files.py), and only such a page.
 DIAGRAM_MARK = '<meta name="notes-portal-diagrams" content="mermaid">'

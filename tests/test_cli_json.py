@@ -59,6 +59,7 @@ def test_search(built, capsys):
         "schema": SCHEMA, "command": "search", "query": "powerbanka", "mode": "hybrid", "weak": False,
         "corrected": None, "translated": {}, "marked": ["powerbanka"], "vectors": None,
         "notes": ["embeddings disabled (provider: none): FTS-only results"],
+        "said": [{"key": "said.disabled", "values": {}}],
         "hits": [{"source": "notes", "path": "cestovani/snezka.md", "title": "Balicí seznam – Sněžka",
                   "breadcrumb": "Balicí seznam – Sněžka", "anchor": "", "line_start": 5, "line_end": 7,
                   "snippet": "rozbočovač do zásuvky <mark>powerbanka</mark> sluchátka Sony s ANC",

@@ -164,7 +164,8 @@ def test_only_a_page_with_a_diagram_loads_mermaid(portal):
     check_site(site)  # every page parses as strict HTML5, every script it loads is there
     with_diagram = (site / "notes" / "fyzika.html").read_text(encoding="utf-8")
     without = (site / "notes" / "bez-diagramu.html").read_text(encoding="utf-8")
-    assert with_diagram.startswith(f'<!doctype html>\n<html>\n<head>\n<meta charset="utf-8">\n{DIAGRAM_MARK}\n')
+    head = f'<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n{DIAGRAM_MARK}\n'
+    assert with_diagram.startswith(head)
     assert 'static/vendor/mermaid/mermaid.min.js?v=' in with_diagram and "static/mermaid-init.js?v=" in with_diagram
     assert "<script>" not in with_diagram  # nothing inline: the CSP forbids it
     assert with_diagram.count('class="math-error"') == 4 and with_diagram.count("<math ") == 2  # and it parsed

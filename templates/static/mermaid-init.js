@@ -36,7 +36,7 @@
         scratch.remove();
       }
       pre.classList.add("mermaid-error");
-      pre.title = "Diagram not drawn: " + String((error && error.message) || error).slice(0, 500);
+      pre.title = window.notesPortalSay("note.diagram_failed") + String((error && error.message) || error).slice(0, 500);
       next();
     });
   }

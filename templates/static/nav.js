@@ -8,6 +8,34 @@
 
   var trees = {};    // source → tree, once loaded
   var waiting = {};  // source → callbacks waiting for its tree
+  var messages = null;  // the page's words (its <script type="application/json" id="ui-messages">)
+
+  // The portal's words for ``key`` in the page's language (builder/core/messages.py), with ``values`` put in
+  // for {name}; a count's forms are chosen by ``n``, numbers written as the language writes them. The other
+  // scripts (search.js, toc.js, mermaid-init.js) say their words through it too.
+  function say(key, values) {
+    if (messages === null) {
+      var node = document.getElementById("ui-messages");
+      try { messages = node ? JSON.parse(node.textContent) : {}; } catch (e) { messages = {}; }
+    }
+    var lang = document.documentElement.lang, slavic = lang === "cs" || lang === "sk";
+    var text = messages[key];
+    if (text == null) return key;
+    if (Array.isArray(text)) {
+      var n = Number((values || {}).n);
+      text = text[n === 1 ? 0 : (slavic && n >= 2 && n <= 4 ? 1 : 2)];
+    }
+    return text.replace(/\{(\w+)\}/g, function (whole, name) {
+      if (!values || !(name in values)) return whole;
+      var value = values[name];
+      if (typeof value === "number") {
+        value = value.toLocaleString("en-US");
+        if (slavic) value = value.replace(/,/g, "\u00a0");
+      }
+      return String(value);
+    });
+  }
+  window.notesPortalSay = say;
 
   window.notesPortalTree = function (source, tree) {
     trees[source] = tree;
@@ -87,9 +115,9 @@
     var summary = el("summary", null, source);
     details.appendChild(summary);
     var links = el("p", "nav-source-links");
-    var toc = el("a", null, "Contents");
+    var toc = el("a", null, say("nav.contents"));
     toc.href = item.getAttribute("data-toc");
-    var graph = el("a", null, "Link graph");
+    var graph = el("a", null, say("nav.graph"));
     graph.href = item.getAttribute("data-graph");
     links.appendChild(toc);
     links.appendChild(document.createTextNode(" · "));
@@ -99,7 +127,7 @@
     function fill() {
       if (filled) return;
       filled = true;
-      var placeholder = el("p", "muted nav-loading", "Loading…");
+      var placeholder = el("p", "muted nav-loading", say("nav.loading"));
       details.appendChild(placeholder);
       loadTree(source, item.getAttribute("data-tree"), function (tree) {
         var here = { root: nav.root, page: nav.page, folder: source === nav.source ? nav.folder : "\u0000" };
@@ -132,7 +160,7 @@
     var root = document.documentElement;
     root.classList.add("has-drawer");
     button.hidden = false;
-    var close = el("button", "nav-close", "Close");
+    var close = el("button", "nav-close", say("nav.close"));
     close.type = "button";
     close.addEventListener("click", function () { set(false); button.focus(); });
     nav.insertBefore(close, nav.firstChild);

@@ -134,6 +134,7 @@ EN: dict[str, Text] = {
     "search.same_text": "the same text: ",
     "search.also": "also: ",
     "search.all": "All results for “{query}”",
+    "search.results": "Results",
     "search.by_words": "words #{n}",
     "search.by_meaning": "meaning #{n}",
     "search.needs_key": "Search needs the portal's key: ",
@@ -274,6 +275,7 @@ CS: dict[str, Text] = {
     "search.same_text": "stejný text: ",
     "search.also": "také: ",
     "search.all": "Všechny výsledky pro „{query}“",
+    "search.results": "Výsledky",
     "search.by_words": "slova #{n}",
     "search.by_meaning": "význam #{n}",
     "search.needs_key": "Hledání potřebuje klíč portálu: ",
@@ -411,6 +413,7 @@ SK: dict[str, Text] = {
     "search.same_text": "rovnaký text: ",
     "search.also": "aj: ",
     "search.all": "Všetky výsledky pre „{query}“",
+    "search.results": "Výsledky",
     "search.by_words": "slová #{n}",
     "search.by_meaning": "význam #{n}",
     "search.needs_key": "Hľadanie potrebuje kľúč portálu: ",
@@ -450,8 +453,9 @@ CATALOGUES: dict[str, dict[str, Text]] = {"cs": CS, "sk": SK, "en": EN}
 # What the scripts say (search.js, nav.js, toc.js, mermaid-init.js): the JSON block of every page.
 SCRIPT_KEYS = ("nav.close", "nav.contents", "nav.graph", "nav.loading", "toc.matches", "toc.no_match",
                "note.diagram_failed", "search.as_typed", "search.nothing", "search.weak", "search.top",
-               "search.same_text", "search.also", "search.all", "search.by_words", "search.by_meaning",
-               "search.needs_key", "search.sign_in", "search.failed", *(k for k in EN if k.startswith("said.")),
+               "search.same_text", "search.also", "search.all", "search.results", "search.by_words",
+               "search.by_meaning", "search.needs_key", "search.sign_in", "search.failed",
+               *(k for k in EN if k.startswith("said.")),
                "ask.action", "ask.pending", "ask.failed", "ask.not_in_notes", "ask.refused", "ask.unavailable")
 
 _MONTHS_EN = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")

@@ -16,6 +16,7 @@
 
   function draw(index) {
     if (index >= blocks.length) {
+      if (window.notesPortalFocusScrollers) window.notesPortalFocusScrollers();  // a drawn diagram may be wide
       return;
     }
     var pre = blocks[index];

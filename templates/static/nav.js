@@ -153,6 +153,19 @@
     if (top > box.clientHeight * 0.6) box.scrollTop = top - box.clientHeight / 3;
   }
 
+  // A code block, formula, table, diagram or picture wider than the screen scrolls sideways: it takes the
+  // keyboard's focus then (tabindex 0), so that a reader without a mouse can scroll it too; one that fits does
+  // not (a tab stop that does nothing). Again after a resize, and after the diagrams are drawn (mermaid-init.js).
+  var SCROLLERS = "main pre, main math[display=block], main table, main .mermaid-diagram, main .graph-box";
+  function focusScrollers() {
+    document.querySelectorAll(SCROLLERS).forEach(function (box) {
+      var wide = box.scrollWidth > box.clientWidth + 1;
+      if (wide && !box.hasAttribute("tabindex")) box.setAttribute("tabindex", "0");
+      else if (!wide && box.getAttribute("tabindex") === "0") box.removeAttribute("tabindex");
+    });
+  }
+  window.notesPortalFocusScrollers = focusScrollers;
+
   // On a narrow screen the tree is a drawer, opened by the header's button.
   function setupDrawer(nav) {
     var button = document.querySelector(".nav-toggle");
@@ -184,6 +197,9 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
+    focusScrollers();
+    var resized = null;
+    window.addEventListener("resize", function () { clearTimeout(resized); resized = setTimeout(focusScrollers, 200); });
     var nav = document.getElementById("site-nav");
     if (!nav) return;
     var here = {

@@ -178,8 +178,9 @@
     var input = form.querySelector("input[name=q]");
     var api = form.getAttribute("data-api");
     var root = api.replace(/api\/search$/, "");
+    // The drop-down: what the search says about itself, then a listbox of the hits (each note a group of
+    // options) and the links to all results and to the words as typed (options too: the arrow keys walk them).
     var panel = el("div", "search-results");
-    panel.setAttribute("role", "listbox");
     panel.hidden = true;
     form.appendChild(panel);
     var timer = null, controller = null, selected = -1, lastQuery = "";
@@ -244,8 +245,10 @@
       });
       if (extra.length) {
         var list = el("ul", "hit-more");
+        list.setAttribute("role", "none");  // the options belong to the note's group
         extra.forEach(function (x) {
           var item = el("li");
+          item.setAttribute("role", "none");
           var a = el("a", "search-result " + x.cls, x.text);
           a.href = hitHref(root, x, landingWords(marked, hits));
           a.setAttribute("role", "option");
@@ -271,7 +274,9 @@
     // The drop-down's first option: ask the notes, with the notice of where the question goes.
     function askItem(query) {
       var block = el("div", "ask-block");
+      block.setAttribute("role", "group");
       var a = el("a", "ask-action", say("ask.action", { query: query }));
+      block.setAttribute("aria-label", a.textContent);
       a.href = "#";
       a.setAttribute("role", "option");
       var box = el("div", "answer");
@@ -289,27 +294,29 @@
 
     function show(data, query) {
       panel.textContent = "";
-      if (asking && !large) panel.appendChild(askItem(query));
+      var options = el("div", "search-options");
+      options.setAttribute("role", "listbox");
+      options.setAttribute("aria-label", say("search.results"));
+      if (asking && !large) options.appendChild(askItem(query));
       (data.said || []).forEach(function (note) { panel.appendChild(el("p", "search-note", say(note.key, note.values))); });
+      if (!data.hits.length) panel.appendChild(el("p", "search-empty", say("search.nothing", { query: query })));
+      else if (data.weak) panel.appendChild(el("p", "search-weak", capital(say("search.weak"))));
+      panel.appendChild(options);
       if (data.corrected) {  // a correct word the notes lack may have been taken for a typo: the way back
         var typed = el("a", "search-as-typed", say("search.as_typed", { query: query }));
         typed.href = root + "search?q=" + encodeURIComponent(query) + "&correct=0";
         typed.setAttribute("role", "option");
-        var line = el("p", "search-note");
-        line.appendChild(typed);
-        panel.appendChild(line);
+        options.appendChild(typed);
       }
-      if (!data.hits.length) panel.appendChild(el("p", "search-empty", say("search.nothing", { query: query })));
-      else if (data.weak) panel.appendChild(el("p", "search-weak", capital(say("search.weak"))));
       // the landing page marks the words the snippets mark (as searched, without function words)
       var marked = data.marked && data.marked.length ? data.marked.join(" ") : query;
       var groups = byNote(data.hits), notesTitled = Object.create(null);
       groups.forEach(function (hits) { notesTitled[hits[0].title] = (notesTitled[hits[0].title] || 0) + 1; });
-      groups.forEach(function (hits) { panel.appendChild(noteGroup(hits, marked, notesTitled[hits[0].title] > 1)); });
+      groups.forEach(function (hits) { options.appendChild(noteGroup(hits, marked, notesTitled[hits[0].title] > 1)); });
       var all = el("a", "search-all", say("search.all", { query: query }));
       all.href = root + "search?q=" + encodeURIComponent(query);
       all.setAttribute("role", "option");
-      panel.appendChild(all);
+      options.appendChild(all);
       panel.hidden = false;
       selected = -1;
     }

@@ -348,7 +348,8 @@ def test_toc_page_lists_every_folder_note_tag_and_heading(site):
         ("../tags/recepty/index.html", "#recepty")]
     assert bodies["dir-recepty-napoje"] in list(folders[1].iter("div"))  # nested in its parent folder
     filter_box = next(d for d in doc.iter("div") if d.get("class") == "toc-filter")
-    assert filter_box.get("hidden") == ""  # static/toc.js shows it; without script there is nothing to type into
+    assert filter_box.get("hidden") is None  # its place kept (no layout shift); style.css hides it until toc.js works
+    assert ".toc-filter:not(.toc-filter-ready) { visibility: hidden; }" in (out / "static/style.css").read_text()
     assert [s.get("src").split("?")[0] for s in doc.iter("script") if s.get("src")] == [
         "../static/nav.js", "../static/search.js", "../static/toc.js"]
     crumbs = next(n for n in doc.iter("nav") if n.get("class") == "breadcrumbs")

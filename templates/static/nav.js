@@ -166,27 +166,34 @@
   }
   window.notesPortalFocusScrollers = focusScrollers;
 
-  // On a narrow screen the tree is a drawer, opened by the header's button.
+  // On a narrow screen the tree is a drawer (CSS alone opens it as #site-nav): the header's link becomes a
+  // button that opens it without touching the address, puts the focus in it, and Escape or a click outside
+  // closes it.
   function setupDrawer(nav) {
     var button = document.querySelector(".nav-toggle");
-    if (!button) return;
+    var close = nav.querySelector(".nav-close");
+    if (!button || !close) return;
     var root = document.documentElement;
     root.classList.add("has-drawer");
-    button.hidden = false;
-    var close = el("button", "nav-close", say("nav.close"));
-    close.type = "button";
-    close.addEventListener("click", function () { set(false); button.focus(); });
-    nav.insertBefore(close, nav.firstChild);
+    button.setAttribute("role", "button");
+    close.setAttribute("role", "button");
+    close.addEventListener("click", function (event) { event.preventDefault(); set(false); button.focus(); });
     function set(open) {
       root.classList.add("drawer-moved");
       root.classList.toggle("nav-open", open);
       button.setAttribute("aria-expanded", open ? "true" : "false");
       if (open) {
-        var target = nav.querySelector("[aria-current=page]") || nav.querySelector("summary, a");
+        var target = nav.querySelector("[aria-current=page]") || nav.querySelector(".nav-sources summary, .nav-sources a");
         if (target) target.focus();
       }
     }
-    button.addEventListener("click", function () { set(!root.classList.contains("nav-open")); });
+    button.addEventListener("click", function (event) {
+      event.preventDefault();
+      set(!root.classList.contains("nav-open"));
+    });
+    button.addEventListener("keydown", function (event) {  // a button opens with the space bar too
+      if (event.key === " ") { event.preventDefault(); set(!root.classList.contains("nav-open")); }
+    });
     document.addEventListener("keydown", function (event) {
       if (event.key === "Escape" && root.classList.contains("nav-open")) { set(false); button.focus(); }
     });

@@ -69,7 +69,7 @@
     input.addEventListener("keydown", function (event) {
       if (event.key === "Escape") { input.value = ""; apply(); }
     });
-    box.hidden = false;
+    box.classList.add("toc-filter-ready");
   }
 
   // A link to a folder (…/index.html#dir-recepty): open it and the folders around it.

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 EXIT_UNAVAILABLE = 3  # `ask`: the answer provider failed (the JSON or text says so, with the hits)
 DEFAULT_CONFIG = "portal.yaml"
 PLAIN_MARKS = (("⟦", "⟧"), ("«", "»"), ("⟪", "⟫"), ("[[", "]]"))  # a match's ends in plain text
+NO_DICTIONARY = ("English questions are searched as typed, not also in Czech (no dictionary: apt-get install "
+                 "dict-freedict-eng-ces, or search.dictionary in the config)")
 CONFIG_HINT = "point at one with --config FILE or $NOTES_PORTAL_CONFIG, or write one: notes-portal init FOLDER"
 
 
@@ -318,6 +320,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
           + ("" if args.no_mcp else f" (MCP at {where}mcp)"), file=sys.stderr)
     if watch is not None:
         print(f"notes-portal: {watch.describe()}", file=sys.stderr)
+    if config.dictionary is None:  # an optional package: said once, here (status says it too)
+        print(f"notes-portal: {NO_DICTIONARY}", file=sys.stderr)
     runner.start()
     try:
         uvicorn.run(create_app(config, mcp=mcp, jobs=runner), host=args.host, port=args.port, log_level="warning")

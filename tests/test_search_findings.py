@@ -154,8 +154,8 @@ def test_the_search_page_says_why_and_claims_no_closest(examples):
     assert "closest by meaning" not in shown(page) and "Nothing matches" in shown(page)
 
 
-def test_the_readme_says_what_function_words_do():
-    readme = " ".join((PROJECT / "README.md").read_text(encoding="utf-8").split())
+def test_the_manual_says_what_function_words_do():
+    readme = " ".join((PROJECT / "docs" / "SEARCH.md").read_text(encoding="utf-8").split())
     assert "Function words (`a`, `na`, `the` …) find nothing by themselves and are never highlighted" in readme
     assert "only common words (na): add a word that says what to find" in readme
 

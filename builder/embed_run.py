@@ -209,9 +209,9 @@ def start_backfill(config: Config) -> bool:
     with BuildLock(lock_path(config)) as lock:  # a look only: released at once, the child takes it again
         if not lock.acquired:
             return False
-    project = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (project, os.environ.get("PYTHONPATH")) if p)}
-    subprocess.Popen([sys.executable, "-m", "builder.cli", "embed", "--background", "--config", str(config.path)],
+    from builder.interpreter import child_environment, python_command
+
+    subprocess.Popen(python_command("-m", "builder.cli", "embed", "--background", "--config", str(config.path)),
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                     start_new_session=True, env=env)
+                     start_new_session=True, env=child_environment())
     return True

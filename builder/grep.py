@@ -14,6 +14,7 @@ as UTF-8. A note saved in a code page since the last build is searched as UTF-8 
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -32,6 +33,7 @@ from typing import Any
 from builder.core.config import Config, SourceConfig
 from builder.core.errors import UserError
 from builder.core.textdecode import LEGACY_ENCODINGS
+from builder.interpreter import child_environment, python_command
 from builder.sources import Scope, walk
 
 MAX_LINE_CHARS = 500  # a longer matching line is cut here and ends with TRIMMED
@@ -126,7 +128,11 @@ def _still_in_code_pages(root: Path, read_in: dict[str, str]) -> dict[str, str]:
     kept = {}
     for path, codec in read_in.items():
         try:
-            (root / path).read_bytes().decode("utf-8")
+            with open(root / path, "rb") as handle:  # piece by piece: the note may have grown to any size
+                decoder = codecs.getincrementaldecoder("utf-8")()
+                while piece := handle.read(1 << 20):
+                    decoder.decode(piece)
+                decoder.decode(b"", final=True)
         except UnicodeDecodeError:
             kept[path] = codec
         except OSError:
@@ -187,8 +193,7 @@ def _python_command(root: Path, source: SourceConfig, pattern: str, ignore_case:
     cannot be interrupted, so a pattern that backtracks for ever must run where it can be killed."""
     spec = {"root": str(root), "paths": list(source.paths), "exclude": list(source.exclude),
             "pattern": pattern, "ignore_case": ignore_case, "code_pages": read_in}
-    package_parent = str(Path(__file__).resolve().parent.parent)  # found however the project is installed
-    return [sys.executable, "-P", "-c", _CHILD, package_parent, json.dumps(spec)]
+    return python_command("-c", _CHILD, json.dumps(spec))
 
 
 def _matches(command: list[str], root: Path, source_id: str, deadline: float, *,
@@ -197,7 +202,8 @@ def _matches(command: list[str], root: Path, source_id: str, deadline: float, *,
     asking, and kills it at ``deadline``."""
     with tempfile.TemporaryFile() as errors:  # a file, not a pipe: the engine never blocks on what it says there
         # stdin closed: ripgrep given no path searches its stdin when that is a pipe (a script's)
-        proc = subprocess.Popen(command, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)
+        proc = subprocess.Popen(command, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
+                                env=None if ripgrep else child_environment())
         assert proc.stdout is not None
         expired = threading.Event()
 
@@ -238,18 +244,19 @@ def _scan(spec: dict[str, Any]) -> None:
     out = sys.stdout.buffer
     for rel in sorted(walk(root, scope).files, key=_path_order):  # ripgrep's order
         try:
-            data = (root / rel).read_bytes()
+            with open(root / rel, "rb") as handle:  # line by line: a file of any size in bounded memory
+                if b"\x00" in handle.read(8192):
+                    continue
+                handle.seek(0)
+                codec = spec["code_pages"].get(rel, "utf-8")
+                for number, raw in enumerate(handle, start=1):  # lines as ripgrep counts them (split at \n)
+                    if number == 1:
+                        raw = raw.removeprefix(b"\xef\xbb\xbf")  # ripgrep drops a UTF-8 byte order mark too
+                    line = raw.removesuffix(b"\n").decode(codec, errors="replace")
+                    if regex.search(line):
+                        out.write(b"%s\0%d:%s\n" % (os.fsencode(rel), number, line.encode("utf-8", "replace")))
         except OSError:
             continue
-        if b"\x00" in data[:8192]:
-            continue
-        codec = spec["code_pages"].get(rel, "utf-8-sig")  # ripgrep drops a UTF-8 byte order mark too
-        lines = data.decode(codec, errors="replace").split("\n")  # lines as ripgrep counts them
-        if lines[-1] == "":
-            lines.pop()
-        for number, line in enumerate(lines, start=1):
-            if regex.search(line):
-                out.write(b"%s\0%d:%s\n" % (os.fsencode(rel), number, line.encode("utf-8", "replace")))
     out.flush()
 
 
@@ -262,5 +269,5 @@ def scan_main(argument: str) -> None:
         sys.exit(2)
 
 
-# -P: the child never imports a module from the notes folder it runs in
-_CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from builder.grep import scan_main; scan_main(sys.argv[2])"
+# the portal's code, never a module of the notes folder the child runs in (builder.interpreter)
+_CHILD = "import sys; from builder.grep import scan_main; scan_main(sys.argv[1])"

@@ -1,7 +1,8 @@
 """One file on disk → what the index stores about it (record + chunks), never an exception.
 
 Bad input becomes a status and a warning: binary data, invalid UTF-8, a note
-over the size limit, a name too long for its page, broken front matter, ``published: false``.
+over the size limit, a name too long for its page, broken front matter, ``published: false``
+(:func:`builder.publication.judge` decides, as it does for every reader).
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.core.index import UNREAD, FileRecord, chunk_stems
-from builder.core.textdecode import decode_note
-from builder.core.urls import name_problem
+from builder.publication import judge
 
 if TYPE_CHECKING:
     from builder.forkpool import Pool
@@ -36,61 +36,66 @@ def sha256_text(text: str) -> str:
 
 
 def _record(path: str, data: bytes, size: int, mtime_ns: int | None, changed_at: str | None,
-            status: str = "ok", note: str | None = None, **fields: Any) -> FileRecord:
+            status: str = "ok", note: str | None = None, *, sha256: str | None = None, **fields: Any) -> FileRecord:
     return FileRecord(path=path, title=fields.get("title", Path(path).stem), tags=fields.get("tags", ()),
                       headings=fields.get("headings", ()),
                       front_matter=fields.get("front_matter", {}), status=status, status_note=note,
-                      sha256=sha256_bytes(data), size=size, mtime_ns=mtime_ns, changed_at=changed_at,
+                      sha256=sha256 or sha256_bytes(data), size=size, mtime_ns=mtime_ns, changed_at=changed_at,
                       encoding=fields.get("encoding"))
 
 
+def read_bounded(path: Path, max_bytes: int) -> tuple[bytes, int, str | None]:
+    """A note file's bytes as the build reads them, in bounded memory whatever the file holds: all of it
+    when it is within ``max_bytes``, else its first ``max_bytes + 1`` (enough to know it is over the
+    limit), with its whole size and its sha256 computed piece by piece (None for a file within the limit:
+    the caller hashes the bytes it has)."""
+    with open(path, "rb") as handle:
+        data = handle.read(max_bytes + 1)
+        if len(data) <= max_bytes:
+            return data, len(data), None
+        digest = hashlib.sha256(data)
+        size = len(data)
+        while piece := handle.read(1 << 20):
+            digest.update(piece)
+            size += len(piece)
+    return data, size, digest.hexdigest()
+
+
 def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | None,
-           max_bytes: int, fits: Callable[[str], bool] | None = None) -> Ingested:
-    """Parse and chunk one note given its bytes; problems become a status and warnings. ``fits``
-    (see :func:`builder.chunker.chunk_note`) sizes chunks by the embedding model's own tokens."""
-    size = len(data)
-    unnamed = name_problem(path)
-    if unnamed is not None:  # its page could not exist: a note the site cannot show is not searchable either
-        reason = f"cannot be named: {unnamed}; rename it; not indexed"
-        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (), (f"{path}: {reason}",))
-    if size > max_bytes:
-        reason = f"{size / 1e6:.1f} MB is over limits.max_note_bytes ({max_bytes:,} bytes); not indexed"
-        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (), (f"{path}: {reason}",))
-    if b"\x00" in data[:65536]:
-        reason = "binary data, not a text note; not indexed"
-        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (), (f"{path}: {reason}",))
-    decoded = decode_note(data)
-    text = decoded.text
-    warnings = [f"{path}: {decoded.warning}"] if decoded.warning else []
+           max_bytes: int, fits: Callable[[str], bool] | None = None, size: int | None = None,
+           sha256: str | None = None) -> Ingested:
+    """Parse and chunk one note given its bytes; problems become a status and warnings. Whether it is
+    published is :func:`builder.publication.judge`'s answer, as for every reader. ``fits`` (see
+    :func:`builder.chunker.chunk_note`) sizes chunks by the embedding model's own tokens. ``size`` and
+    ``sha256``: the whole file's, when ``data`` is only its beginning (:func:`read_bounded`)."""
+    size = len(data) if size is None else size
+    verdict = judge(path, data, max_bytes=max_bytes, size=size)
+    note = verdict.note
+    if note is None:
+        return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", verdict.reason, sha256=sha256),
+                        (), verdict.warnings or (f"{path}: {verdict.reason}",))
+    if not verdict.published:
+        return Ingested(_record(path, data, size, mtime_ns, changed_at, "unpublished", verdict.reason), (),
+                        verdict.warnings)
 
     from builder.chunker import chunk_note
-    from builder.parse import NoteRefused, parse_note
 
     try:
-        note = parse_note(path, text)
-        chunks = chunk_note(note, fits) if note.published else []
+        chunks = chunk_note(note, fits)
     except Exception as exc:  # one note's failure is its own, never its source's
-        if isinstance(exc, RecursionError):
-            reason = "nested too deeply for the markdown parser; not indexed"
-        elif isinstance(exc, NoteRefused):
-            reason = str(exc)
-        else:
-            reason = f"cannot be parsed ({type(exc).__name__}: {exc}); not indexed"
+        reason = ("nested too deeply for the markdown parser; not indexed" if isinstance(exc, RecursionError)
+                  else f"cannot be parsed ({type(exc).__name__}: {exc}); not indexed")
         return Ingested(_record(path, data, size, mtime_ns, changed_at, "skipped", reason), (),
-                        (*warnings, f"{path}: {reason}"))
-    warnings.extend(note.warnings)
+                        (*verdict.warnings, f"{path}: {reason}"))
     fields: dict[str, Any] = dict(title=note.title, tags=note.tags, front_matter=note.front_matter,
-                  encoding=decoded.encoding if decoded.encoding != "utf-8" else None,
+                  encoding=verdict.encoding if verdict.encoding != "utf-8" else None,
                   headings=tuple({"level": h.level, "text": h.text, "anchor": h.anchor, "line": h.line + 1}
                                  for h in note.headings))
-    if not note.published:
-        return Ingested(_record(path, data, size, mtime_ns, changed_at, "unpublished", "published: false"),
-                        (), tuple(warnings))
     rows = tuple({"chunk_idx": c.idx, "breadcrumb": c.breadcrumb, "anchor": c.anchor,
                   "line_start": c.line_start, "line_end": c.line_end, "text": c.text,
                   "embed_sha": sha256_text(c.embed_text), "stems": chunk_stems(c.breadcrumb, c.text)}
                  for c in chunks)  # the word keys here too: this runs on every core, the writer on one
-    return Ingested(_record(path, data, size, mtime_ns, changed_at, **fields), rows, tuple(warnings))
+    return Ingested(_record(path, data, size, mtime_ns, changed_at, **fields), rows, verdict.warnings)
 
 
 def unread(path: str, size: int, mtime_ns: int | None, changed_at: str | None, reason: str) -> Ingested:
@@ -106,9 +111,11 @@ class ChangedFile:
     """A changed file as the build read it, to be ingested."""
 
     path: str
-    data: bytes
+    data: bytes  # all of it, or its beginning when it is over the size limit (read_bounded)
     mtime_ns: int | None
     changed_at: str | None
+    size: int | None = None  # the file's, when data is only its beginning
+    sha256: str | None = None  # the whole file's, then
 
 
 _OPTIONS: list[tuple[int, Callable[[str], bool] | None]] = []  # (max_bytes, fits): workers inherit them by fork
@@ -126,4 +133,4 @@ def ingest_all(pool: Pool, files: list[ChangedFile], *, max_bytes: int,
 def _ingest_job(file: ChangedFile) -> Ingested:
     max_bytes, fits = _OPTIONS[0]
     return ingest(file.path, file.data, mtime_ns=file.mtime_ns, changed_at=file.changed_at, max_bytes=max_bytes,
-                  fits=fits)
+                  fits=fits, size=file.size, sha256=file.sha256)

@@ -350,7 +350,7 @@ class Applied:
 def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, report: BuildReport) -> Applied:
     """Write one source's changes into the index."""
     from builder.forkpool import Pool
-    from builder.ingest import ChangedFile, Ingested, ingest_all, sha256_bytes, unread
+    from builder.ingest import ChangedFile, Ingested, ingest_all, read_bounded, sha256_bytes, unread
 
     source = scan.source
     root = config.source_root(source)
@@ -382,8 +382,10 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
             todo: list[ChangedFile] = []
             for stat in scan.changed[start:start + INGEST_BATCH]:
                 why = scan.broken.get(stat.path)
+                data, size, whole_sha = b"", 0, None
                 try:
-                    data = (root / stat.path).read_bytes() if why is None else b""
+                    if why is None:
+                        data, size, whole_sha = read_bounded(root / stat.path, config.max_note_bytes)
                 except OSError as exc:
                     if source.kind == "git":
                         log.warn(f"{source.id}: {stat.path}: cannot read ({exc.strerror or exc}); "
@@ -404,13 +406,13 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
                     continue
                 old = states.get(stat.path)
                 author = scan.authors.get(stat.path)
-                if old is not None and old.sha256 == sha256_bytes(data) and old.size == len(data):
+                if old is not None and old.sha256 == (whole_sha or sha256_bytes(data)) and old.size == size:
                     db.touch_file(conn, source.id, stat.path, stat.size, stat.mtime_ns, iso_from_ns(stat.mtime_ns))
                     if author is not None:  # same content, but the history that last touched it moved
                         db.set_last_change(conn, source.id, stat.path, iso_from_ns(stat.mtime_ns), author)
                     touched += 1
                     continue
-                todo.append(ChangedFile(stat.path, data, stat.mtime_ns, iso_from_ns(stat.mtime_ns)))
+                todo.append(ChangedFile(stat.path, data, stat.mtime_ns, iso_from_ns(stat.mtime_ns), size, whole_sha))
             if todo and fits is None and config.embedding.provider == "local":
                 fits = passage_fits(config.embedding)  # loads the model's tokenizer once, and only for new text
             # the workers parse this batch while this process stores the one before

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from urllib.parse import quote, urlencode
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -30,14 +31,13 @@ from builder.core.config import Config
 from builder.core.embedding import EmbedderFactory
 from builder.core.errors import IndexMissing, IndexUnreadable, ReindexNeeded, UserError
 from server import translate
-from server.chat import make_chat
 from server.auth import COOKIE, COOKIE_MAX_AGE_S, ApiKey, back_to, read_form
 from server.embedder import QueryEmbedder
 from server.health import health
 from server.mcp_mount import McpFactory, mcp_route
 from server.query import MAX_QUERY_CHARS
 from server.reader import IndexReader, QueryTimeout
-from server.answer import Answer
+from server.answer import Answer, make_asker
 from server.search import SearchResult, check_limit, check_mode
 from server.searcher import Searcher
 from server.site_files import SiteFiles
@@ -59,6 +59,7 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
 }
 ASK_KEY = "auth.ask"  # the sign-in form's words (builder.core.messages), in the site's language
+BUSY_RETRY_S = 5  # the Retry-After of a busy answer
 KEY_MISSING = "missing or wrong API key (X-API-Key, Authorization: Bearer, or sign in at /auth)"
 
 
@@ -123,12 +124,12 @@ class Portal:
         self.key = ApiKey(config.api_key)
         self.pages = SearchPage(config)
         self.site = SiteFiles(config.site.output, [s.id for s in config.sources], diagram_csp=DIAGRAM_CSP)
-        self.chat = make_chat(config.answer) if config.answer.enabled else None
+        self.asker = make_asker(config) if config.answer.enabled else None
 
     def routes(self) -> list[Route]:
         """Every route; each one that queries the index is guarded by the key. ``/api/answer`` exists only
         when an answer provider is configured."""
-        asking = [Route("/api/answer", guarded(self.key, self.api_answer, self.api_denied))] if self.chat else []
+        asking = [Route("/api/answer", self.api_answer)] if self.asker else []
         return [
             Route("/api/search", guarded(self.key, self.api_search, self.api_denied)),
             *asking,
@@ -167,22 +168,42 @@ class Portal:
         body["took_ms"] = round((time.perf_counter() - started) * 1000, 1)
         return JSONResponse(body)
 
-    def answer(self, params: SearchParams) -> tuple[Answer, SearchResult]:
+    def answer(self, params: SearchParams) -> tuple[Answer, SearchResult | None]:
         """The checked answer to ``params.query`` (see :mod:`server.answer`) and the search it was written
-        from; raises UserError as a search does."""
+        from; ``busy`` at once, without a search, when every answer slot is taken. Raises UserError as a
+        search does."""
         from server import answer
 
-        assert self.chat is not None
+        assert self.asker is not None
+        with self.asker.slot() as free:
+            return self._answer(params) if free else (answer.BUSY, None)
+
+    def _answer(self, params: SearchParams) -> tuple[Answer, SearchResult]:
+        """The search and the checked answer (in a slot the caller holds)."""
+        from server import answer
+
+        assert self.asker is not None
         result = self.run_search(replace(params, limit=answer.SEARCH_LIMIT, mode="hybrid", tag=None))
         with self.reader.connection() as lease:
             sources = answer.passages(lease.conn, result.hits)
-        return answer.ask(params.query, result, sources, self.chat), result
+        return answer.ask(params.query, result, sources, self.asker), result
 
-    def api_answer(self, request: Request) -> Response:
+    async def api_answer(self, request: Request) -> Response:
         """``GET /api/answer?q=…[&source=…]``: the checked answer as JSON; when the provider cannot answer,
-        ``unavailable`` with the search's hits under ``search``."""
+        ``unavailable`` with the search's hits under ``search``. When every slot is taken: 503 ``busy``,
+        answered on the event loop, without a thread (a flood of questions takes none from search)."""
+        from server import answer
+
+        if not self.key.allows(request):
+            return self.api_denied(request)
+        assert self.asker is not None
         try:
-            reply, result = self.answer(_params(request, self.config))
+            params = _params(request, self.config)
+            with self.asker.slot() as free:
+                if not free:
+                    return JSONResponse(answer.BUSY.to_json(), status_code=503,
+                                        headers={"Retry-After": str(BUSY_RETRY_S)})
+                reply, result = await run_in_threadpool(self._answer, params)
         except UserError as exc:
             return _error(_status_of(exc), str(exc))
         body = reply.to_json()
@@ -212,7 +233,7 @@ class Portal:
         kept = {k: v for k, v in request.query_params.items() if k != "ask"}
         as_typed = f"search?{urlencode({**kept, 'correct': '0'})}" if result.corrected else None
         asked = None
-        if self.chat is not None and request.query_params.get("ask") == "1":
+        if self.asker is not None and request.query_params.get("ask") == "1":
             try:
                 asked = page_answer(self.answer(_params(request, self.config))[0], self.config.site.language)
             except UserError as exc:  # the index went away or timed out since the search: say so, no 500
@@ -270,7 +291,7 @@ def create_app(config: Config, *, embedder_factory: EmbedderFactory | None = Non
     if config.dictionary is not None:  # read now, not in the first English query's time (~0.1 s)
         threading.Thread(target=translate.load, args=(config.dictionary,), name="dictionary", daemon=True).start()
     portal = Portal(config, embedder_factory, time_limit_s, embed_time_limit_s, min_vectors)
-    routes, endpoint = portal.routes(), mcp(portal.searcher) if mcp else None
+    routes, endpoint = portal.routes(), mcp(portal.searcher, portal.asker) if mcp else None
     routes[:0] = sync_routes(config, jobs)
     if endpoint is not None:
         routes.insert(0, mcp_route(portal.key, endpoint, KEY_MISSING))

@@ -2,16 +2,16 @@
 
 The tools are not made here: grep and read_note read the sources' files, which the read path never
 imports, so the command that starts the server (``builder/cli``) injects a factory. The app calls it
-with its own searcher (index reader, query embedder, vectors in memory), so the tools and
-``/api/search`` share them, mounts what it returns at ``/mcp`` and runs it for as long as the app
-runs (its lifespan).
+with its own searcher (index reader, query embedder, vectors in memory) and its asker (whose slots cap
+the answers in flight), so the tools, ``/api/search`` and ``/api/answer`` share them, mounts what it
+returns at ``/mcp`` and runs it for as long as the app runs (its lifespan).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -20,6 +20,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from server.auth import ApiKey
 from server.searcher import Searcher
+
+if TYPE_CHECKING:
+    from server.answer import Asker
 
 PATH = "/mcp"
 
@@ -32,7 +35,7 @@ class McpEndpoint(Protocol):
     def running(self) -> AbstractAsyncContextManager[None]: ...
 
 
-McpFactory = Callable[[Searcher], McpEndpoint]
+McpFactory = Callable[[Searcher, "Asker | None"], McpEndpoint]
 
 
 class Guarded:

@@ -78,17 +78,22 @@ def section(breadcrumb: str, title: str, language: str = messages.DEFAULT_LANGUA
 
 def page_answer(reply: Answer, language: str = messages.DEFAULT_LANGUAGE) -> dict[str, Any]:
     """The answer as ``search.html`` shows it: the text in parts (each ``[n]`` a link to its source's
-    section), the cited sources, or the status's words and the problems."""
+    section that marks the span the check matched), the cited sources with each sentence's evidence, or the
+    status's words (in the site's language) and the problems."""
     from server.answer import answer_parts
 
     if reply.status != "answered":
         return {"status": reply.status, "parts": [], "message": messages.text(language, f"ask.{reply.status}"),
                 "problems": [p.message for p in reply.problems]}
-    cited = {c.n: c for c in reply.citations}
-    parts = [{"text": text, "href": source.url if source else None, "heading": source.heading if source else ""}
-             for text, source in answer_parts(reply)]
-    sources = [{"n": s.n, "href": s.url, "heading": s.heading.replace(" > ", " › "), "quote": cited[s.n].quote}
-               for s in reply.sources if s.n in cited]
+    heading = {s.n: s.heading.replace(" > ", " › ") for s in reply.sources}
+    parts = [{"text": text, "href": c.link if c else None, "heading": heading.get(c.n, "") if c else "",
+              "evidence": f"evidence-{c.sentence}-{c.n}" if c else None}
+             for text, c in answer_parts(reply)]
+    sources = [{"n": s.n, "href": s.url, "heading": heading[s.n],
+                "evidence": [{"id": f"evidence-{c.sentence}-{c.n}", "sentence": c.sentence,
+                              "text": " ".join(s.text[c.span[0]:c.span[1]].split())}
+                             for c in reply.citations if c.n == s.n]}
+               for s in reply.sources if any(c.n == s.n for c in reply.citations)]
     return {"status": reply.status, "parts": parts, "sources": sources, "message": "", "problems": []}
 
 

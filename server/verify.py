@@ -3,38 +3,32 @@
 An answer is written from numbered passages (:mod:`server.answer`). It is accepted only when
 
 - every sentence carries at least one ``[n]`` and every ``n`` is a passage's number;
-- every quoted span occurs verbatim in a passage the sentence cites (after :func:`normalize`);
-- every number and date in a sentence occurs in a passage the sentence cites;
+- every claim of a sentence (:mod:`server.claims`: the text before each group of citations) is supported
+  by **each** passage it cites, in one window of it (:mod:`server.evidence`): its content words, its
+  numbers, its quotations word for word and as whole words, its polarity;
+- a quotation is one contiguous span (no ``…`` or ``...`` joining fragments, unless the passage itself
+  writes them there);
 - it holds no URL or link of its own: the links are made from the sources, never by the model.
 
-Each failure is a :class:`Problem`; the list is what the repair request shows the model, and what a
-refused answer reports. Sentences are split for Czech, Slovak and English text: abbreviations
-(``napr.``, ``tzv.``, ``e.g.``), ordinals and dates (``4. 12. 2026``), code spans and list items.
+:func:`verdict` returns the problems (each a :class:`Problem`: what the repair request shows the model,
+and what a refused answer reports) and, for an answer without problems, the **evidence**: for every
+claim and every passage it cites, the span of that passage the check matched. Sentences are split for
+Czech, Slovak and English text: abbreviations (``napr.``, ``tzv.``, ``e.g.``), ordinals and dates
+(``4. 12. 2026``), code spans and list items.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# Every quotation mark a model or a note may use, and the one each becomes in :func:`normalize`.
-DOUBLE_QUOTES = "\"„“”«»‟″"
-SINGLE_QUOTES = "'‚‘’‛′`´"
-_UNIFY = str.maketrans({**{c: '"' for c in DOUBLE_QUOTES}, **{c: "'" for c in SINGLE_QUOTES if c != "`"}})
-# Pairs that open and close a quotation (the model quotes passages with any of them).
-QUOTE_PAIRS = {"„": "“", "“": "”", "”": "”", '"': '"', "«": "»", "»": "«", "‚": "‘", "‘": "’", "'": "'"}
-CITE_RE = re.compile(r"\[(\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\]")
-URL_RE = re.compile(r"(?:https?|ftp)://[^\s<>\"'\])]+|\bwww\.[^\s<>\"'\])]+|\]\([^)\s]*\)", re.IGNORECASE)
-MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)\s]*\)")
-NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:[.,:/]\d+)*")
-# A word before a full stop that does not end a sentence (lower case; Czech, Slovak, English).
-ABBREVIATIONS = frozenset("""
-    napr např tzv tj t.j resp atď atd apod pod príp popr str s č čís roč obr tab kap odd ods pozn
-    viz vid cca mj mil tis ing mgr bc doc prof dr phdr judr mudr rndr csc hod min sek
-    max e.g i.e etc vs cf fig no nr approx mr mrs ms st jr sr ca al incl
-""".split())
+from server import claims as claim_parts
+from server.claims import CITE_RE, URL_RE, ends_sentence, quotations, quotes
+from server.evidence import Shortfall, support
+from server.passage_text import PassageText, occurrences
+from server.wordforms import Translations
+
 MAX_SHOWN = 80  # characters of a sentence or quote a problem shows
 
 
@@ -42,7 +36,8 @@ MAX_SHOWN = 80  # characters of a sentence or quote a problem shows
 class Problem:
     """One reason an answer cannot be shown: its kind, the sentence (1-based, 0: the whole answer) and why."""
 
-    kind: str  # uncited | unknown_source | quote | number | link; provider: no answer came (server.answer)
+    kind: str  # uncited | unknown_source | quote | claim | number | polarity | citation | link;
+    # provider, busy: no answer came (server.answer)
     sentence: int
     message: str
 
@@ -54,16 +49,6 @@ class Problem:
 class Sentence:
     text: str  # as written, citations included
     cited: tuple[int, ...]  # the passage numbers it cites, in order, each once
-
-
-def normalize(text: str) -> str:
-    """NFC, one kind of double and of single quotation mark, markdown's emphasis and code marks
-    dropped, whitespace collapsed: the form quotes and passages are compared in."""
-    text = unicodedata.normalize("NFC", text).translate(_UNIFY)
-    text = MD_LINK_RE.sub(r"\1", text)  # a link reads as its text
-    text = re.sub(r"\\([\\`*_{}\[\]()#+\-.!>~|])", r"\1", text)  # markdown's escapes: LiquidCrystal\_I2C
-    text = text.replace("*", "").replace("`", "").replace("\u00ad", "")
-    return re.sub(r"\s+", " ", text).strip()
 
 
 def citations(text: str) -> tuple[int, ...]:
@@ -98,7 +83,7 @@ def _split_line(line: str) -> list[str]:
     for m in re.finditer(r"[.!?…]+[\"”“»«']?(?:\s*\[[\d,;\s]+\])*(?=\s+\S)", line):
         if any(a < m.end() < b for a, b in protected):
             continue
-        if m.group(0)[0] == "." and not _ends_sentence(line[start:m.start()], line[m.end():].lstrip()):
+        if m.group(0)[0] == "." and not ends_sentence(line[start:m.start()], line[m.end():].lstrip()):
             continue
         out.append(line[start:m.end()].strip())
         start = m.end()
@@ -109,122 +94,129 @@ def _split_line(line: str) -> list[str]:
 def _protected_spans(line: str) -> list[tuple[int, int]]:
     """Where a full stop ends no sentence: code spans and quotations."""
     spans = [(m.start(), m.end()) for m in re.finditer(r"`[^`]*`", line)]
-    return spans + [(q.start, q.end) for q in _quotes(line)]
+    return spans + [(q.start, q.end) for q in quotations(line)]
 
 
-def _ends_sentence(before: str, rest: str) -> bool:
-    """Does a full stop after ``before`` end the sentence, ``rest`` following it?"""
-    word = re.search(r"(\S+)$", before)
-    last = (word.group(1) if word else "").lstrip("([\"'„“«»‚‘").lower()
-    if last in ABBREVIATIONS or (len(last) == 1 and last.isalpha()):
-        return False  # "napr. ", "e.g. ", an initial "J. Novák", "s. 12"
-    if re.fullmatch(r"\d{1,2}", last) and (rest[:1].isdigit() or rest[:1].islower()):
-        return False  # an ordinal or a date: "4. 12. 2026", "3. kapitola"
-    return not rest[:1].islower()
+def occurs(quote: str, passage: str) -> bool:
+    """Is ``quote`` in ``passage`` word for word and as whole words, after :func:`normalize` (blockquote and
+    list markers of the passage read as spaces)? An ellipsis stands for nothing: a quotation is one span."""
+    return bool(occurrences(quote, passage))
+
+
+ELLIPSIS = re.compile(r"\[…\]|\[\.\.\.\]|…|\.\.\.")
 
 
 @dataclass(frozen=True)
-class Quote:
-    text: str  # inside the quotation marks
+class Evidence:
+    """Where a cited passage says a claim: sentence ``sentence`` (1-based) cites passage ``n``, whose text
+    from ``start`` to ``end`` the check matched."""
+
+    sentence: int
+    n: int
     start: int
     end: int
 
 
-def _quotes(text: str) -> list[Quote]:
-    """The quotations in ``text``: from an opening mark at a word's start to its closing mark (an
-    apostrophe inside a word, as in it’s or don’t, closes nothing)."""
-    found: list[Quote] = []
-    i = 0
-    while i < len(text):
-        closing = QUOTE_PAIRS.get(text[i])
-        if closing is not None and (i == 0 or not text[i - 1].isalnum()):
-            j = text.find(closing, i + 1)
-            while j != -1 and closing in "’‘'" and j + 1 < len(text) and text[j + 1].isalpha():
-                j = text.find(closing, j + 1)
-            if j > i + 1:
-                found.append(Quote(text[i + 1:j], i, j + 1))
-                i = j + 1
-                continue
-        i += 1
-    return found
+@dataclass(frozen=True)
+class Verdict:
+    """What the check found: the problems (none: the answer may be shown) and the evidence of each claim."""
+
+    problems: tuple[Problem, ...]
+    evidence: tuple[Evidence, ...] = ()
 
 
-def quotes(sentence: str) -> tuple[str, ...]:
-    """The quoted spans of a sentence, as written: quotations and code spans (code is always copied)."""
-    spans = [(q.start, q.text) for q in _quotes(sentence)]
-    spans += [(m.start(), m.group(1)) for m in re.finditer(r"`([^`]+)`", sentence)]
-    return tuple(text for _, text in sorted(spans) if text.strip())
+def check(answer: str, passages: Sequence[str | PassageText], urls: Sequence[str] = (),
+          dictionary: Translations | None = None) -> tuple[Problem, ...]:
+    """Every problem of ``answer`` written from ``passages`` (see :func:`verdict`). Empty: it may be shown."""
+    return verdict(answer, passages, urls, dictionary).problems
 
 
-def occurs(quote: str, passage: str) -> bool:
-    """Is ``quote`` in ``passage`` verbatim, after :func:`normalize`? An ellipsis in the quote (``…``,
-    ``...``, ``[…]``) stands for text left out: the parts must occur in order."""
-    text = normalize(passage)
-    at = 0
-    for part in re.split(r"\s*(?:\[…\]|\[\.\.\.\]|…|\.\.\.)\s*", normalize(quote)):
-        part = part.strip()
-        if not part:
-            continue
-        found = text.find(part, at)
-        if found == -1:
-            return False
-        at = found + len(part)
-    return True
-
-
-def numbers(sentence: str) -> tuple[str, ...]:
-    """The numbers and dates of a sentence outside its citations, links, code and quotations (those are
-    checked whole)."""
-    text = URL_RE.sub(" ", CITE_RE.sub(" ", sentence))  # a URL is checked as a link …
-    text = re.sub(r"`[^`]*`", " ", text)  # … and code as a quotation
-    for q in sorted(_quotes(text), key=lambda q: -q.start):
-        text = text[:q.start] + " " + text[q.end:]
-    return tuple(dict.fromkeys(m.group(0).rstrip(".,:/") for m in NUMBER_RE.finditer(text)))
-
-
-def number_in(number: str, passage: str) -> bool:
-    """Does the number occur in the passage as a number (not as a part of a longer one)? A decimal comma
-    and point are the same number; a date's parts may be spaced (``4.12.2026`` = ``4. 12. 2026``)."""
-    text = normalize(passage)
-    parts = re.split(r"[.,:/]", number)
-    pattern = r"\s?[.,:/]\s?".join(re.escape(p) for p in parts)
-    return re.search(rf"(?<![\d]){pattern}(?![\d])", text) is not None
-
-
-def check(answer: str, passages: Sequence[str], urls: Sequence[str] = ()) -> tuple[Problem, ...]:
-    """Every problem of ``answer`` written from ``passages`` (passage ``n`` is ``passages[n - 1]``);
-    ``urls`` are the sources' own links, the only ones an answer may hold. Empty: the answer may be shown."""
-    problems: list[Problem] = []
+def verdict(answer: str, passages: Sequence[str | PassageText], urls: Sequence[str] = (),
+           dictionary: Translations | None = None) -> Verdict:
+    """The check of ``answer`` written from ``passages`` (passage ``n`` is ``passages[n - 1]``: its text, or
+    a :class:`~server.evidence.PassageText` with the title and heading it was sent under). ``urls`` are the
+    sources' own links, the only ones an answer may hold; ``dictionary`` reads English claims about Czech
+    and Slovak passages (without one, their English words must be in the passage as written)."""
+    read = tuple(p if isinstance(p, PassageText) else PassageText(p) for p in passages)
     found = sentences(answer)
     if not found:
-        return (Problem("uncited", 0, "the answer is empty"),)
-    known = range(1, len(passages) + 1)
+        return Verdict((Problem("uncited", 0, "the answer is empty"),))
+    problems: list[Problem] = []
+    evidence: list[Evidence] = []
     for number, sentence in enumerate(found, start=1):
-        problems.extend(_sentence_problems(number, sentence, passages, known))
-    problems.extend(_link_problems(answer, passages, urls))
-    return tuple(problems)
+        sentence_problems, sentence_evidence = _sentence(number, sentence, read, dictionary)
+        problems += sentence_problems
+        evidence += sentence_evidence
+    problems.extend(_link_problems(answer, [p.text for p in read], urls))
+    return Verdict(tuple(problems), () if problems else tuple(evidence))
 
 
-def _sentence_problems(number: int, sentence: Sentence, passages: Sequence[str], known: range) -> list[Problem]:
+def _sentence(number: int, sentence: Sentence, passages: Sequence[PassageText],
+              dictionary: Translations | None) -> tuple[list[Problem], list[Evidence]]:
     shown = _clipped(sentence.text)
     if not sentence.cited:
-        return [Problem("uncited", number, f"sentence {number} cites no passage: {shown}")]
+        return [Problem("uncited", number, f"sentence {number} cites no passage: {shown}")], []
+    known = range(1, len(passages) + 1)
     problems = [Problem("unknown_source", number, f"sentence {number} cites [{n}], but the passages are "
                                                   f"[1] to [{len(passages)}]: {shown}")
                 for n in sentence.cited if n not in known]
-    cited = [passages[n - 1] for n in sentence.cited if n in known]
-    if not cited:
-        return problems
-    names = ", ".join(f"[{n}]" for n in sentence.cited if n in known)
+    if problems:
+        return problems, []
+    names = ", ".join(f"[{n}]" for n in sentence.cited)
     for quote in quotes(CITE_RE.sub(" ", sentence.text)):
-        if not any(occurs(quote, p) for p in cited):
+        if ELLIPSIS.search(quote) and not any(occurs(quote, passages[n - 1].text) for n in sentence.cited):
+            problems.append(Problem("quote", number, f"sentence {number} quotes {_clipped(quote)!r} with an "
+                                                     "ellipsis: quote one whole span, word for word"))
+        elif not any(occurs(quote, passages[n - 1].text) for n in sentence.cited):
             problems.append(Problem("quote", number, f"sentence {number} quotes {_clipped(quote)!r}, which is not "
                                                      f"word for word in {names}"))
-    for value in numbers(sentence.text):
-        if not any(number_in(value, p) for p in cited):
-            problems.append(Problem("number", number, f"sentence {number} says {value}, which is not in {names}: "
-                                                      f"{shown}"))
-    return problems
+    if problems:
+        return problems, []
+    evidence: list[Evidence] = []
+    for claim in claim_parts.claims(number, sentence.text):
+        if claim.bare:
+            problems.append(Problem("claim", number, f"sentence {number} says only yes or no ({shown}): say what "
+                                                     "the passage says, in its words"))
+            continue
+        verdicts = {n: support(claim, passages[n - 1], dictionary) for n in claim.cited}
+        held = {n: v for n, v in verdicts.items() if not isinstance(v, Shortfall)}
+        lacking = {n: v for n, v in verdicts.items() if isinstance(v, Shortfall)}
+        if not lacking:
+            evidence += [Evidence(number, n, v.start, v.end) for n, v in held.items()]
+        elif held:
+            n, why = next(iter(lacking.items()))
+            problems.append(Problem("citation", number, f"sentence {number} cites {_names(claim.cited)}, but "
+                                                        f"[{n}] does not say it: {_shortfall(why, n, passages)}"))
+        else:
+            n, why = next(iter(lacking.items()))
+            problems.append(Problem(_kind(why), number, f"sentence {number}: {_shortfall(why, n, passages)}; "
+                                                        f"it says: {_clipped(claim.text)}"))
+    return problems, evidence
+
+
+def _names(cited: Sequence[int]) -> str:
+    return "".join(f"[{n}]" for n in cited)
+
+
+def _kind(why: Shortfall) -> str:
+    if why.missing and all(word.startswith("„") for word in why.missing):
+        return "quote"
+    return why.kind
+
+
+def _shortfall(why: Shortfall, n: int, passages: Sequence[PassageText]) -> str:
+    """One line on why passage ``n`` does not support a claim, naming the words, numbers or negation."""
+    near = ""
+    if why.window is not None:
+        start, end = why.window
+        near = f" (closest: «{_clipped(passages[n - 1].text[start:end])}»)"
+    if why.missing:
+        words = ", ".join(repr(word) for word in why.missing[:8])
+        also = f" (nor {', '.join(why.numbers)})" if why.numbers else ""
+        return f"{words}{also} {'is' if len(why.missing) == 1 else 'are'} not in [{n}] beside the rest of it{near}"
+    if why.numbers:
+        return f"it says {', '.join(why.numbers)}, which [{n}] does not say there{near}"
+    return (why.polarity or "").replace("the passage", f"[{n}]")
 
 
 def _link_problems(answer: str, passages: Sequence[str], urls: Sequence[str]) -> list[Problem]:

@@ -16,7 +16,9 @@ documentation describes it, requests checked and answers shaped exactly so:
 What the "model" writes is a plain function of the system prompt and the conversation (``reply``);
 ``fail`` makes it misbehave the way real servers do: ``429``, ``500``, ``nonjson``, ``slow``, ``cut`` (the
 answer stopped at the token limit: ``finish_reason: length``, ``done_reason: length``,
-``stop_reason: max_tokens``).
+``stop_reason: max_tokens``), and the way a broken or hostile one does: ``drip`` (its whole answer, one
+byte every 0.1 s after the headers), ``drip_headers`` (the status line and headers themselves that way),
+``huge`` (a 1 MB body that is valid JSON) and ``hang`` (never answers, until :meth:`release`).
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ class FakeChat:
         self.reply = reply
         self.fail: str | None = None
         self.requests: list[dict[str, Any]] = []  # each: path, headers (lower-cased names), body
+        self.hanging = threading.Event()  # set: "hang" lets its requests go
+        self.sent = 0  # bytes of answers written (what a client that stops reading took, at most)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -95,7 +99,27 @@ class FakeChat:
                 except ValueError:
                     body = None
                 outer.requests.append({"path": self.path, "headers": headers, "body": body})
+                if outer.fail == "hang":
+                    outer.hanging.wait(60)
+                    return
                 status, content_type, data = outer._answer(self.path, headers, body)
+                if outer.fail == "huge":
+                    data = json.dumps({"padding": "x" * 1_000_000}).encode()
+                if outer.fail in ("drip", "drip_headers"):
+                    head = (f"HTTP/1.1 {status} OK\r\nContent-Type: {content_type}\r\n"
+                            f"Content-Length: {len(data)}\r\n\r\n").encode()
+                    dripped = head + data if outer.fail == "drip_headers" else data
+                    try:
+                        if outer.fail == "drip":
+                            self.wfile.write(head)
+                        for byte in dripped:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            outer.sent += 1
+                            time.sleep(0.1)
+                    except OSError:
+                        pass  # the client gave up
+                    return
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", content_type)
@@ -103,7 +127,9 @@ class FakeChat:
                     if status == 429:
                         self.send_header("Retry-After", "20")
                     self.end_headers()
-                    self.wfile.write(data)
+                    for at in range(0, len(data), 64 * 1024):
+                        self.wfile.write(data[at:at + 64 * 1024])
+                        outer.sent += len(data[at:at + 64 * 1024])
                 except OSError:
                     pass  # the client gave up (a timeout)
 
@@ -116,7 +142,12 @@ class FakeChat:
         self.thread.start()
         return self
 
+    def release(self) -> None:
+        """Let the requests a ``hang`` holds go (they end without an answer)."""
+        self.hanging.set()
+
     def __exit__(self, *exc: object) -> None:
+        self.hanging.set()
         self.server.shutdown()
         self.server.server_close()
 

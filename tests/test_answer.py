@@ -84,8 +84,10 @@ def test_each_protocol_answers_with_a_checked_citation(protocol, home, tmp_path,
         data = ask_json(capsys, configured(home, tmp_path, chat.yaml()), QUESTION)
     assert data["status"] == "answered"
     assert data["answer"] == ANSWER
-    assert data["citations"] == [{"n": 1, "url": SECTION, "quote": "Převodník MAX485 na pinech P0 a P1",
-                                  "verified": True}]
+    assert data["citations"] == [{"n": 1, "sentence": 1, "url": SECTION, "span": [0, 35], "marks": [0],
+                                  "link": f"{SECTION}:~:text=P%C5%99evodn%C3%ADk%20MAX485%20na%20pinech",
+                                  "quote": "Převodník MAX485 na pinech P0 a P1", "verified": True}]
+    assert data["sources"][0]["text"][0:35] == "Převodník MAX485 na pinech P0 a P1."  # the span the check matched
     assert data["sources"][0] == {"n": 1, "url": SECTION, "title": "Sauter Bus", "heading": "Sauter Bus > Zapojení",
                                   "text": "Převodník MAX485 na pinech P0 a P1."}
     assert data["problems"] == []
@@ -103,7 +105,7 @@ def test_each_protocol_answers_with_a_checked_citation(protocol, home, tmp_path,
     if protocol == "anthropic":
         assert request["headers"]["x-api-key"] == ANTHROPIC_KEY
         assert request["headers"]["anthropic-version"] == "2023-06-01"
-        assert "Write in the language of the question." in body["system"]
+        assert "Write in the language of the question, with the passage's own words" in body["system"]
     else:
         assert body["messages"][0]["role"] == "system"
         assert "authorization" not in request["headers"]  # no api_key_env: no key sent
@@ -160,7 +162,8 @@ def test_a_repaired_answer_is_shown(home, tmp_path, capsys):
     assert data["status"] == "answered" and data["answer"] == ANSWER
     assert "- sentence 1 cites no passage: Převodník MAX485 je na pinech P0 a P1." in \
         chat.requests[1]["body"]["messages"][-1]["content"]
-    assert capsys.readouterr().out == f"{ANSWER}\n[1] Sauter Bus > Zapojení  {SECTION}\n"
+    assert capsys.readouterr().out == (f"{ANSWER}\n  sentence 1 [1]: «Převodník MAX485 na pinech P0 a P1.»\n"
+                                       f"[1] Sauter Bus > Zapojení  {SECTION}\n")
 
 
 def test_the_model_saying_the_passages_do_not_answer_is_not_in_notes(home, tmp_path, capsys):
@@ -269,10 +272,13 @@ def test_api_answer_with_the_provider_failing_is_a_200_with_the_hits(served):
 def test_the_search_page_asks_without_javascript(served):
     chat, address = served
     page = fetch_text(address, "/search?ask=1&q=" + quote(QUESTION))
+    link = f"{SECTION}:~:text=P%C5%99evodn%C3%ADk%20MAX485%20na%20pinech"
     assert ('<p class="answer-text">Podle poznámek: „Převodník MAX485 na pinech P0 a P1“ <a class="cite" '
-            f'href="{SECTION}" title="Sauter Bus &gt; Zapojení">[1]</a>.</p>') in page
-    assert (f'<li value="1"><a class="answer-source" href="{SECTION}">Sauter Bus › Zapojení</a>'
-            '<q class="answer-quote">Převodník MAX485 na pinech P0 a P1</q></li>') in page
+            f'href="{link}" title="Sauter Bus › Zapojení" aria-describedby="evidence-1-1" '
+            'data-evidence="evidence-1-1">[1]</a>.</p>') in page
+    assert (f'<li value="1"><a class="answer-source" href="{SECTION}">Sauter Bus › Zapojení</a>\n'
+            '<blockquote class="answer-evidence" id="evidence-1-1"><span class="answer-evidence-label">sentence 1:'
+            '</span> Převodník MAX485 na pinech P0 a P1.</blockquote></li>') in page
     chat.reply = inventing
     refused = fetch_text(address, "/search?ask=1&q=" + quote(QUESTION))
     assert ('<p class="answer-status">No answer: the model’s answer did not pass the check against your notes, '
@@ -414,7 +420,7 @@ def test_an_empty_or_overlong_question_is_one_line(home, tmp_path, capsys):
      "(e.g. ANTHROPIC_API_KEY)"),
     ("answer:\n  provider: ollama\n  model: m\n  timeout_s: 0\n", "answer.timeout_s: must be at least 0.1, got 0"),
     ("answer:\n  provider: ollama\n  model: m\n  temperature: 0\n",
-     "answer.temperature: unknown key (allowed: api_key_env, model, provider, timeout_s, url)"),
+     "answer.temperature: unknown key (allowed: api_key_env, max_in_flight, model, provider, timeout_s, url)"),
 ])
 def test_a_bad_answer_section_is_one_line_naming_the_key(section, message, home, tmp_path):
     path = write_config(tmp_path, portal_yaml(home, section))

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.verify import Problem, check, normalize, numbers, occurs, quotes, sentences
+from server.claims import claims, normalize, quotes
+from server.verify import Problem, check, occurs, sentences
 
 PASSAGES = [
     "Převodník MAX485 je na pinech P0 a P1. Rychlost sběrnice je 9600 baudů.",
@@ -44,12 +45,13 @@ def test_normalize_unifies_quotes_whitespace_and_composition():
     assert normalize(f"  „{decomposed}“\n\t«x»  ‚y‘ ’z’ **tučně** `kód`") == "\"Sněžka\" \"x\" 'y' 'z' tučně kód"
 
 
-def test_a_quote_with_other_marks_and_spacing_still_occurs_and_an_ellipsis_skips_text():
+def test_a_quote_with_other_marks_and_spacing_still_occurs_as_one_span_of_whole_words():
     assert occurs("na   pinech\nP0", PASSAGES[0])
     assert occurs("u \"Horní stanice\" lanovky", PASSAGES[1])
-    assert occurs("Převodník MAX485 … P0 a P1", PASSAGES[0])
+    assert not occurs("Převodník MAX485 … P0 a P1", PASSAGES[0])  # an ellipsis joins nothing: one span
     assert not occurs("Převodník MAX486", PASSAGES[0])
-    assert not occurs("P1 … Převodník", PASSAGES[0])  # the parts in the passage's order only
+    assert not occurs("řevodník MAX485", PASSAGES[0])  # not inside a longer word
+    assert not occurs("chci vařit", "Já nechci vařit.")
 
 
 def test_straight_single_quotes_quote_and_apostrophes_do_not():
@@ -61,11 +63,12 @@ def test_straight_single_quotes_quote_and_apostrophes_do_not():
 def test_quotes_and_numbers_of_a_sentence():
     sentence = "Je to „9600 baudů“ a 4. 12. 2026, it’s fine [1][2]."
     assert quotes(sentence) == ("9600 baudů",)
-    assert numbers(sentence) == ("4", "12", "2026")  # the quotation is checked whole, citations are not numbers
+    (claim,) = claims(1, sentence)
+    assert claim.cited == (1, 2) and claim.numbers == ("9600", "4", "12", "2026")  # citations are not numbers
 
 
 def test_a_correct_answer_passes():
-    answer = ("Převodník MAX485 je na pinech P0 a P1 a sběrnice jede „9600 baudů“ [1]. "
+    answer = ("Převodník MAX485 je na pinech P0 a P1 [1], rychlost sběrnice je „9600 baudů“ [1]. "
               "Sraz byl 4.12.2026 v 7:30 [2]. A no-op build takes 0.156 s [3].")
     assert check(answer, PASSAGES, URLS) == ()
 
@@ -78,8 +81,9 @@ def test_each_kind_of_problem_with_its_message():
                                      "Převodník je na pinech P0 a P1 [4]."),)
     assert check("Píše se „na pinech P2 a P3“ [1].", PASSAGES, URLS) == (
         Problem("quote", 1, "sentence 1 quotes 'na pinech P2 a P3', which is not word for word in [1]"),)
-    assert check("Sběrnice jede 19200 baudů [1].", PASSAGES, URLS) == (
-        Problem("number", 1, "sentence 1 says 19200, which is not in [1]: Sběrnice jede 19200 baudů [1]."),)
+    assert check("Rychlost sběrnice je 19200 baudů [1].", PASSAGES, URLS) == (
+        Problem("number", 1, "sentence 1: it says 19200, which [1] does not say there (closest: «Rychlost sběrnice "
+                             "je 9600 baudů.»); it says: Rychlost sběrnice je 19200 baudů"),)
     assert check("Sraz byl v 7:30 [2]. Viz https://example.com/snezka [2].", PASSAGES, URLS) == (
         Problem("link", 0, "the answer holds a URL no passage gives: https://example.com/snezka"),)
     assert check("Sraz byl v 7:30 [[2]](notes/b.html) [2].", PASSAGES, URLS) == (
@@ -87,8 +91,9 @@ def test_each_kind_of_problem_with_its_message():
 
 
 def test_a_number_must_be_in_a_passage_the_sentence_cites_not_just_any():
-    assert kinds("Sběrnice jede 9600 baudů [2].") == ["number"]  # 9600 is in [1], not in [2]
-    assert kinds("Sběrnice jede 9600 baudů [1][2].") == []
+    assert kinds("Rychlost sběrnice je 9600 baudů [2].") == ["claim"]  # 9600 is in [1], not in [2]
+    assert kinds("Rychlost sběrnice je 9600 baudů [1].") == []
+    assert kinds("Rychlost sběrnice je 9600 baudů [1][2].") == ["citation"]  # [2] does not say it
 
 
 def test_an_empty_answer_is_a_problem():

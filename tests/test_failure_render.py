@@ -87,12 +87,12 @@ def test_a_note_whose_page_cannot_be_named_is_skipped_with_one_warning(tmp_path,
 
 
 def test_a_note_indexed_before_names_were_checked_is_left_out_of_the_site(tmp_path, monkeypatch):
-    from builder import ingest
+    from builder import publication
 
     name = long_name(NAME_MAX)
     write_note(tmp_path / "notes", name, "# Dlouhý\n\nSlovo kvazikrystal.\n")
     config = portal(tmp_path)
-    monkeypatch.setattr(ingest, "name_problem", lambda path: None)  # as the indexer before it
+    monkeypatch.setattr(publication, "name_problem", lambda path: None)  # as the indexer before it
     code, warnings = run(config)
     assert (code, warnings) == (0, [f"notes: {name}: cannot be named: its page's file name would be "
                                     f"{NAME_MAX + 2} bytes, over the {NAME_MAX} a file name may have; rename it; "

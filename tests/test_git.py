@@ -621,15 +621,17 @@ def test_a_file_that_cannot_be_read_keeps_the_indexed_rev_so_it_is_read_again(
     up.write("b.md", "# B\n\nbeta\n")
     second = up.commit("second")
     up.push()
-    real_read = Path.read_bytes
+    import builder.ingest
 
-    def flaky(path: Path) -> bytes:
+    real_read = builder.ingest.read_bounded
+
+    def flaky(path: Path, max_bytes: int) -> tuple[bytes, int, str | None]:
         if path.name == "b.md":
             raise OSError(5, "Input/output error", str(path))
-        return real_read(path)
+        return real_read(path, max_bytes)
 
     with monkeypatch.context() as patch:
-        patch.setattr(Path, "read_bytes", flaky)
+        patch.setattr(builder.ingest, "read_bounded", flaky)
         assert run(config) == 3
     row = source_row(config, "notes")
     assert row.indexed_rev == first  # not moved on: b.md was not indexed

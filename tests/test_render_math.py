@@ -6,10 +6,15 @@ tests/test_browser.py.
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
+import string
 
+import html5lib
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from builder import indexfile
@@ -253,3 +258,81 @@ def test_without_mermaid_a_diagram_shows_its_source_and_says_why_until_it_is_bac
     build_and_render(config, embedder_factory=HashEmbedder)
     page = (site / "notes" / "schema.html").read_text(encoding="utf-8")
     assert "static/vendor/mermaid/mermaid.min.js?v=" in page and DIAGRAM_MARK in page and "diagrams-as-text" not in page
+
+
+# ---------------------------------------------------------------- a formula's text is never cut (issue 44)
+
+def shown(body: str) -> list[str]:
+    """What a browser shows of each paragraph of ``body``, parsed as a browser parses it (html5lib: MathML
+    is foreign content there): every text but the TeX annotation, which no browser draws."""
+    tree = html5lib.HTMLParser(namespaceHTMLElements=False).parseFragment(body)
+
+    def text(element) -> str:
+        if element.tag.rpartition("}")[2] == "annotation":
+            return element.tail or ""
+        return (element.text or "") + "".join(text(child) for child in element) + (element.tail or "")
+
+    return [text(p).removesuffix(p.tail or "") for p in tree.iter() if p.tag == "p"]
+
+
+@pytest.mark.parametrize(("tex", "drawn"), [
+    ("\\text{if a<b then ZETAWORD}", "if\xa0a<b\xa0then\xa0ZETAWORD"),
+    ("x \\text{<!--} OMEGAWORD \\text{-->} z", "x<!--OMEGAWORD-->z"),
+    ("\\text{\"quoted\" & 'single' <b>bold</b>}", "\"quoted\"\xa0&\xa0'single'\xa0<b>bold</b>"),
+    ("\\mathrm{a<b} \\operatorname{c&d} > e", "a<bc&d>e"),
+    ("\\text{]]> <![CDATA[ x}", "]]>\xa0<![CDATA[\xa0x"),
+])
+def test_a_formula_s_text_reaches_the_page_whole(tex, drawn):
+    """Before: latex2mathml's text went to the sanitiser unescaped; ``a<b then …`` became a tag and the rest
+    of the formula (and its annotation) vanished, ``<!--`` … ``-->`` a comment."""
+    body = rendered(f"Before ${tex}$ after.\n")
+    assert "<math" in body and "math-error" not in body
+    assert shown(body) == [f"Before {drawn} after."]
+    assert f'<annotation encoding="application/x-tex">{html.escape(tex, quote=False)}</annotation>' in body
+
+
+def test_a_formula_whose_text_holds_a_character_reference_shows_its_source():
+    """latex2mathml writes its symbols as ``&#x…;`` into the text: one typed there could not be told apart."""
+    body = rendered("Before $\\text{&#x3C; and &#60;} x$ after.\n")
+    assert "<math" not in body and shown(body) == ["Before $\\text{&#x3C; and &#60;} x$ after."]
+
+
+_TEXT_CHARACTERS = string.ascii_letters + string.digits + " <>&\"'!-=;:?.,/*+()[]|@"
+_ATOMS = {"x": "x", "y": "y", "2": "2", "+": "+", "-": "−", "=": "=", "<": "<", ">": ">", "\\&": "&",
+          "\\lt": "<", "\\gt": ">"}
+_TEXT_PARTS = st.one_of(st.text(_TEXT_CHARACTERS, min_size=1, max_size=12),
+                        st.sampled_from(["<!--", "-->", "<", ">", "&", "&amp;", "\"", "'", "<b>", "</mtext>",
+                                         "<script>", "]]>", "<!", "&lt", "&#60;"]))
+
+
+@st.composite
+def _formulas(draw) -> tuple[str, str]:
+    """(TeX, the characters it shows when drawn): text in \\text, \\mathrm or \\textbf among atoms."""
+    tex, drawn = [], []
+    for _ in range(draw(st.integers(1, 5))):
+        if draw(st.booleans()):
+            command = draw(st.sampled_from(["\\text", "\\textbf", "\\mbox"]))
+            words = "".join(draw(st.lists(_TEXT_PARTS, min_size=1, max_size=4)))
+            tex.append(f"{command}{{{words}}}")
+            drawn.append(words.replace(" ", "\xa0"))
+        else:
+            atom = draw(st.sampled_from(sorted(_ATOMS)))
+            tex.append(atom)
+            drawn.append(_ATOMS[atom])
+    return " ".join(tex), "".join(drawn)
+
+
+@settings(max_examples=300, deadline=None)
+@given(formula=_formulas(), display=st.booleans())
+def test_a_formula_is_drawn_whole_or_shown_as_its_source(formula, display):
+    """Random formulas with markup, comment markers, ampersands and quotes in their text: the paragraph
+    shows every character of the source, drawn (each text as typed) or as the source itself, and the
+    words after it."""
+    tex, drawn = formula
+    dollars = "$$" if display else "$"
+    body = rendered(f"Before {dollars}{tex}{dollars} after.\n")
+    if "<math" in body:
+        assert shown(body) == [f"Before {drawn} after."]
+        assert f'<annotation encoding="application/x-tex">{html.escape(tex, quote=False)}</annotation>' in body
+    else:
+        assert shown(body) == [f"Before {dollars}{tex}{dollars} after."]

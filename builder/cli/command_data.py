@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from sqlite3 import Connection
 
     from builder.core.embedding import Embedder
+    from server.answer import Asker
     from server.search import SearchResult
     from server.searcher import Searcher
 
@@ -50,6 +51,7 @@ class ReadPath:
     connection: Callable[[], AbstractContextManager[Connection]]  # a read-only connection to the index
     embed: Embed
     searcher: Searcher | None = None  # a server's: the query embedded while its words are read
+    asker: Asker | None = None  # a server's: its answer slots shared with /api/answer; a command makes its own
 
 
 def for_command(config: Config) -> ReadPath:
@@ -85,7 +87,7 @@ def query_embedder(config: Config) -> tuple[Embedder | None, str | None]:
     return made, None if made is not None else "no embedder for this provider"
 
 
-def for_server(searcher: Searcher) -> ReadPath:
+def for_server(searcher: Searcher, asker: Asker | None = None) -> ReadPath:
     """A long-lived server (the MCP server, the web app): its searcher, and the read path's pooled
     connections, which follow a ``--full`` swap and stop a query at the reader's time limit."""
 
@@ -94,7 +96,7 @@ def for_server(searcher: Searcher) -> ReadPath:
         with searcher.reader.connection() as lease:
             yield lease.conn
 
-    return ReadPath(searcher.config, connection, searcher.embedder.embed, searcher)
+    return ReadPath(searcher.config, connection, searcher.embedder.embed, searcher, asker)
 
 
 def envelope(command: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -155,7 +157,6 @@ def answer_data(rp: ReadPath, question: str, *, source: str | None = None) -> di
     shown only when every sentence is checked against them (see :mod:`server.answer`); ``unavailable``
     when the provider cannot answer, with the search's hits under ``search``."""
     from server import answer
-    from server.chat import make_chat
     from server.query import MAX_QUERY_CHARS
 
     if not rp.config.answer.enabled:
@@ -165,10 +166,14 @@ def answer_data(rp: ReadPath, question: str, *, source: str | None = None) -> di
         raise UserError("the question is empty")
     if len(question) > MAX_QUERY_CHARS:
         raise UserError(f"the question is longer than {MAX_QUERY_CHARS} characters")
-    result = search_result(rp, question, limit=answer.SEARCH_LIMIT, source=source)
-    with rp.connection() as conn:
-        sources = answer.passages(conn, result.hits)
-    reply = answer.ask(question, result, sources, make_chat(rp.config.answer))
+    asker = rp.asker or answer.make_asker(rp.config)
+    with asker.slot() as free:
+        if not free:
+            return envelope("ask", answer.BUSY.to_json())
+        result = search_result(rp, question, limit=answer.SEARCH_LIMIT, source=source)
+        with rp.connection() as conn:
+            sources = answer.passages(conn, result.hits)
+        reply = answer.ask(question, result, sources, asker)
     body = reply.to_json()
     if reply.status == "unavailable":
         body["search"] = search_result_data(result)

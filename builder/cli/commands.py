@@ -131,10 +131,16 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def answer_text(data: dict[str, Any]) -> str:
-    """``ask``'s text: the answer and its sources, or why there is none (the problems, the search's hits)."""
+    """``ask``'s text: the answer, each sentence's evidence under it (the passage and the words of it the
+    check matched), the sources; or why there is none (the problems, the search's hits)."""
     from server.answer import STATUS_TEXT
 
     lines = [data["answer"]] if data["status"] == "answered" else [STATUS_TEXT[data["status"]]]
+    sources = {source["n"]: source for source in data["sources"]}
+    for citation in data["citations"]:
+        start, end = citation["span"]
+        said = " ".join(sources[citation["n"]]["text"][start:end].split())
+        lines.append(f"  sentence {citation['sentence']} [{citation['n']}]: «{said}»")
     cited = {c["n"] for c in data["citations"]}
     for source in data["sources"]:
         if source["n"] in cited:

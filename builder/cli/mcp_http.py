@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
     from starlette.types import Receive, Scope, Send
 
+    from server.answer import Asker
     from server.mcp_mount import McpEndpoint
     from server.searcher import Searcher
 
@@ -70,15 +71,15 @@ class LazyEndpoint:
         return self._endpoint
 
 
-def http_endpoint(config: Config, *, host: str = "127.0.0.1") -> Callable[[Searcher], Any]:
-    """The factory ``create_app(config, mcp=…)`` calls with the web app's searcher (see
+def http_endpoint(config: Config, *, host: str = "127.0.0.1") -> Callable[[Searcher, Asker | None], Any]:
+    """The factory ``create_app(config, mcp=…)`` calls with the web app's searcher and asker (see
     :func:`builder.cli.mcp_server.endpoint` for what it serves)."""
 
-    def factory(searcher: Searcher) -> LazyEndpoint:
+    def factory(searcher: Searcher, asker: Asker | None) -> LazyEndpoint:
         def make() -> McpEndpoint:
             from builder.cli.mcp_server import endpoint
 
-            return endpoint(config, searcher, host=host)
+            return endpoint(config, searcher, asker, host=host)
 
         return LazyEndpoint(make)
 

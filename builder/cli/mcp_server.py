@@ -42,6 +42,7 @@ from builder.core.errors import IndexUnreadable, UserError
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
 
+    from server.answer import Asker
     from server.searcher import Searcher
 
 QUERY_TIME_LIMIT_S = 5.0  # stdio: a query's SQL …
@@ -142,8 +143,8 @@ class HttpEndpoint:
             yield
 
 
-def endpoint(config: Config, searcher: Searcher, *, host: str = "127.0.0.1") -> HttpEndpoint:
-    """The tools over Streamable HTTP with the web app's searcher (made on the first MCP request:
+def endpoint(config: Config, searcher: Searcher, asker: Asker | None, *, host: str = "127.0.0.1") -> HttpEndpoint:
+    """The tools over Streamable HTTP with the web app's searcher and asker (made on the first MCP request:
     see :mod:`builder.cli.mcp_http`).
 
     Served on a loopback address, requests must name it in ``Host`` (and ``Origin``, when sent):
@@ -155,4 +156,4 @@ def endpoint(config: Config, searcher: Searcher, *, host: str = "127.0.0.1") -> 
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
     else:
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return HttpEndpoint(make_server(config, command_data.for_server(searcher)), security)
+    return HttpEndpoint(make_server(config, command_data.for_server(searcher, asker)), security)

@@ -6,7 +6,7 @@ no ``.``/``..`` parts, no hidden parts, inside the source's ``paths`` and
 resolved) must still lie inside the source and be wanted by the scope under its
 own path, as the folder walk of a build requires (:func:`builder.sources.walk`);
 it must be a regular file no larger than ``limits.max_note_bytes``, text, and
-its front matter must not say ``published: false``. Each failure is one
+the build must publish it (:func:`builder.publication.judge`, from the bytes read). Each failure is one
 :class:`UserError` line that names the rule.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from builder.core.config import Config, SourceConfig
 from builder.core.errors import UserError
-from builder.core.textdecode import decode_note
+from builder.publication import judge
 from builder.sources import Scope, is_hidden
 
 MAX_PATH_CHARS = 1000
@@ -100,18 +100,12 @@ def read_note(config: Config, source: SourceConfig, path: str) -> NoteFile:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise UserError(f"{name} is not a file")
         data = handle.read(config.max_note_bytes + 1)
-    if len(data) > config.max_note_bytes:
-        raise UserError(f"{name} is over limits.max_note_bytes ({config.max_note_bytes:,} bytes)")
-    if b"\x00" in data[:65536]:
-        raise UserError(f"{name} holds binary data, not a text note")
-    text = decode_note(data).text
-    from builder.parse import (
-        parse_note,  # the build's own reading of front matter and headings
-    )
-
-    note = parse_note(path, text)
-    if not note.published:
+    verdict = judge(path, data, max_bytes=config.max_note_bytes)  # the build's own decision
+    note = verdict.note
+    if verdict.status == "unpublished":
         raise UserError(f"{name} is not published (published: false in its front matter)")
+    if note is None or not verdict.published:
+        raise UserError(f"{name} is not published: {verdict.reason}")  # as the build's WARN line says
     lines = note.source_lines[:-1] if note.source_lines[-1] == "" else note.source_lines  # the last \n ends a line
     return NoteFile(source.id, path, lines,
                     tuple(NumberedHeading(h.level, h.text, h.anchor, h.line + 1) for h in note.headings),
@@ -119,19 +113,19 @@ def read_note(config: Config, source: SourceConfig, path: str) -> NoteFile:
 
 
 def published_on_disk(config: Config, source: SourceConfig, path: str) -> bool:
-    """False when the note's front matter says ``published: false`` now (for grep, which reads every
-    file: only a file starting with front matter needs the parser)."""
+    """Would a build publish the note ``source:path`` as it is on disk now (:func:`builder.publication.judge`,
+    from the same bytes)? For grep, which reads every file. A file that is gone, cannot be read or is not
+    a regular file is not: what cannot be known is never shown."""
     try:
-        with open(config.source_root(source) / path, "rb") as handle:
-            head = handle.read(3)
-            if head != b"---":
-                return True
-            data = head + handle.read(config.max_note_bytes)
+        # O_NONBLOCK: a FIFO put where the note was must not block grep
+        fd = os.open(config.source_root(source) / path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return False
+            data = handle.read(config.max_note_bytes + 1)  # one byte more than the limit: over it
     except OSError:
-        return True  # gone or unreadable since grep read it: nothing more of it is shown
-    from builder.parse import parse_note
-
-    return parse_note(path, decode_note(data).text).published
+        return False
+    return judge(path, data, max_bytes=config.max_note_bytes).published
 
 
 def find_section(note: NoteFile, section: str) -> tuple[NumberedHeading, int, int]:

@@ -83,7 +83,8 @@ class AnswerConfig:
     url: str = ""
     model: str = ""
     api_key_env: str | None = None  # the key is read from this environment variable, never from the file
-    timeout_s: float = 60.0
+    timeout_s: float = 60.0  # a deadline for the whole call to the provider
+    max_in_flight: int = 4  # answers a server works on at once; the next one is "busy" at once
 
     @property
     def enabled(self) -> bool:
@@ -258,7 +259,7 @@ def _answer(r: Reader, raw: Any) -> AnswerConfig:
     if isinstance(raw, dict) and "api_key" in raw:
         raise r.fail((*key, "api_key"), "the key is never read from the config file: put it in an environment "
                                         "variable and name that variable in answer.api_key_env")
-    ans = r.mapping(raw, key, {"provider", "url", "model", "api_key_env", "timeout_s"})
+    ans = r.mapping(raw, key, {"provider", "url", "model", "api_key_env", "timeout_s", "max_in_flight"})
     provider = r.string(ans, (*key, "provider"), "none")
     if provider not in ANSWER_PROVIDERS:
         raise r.fail((*key, "provider"), f"unknown provider {provider!r} (expected one of: "
@@ -279,7 +280,8 @@ def _answer(r: Reader, raw: Any) -> AnswerConfig:
         raise r.fail((*key, "api_key_env"), "provider 'anthropic' needs a key: name the environment variable "
                                             "that holds it (e.g. ANTHROPIC_API_KEY)")
     return AnswerConfig(provider=provider, url=url.rstrip("/"), model=model.strip(), api_key_env=api_key_env,
-                        timeout_s=float(r.number(ans, (*key, "timeout_s"), 60.0, minimum=0.1)))
+                        timeout_s=float(r.number(ans, (*key, "timeout_s"), 60.0, minimum=0.1)),
+                        max_in_flight=r.number(ans, (*key, "max_in_flight"), 4, integer=True, minimum=1))
 
 
 def _dictionary(r: Reader, search: dict[str, Any], base: Path) -> Path | None:

@@ -15,6 +15,7 @@ published: inside the portal they would run with its origin.
 from __future__ import annotations
 
 import posixpath
+from typing import BinaryIO
 from urllib.parse import quote
 
 INLINE: dict[str, str] = {  # suffix → the Content-Type it is served with
@@ -62,27 +63,47 @@ _ACTIVE_ELEMENTS = frozenset({"script", "foreignobject", "iframe", "embed", "obj
                               "animate", "set", "animatemotion", "animatetransform"})
 
 
-def svg_is_inert(data: bytes) -> bool:
-    """Can this SVG run nothing? Parsed as XML (namespaces and entities resolved as a browser does):
-    no script-like element in any namespace, no ``on…`` attribute, no link to ``javascript:`` or
-    ``data:``. Anything that does not parse is not inert."""
-    import xml.etree.ElementTree as ElementTree
+class _Active(Exception):
+    """Raised inside the XML parser at the first thing that could run."""
 
-    if b"<!ENTITY" in data:  # entity tricks hide "javascript:"; real drawings do not declare entities
-        return False
-    try:
-        root = ElementTree.fromstring(data)
-    except (ElementTree.ParseError, ValueError):
-        return False
-    for element in root.iter():
-        if not isinstance(element.tag, str) or element.tag.rpartition("}")[2].lower() in _ACTIVE_ELEMENTS:
-            return False
-        for name, value in element.attrib.items():
-            local = name.rpartition("}")[2].lower()
+
+def svg_is_inert(file: BinaryIO) -> bool:
+    """Can this SVG (an open file, read in pieces: any size in bounded memory) run nothing? Parsed as
+    XML (namespaces and character references resolved as a browser does): no script-like element in
+    any namespace, no ``on…`` attribute, no link to ``javascript:``, ``data:`` or ``vbscript:``, no
+    entity declaration. Anything that does not parse is not inert."""
+    from xml.parsers import expat
+
+    def start(name: str, attributes: dict[str, str]) -> None:
+        if name.rpartition("}")[2].lower() in _ACTIVE_ELEMENTS:
+            raise _Active
+        for attribute, value in attributes.items():
             target = "".join(value.split()).lower()
-            if local.startswith("on") or target.startswith(("javascript:", "data:", "vbscript:")):
+            if attribute.rpartition("}")[2].lower().startswith("on") or target.startswith(
+                    ("javascript:", "data:", "vbscript:")):
+                raise _Active
+
+    def declared(*_: object) -> None:  # entity tricks hide "javascript:"; real drawings declare none
+        raise _Active
+
+    parser = expat.ParserCreate(namespace_separator="}")
+    parser.StartElementHandler = start
+    parser.EntityDeclHandler = declared
+    parser.UnparsedEntityDeclHandler = declared
+    tail = b""
+    try:
+        while chunk := file.read(_SVG_PIECE):
+            if b"<!ENTITY" in tail + chunk:
                 return False
+            parser.Parse(chunk, False)
+            tail = (tail + chunk)[-7:]
+        parser.Parse(b"", True)
+    except (_Active, expat.ExpatError, ValueError, RecursionError):
+        return False
     return True
+
+
+_SVG_PIECE = 1 << 20
 
 
 def why_not_published(path: str) -> str:

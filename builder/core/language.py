@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-_WORD = re.compile(r"[^\W\d_]+")
+_LETTERS_RUN = re.compile(r"[^\W\d_]+")
 _OWN_LETTERS = {"cs": frozenset("řůě"), "sk": frozenset("äôľĺŕ")}
 _WORDS = {
     "cs": frozenset("je jsou jsem jak ale pro který která které když také nebo už bych jako co tak jen při"
@@ -44,7 +44,7 @@ def detect(text: str) -> str | None:
     """``cs``, ``sk`` or ``en``, or None when ``text`` does not say clearly (fewer than three telling words)."""
     sample = text[:SAMPLE].lower()
     scores: Counter[str] = Counter()
-    for word in _WORD.findall(sample):
+    for word in _LETTERS_RUN.findall(sample):
         for language, words in _WORDS.items():
             if word in words:
                 scores[language] += 1

@@ -161,6 +161,9 @@ EN: dict[str, Text] = {
     "ask.not_in_notes": "Your notes do not say: nothing in them answers this.",
     "ask.refused": "No answer: the model’s answer did not pass the check against your notes, so it is not shown.",
     "ask.unavailable": "No answer: the answer provider is unavailable. The search results still work.",
+    "ask.busy": "No answer now: the portal is answering other questions. Try again in a moment; the search results "
+                "still work.",
+    "ask.sentence": "sentence {n}:",
     # signing in
     "auth.title": "Sign in to search",
     "auth.key": "Key",
@@ -300,6 +303,8 @@ CS: dict[str, Text] = {
     "ask.not_in_notes": "Vaše poznámky to neříkají: nic v nich na tohle neodpovídá.",
     "ask.refused": "Bez odpovědi: odpověď modelu neprošla kontrolou proti vašim poznámkám, proto se nezobrazí.",
     "ask.unavailable": "Bez odpovědi: poskytovatel odpovědí je nedostupný. Výsledky hledání fungují dál.",
+    "ask.busy": "Teď bez odpovědi: portál odpovídá na jiné otázky. Zkuste to za chvíli; výsledky hledání fungují dál.",
+    "ask.sentence": "věta {n}:",
     "auth.title": "Přihlášení k hledání",
     "auth.key": "Klíč",
     "auth.button": "Přihlásit se",
@@ -438,6 +443,9 @@ SK: dict[str, Text] = {
     "ask.not_in_notes": "Vaše poznámky to nehovoria: nič v nich na toto neodpovedá.",
     "ask.refused": "Bez odpovede: odpoveď modelu neprešla kontrolou voči vašim poznámkam, preto sa nezobrazí.",
     "ask.unavailable": "Bez odpovede: poskytovateľ odpovedí je nedostupný. Výsledky hľadania fungujú ďalej.",
+    "ask.busy": "Teraz bez odpovede: portál odpovedá na iné otázky. Skúste to o chvíľu; výsledky hľadania "
+                "fungujú ďalej.",
+    "ask.sentence": "veta {n}:",
     "auth.title": "Prihlásenie na hľadanie",
     "auth.key": "Kľúč",
     "auth.button": "Prihlásiť sa",
@@ -456,7 +464,8 @@ SCRIPT_KEYS = ("nav.close", "nav.contents", "nav.graph", "nav.loading", "toc.mat
                "search.same_text", "search.also", "search.all", "search.results", "search.by_words",
                "search.by_meaning", "search.needs_key", "search.sign_in", "search.failed",
                *(k for k in EN if k.startswith("said.")),
-               "ask.action", "ask.pending", "ask.failed", "ask.not_in_notes", "ask.refused", "ask.unavailable")
+               "ask.action", "ask.pending", "ask.failed", "ask.not_in_notes", "ask.refused", "ask.unavailable",
+               "ask.busy", "ask.sentence")
 
 _MONTHS_EN = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _PLACE = re.compile(r"\{(\w+)\}")

@@ -34,11 +34,14 @@ class Decoded:
 
 
 def decode_note(data: bytes) -> Decoded:
-    """Decode a note's bytes (see the module)."""
+    """Decode a note's bytes (see the module). A UTF-8 byte order mark is never text, in a code page's
+    note either (an editor that added one to a windows-1250 file): without it, the note's front matter
+    opens the note, as its author saw it."""
     try:
         return Decoded(data.decode("utf-8").removeprefix("\ufeff"), "utf-8")
     except UnicodeDecodeError as exc:
         first_bad = exc.start
+    data = data.removeprefix(b"\xef\xbb\xbf")
     replaced = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
     damaged = replaced.count("\ufffd")
     if sum(1 for ch in replaced if ch > "\x7f") - damaged <= damaged:  # mostly not UTF-8: a code page?

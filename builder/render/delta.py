@@ -129,7 +129,8 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
                                 config.site.language)
     journal = output.Journal(site)
     out = output.Output(site, stored_pages, present, set(), journal)
-    jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site))
+    jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site,
+                                  max_note_bytes=config.max_note_bytes))
     try:
         return _render_delta(config, conn, notes, old, meta, out, log, env_fp, files, content)
     finally:

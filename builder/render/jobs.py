@@ -31,6 +31,7 @@ class Context:
     built_at: str
     site: Path
     kept_bodies: Path | None = None  # the bodies kept by earlier renders (builder.render.bodycache), if used
+    max_note_bytes: int = 2_000_000  # limits.max_note_bytes: a note read for its page is read no further
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,13 @@ def body_job(notes: list[NoteInfo]) -> list[Outcome]:
     for note in notes:
         data, outcome = _note_bytes(note)
         indexed = outcome is None and hashlib.sha256(data).hexdigest() == note.sha256
+        if outcome is None and not indexed:  # changed since the index saw it: shown only if a build would publish it
+            from builder.publication import judge
+
+            verdict = judge(note.path, data, max_bytes=context().max_note_bytes)
+            if not verdict.published:
+                outcome = Outcome(None, f"changed since this build indexed it, and not published as it is now "
+                                        f"({verdict.reason}); the next build takes its page down")
         if indexed and model is not None and note.headings_json == model[0].headings_json:
             outcome = _reuse(note, *model)
         if indexed and outcome is None:
@@ -149,7 +157,8 @@ def _reuse(note: NoteInfo, first: NoteInfo, done: Outcome) -> Outcome | None:
 
 def _note_bytes(note: NoteInfo) -> tuple[bytes, Outcome | None]:
     try:
-        return (context().roots[note.source_id] / note.path).read_bytes(), None
+        with open(context().roots[note.source_id] / note.path, "rb") as handle:
+            return handle.read(context().max_note_bytes + 1), None  # more: over the limit, never a page
     except OSError as exc:
         return b"", Outcome(None, f"cannot read the note for its page ({exc.strerror or exc})")
 

@@ -259,7 +259,8 @@ def _attachment(src: SourceNotes, path: str, raw: str) -> Link:
         return Link("broken", reason=f"{raw}: {filetypes.why_not_published(path)}")
     if filetypes.suffix_of(real_rel) == ".svg" or filetypes.suffix_of(path) == ".svg":
         try:
-            inert = filetypes.svg_is_inert(Path(real).read_bytes())
+            with open(real, "rb") as handle:
+                inert = filetypes.svg_is_inert(handle)
         except OSError:
             return missing
         if not inert:

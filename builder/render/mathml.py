@@ -112,15 +112,31 @@ def _converted(tex: str, display: bool) -> str:
 
 def to_mathml(tex: str, display: bool) -> str | None:
     """``tex`` as a ``<math>`` element (its source kept in an annotation), or None when latex2mathml cannot
-    convert it."""
-    if not tex:
+    convert it, or when the MathML would not show every character of the formula's text.
+
+    latex2mathml builds an element tree whose text holds its symbols as character references
+    (``&#x0003C;``) beside the formula's own text as typed (``\\text{a<b}``), and its ``convert`` unescapes
+    the whole serialisation, so a ``<`` or ``<!--`` typed in a text reached the sanitiser as markup and cut the
+    formula. Here the tree is serialised by ElementTree, which escapes every text: its references are
+    decoded into characters first (a formula that holds ``&#`` itself is not drawn, since its text and
+    latex2mathml's references could not be told apart), and the text that comes out of the sanitiser
+    must be the text that went in."""
+    if not tex or "&#" in tex:
         return None
-    from latex2mathml.converter import convert  # ~80 ms to import (its symbol table): only notes with math pay
+    from xml.etree.ElementTree import tostring
+
+    from latex2mathml.converter import convert_to_element  # ~80 ms to import: only notes with math pay
 
     try:
-        out = convert(tex, display="block" if display else "inline")
+        tree = convert_to_element(tex, display="block" if display else "inline")
     except Exception:  # its parser raises its own errors, and IndexError and others on odd input
         return None
+    for element in tree.iter():
+        element.text = element.text and _REFERENCE.sub(_character, element.text)
+        element.tail = element.tail and _REFERENCE.sub(_character, element.tail)
+        for name, value in element.attrib.items():
+            element.attrib[name] = _REFERENCE.sub(_character, value)
+    out = tostring(tree, encoding="unicode", short_empty_elements=False)
     if _UNKNOWN.search(out) or not out.startswith("<math") or not out.endswith("</math>"):
         return None
     inner = out[out.index(">") + 1:-len("</math>")]
@@ -128,7 +144,22 @@ def to_mathml(tex: str, display: bool) -> str | None:
                  f'<annotation encoding="application/x-tex">{html.escape(tex, quote=False)}</annotation>'
                  f"</semantics></math>")
     # the same safe MathML when a source's raw HTML is trusted and not sanitized
-    return _MATHML_CLEANER.clean(annotated)
+    cleaned = _MATHML_CLEANER.clean(annotated)
+    return cleaned if _text_of(cleaned) == _text_of(annotated) else None
+
+
+_REFERENCE = re.compile(r"&#x([0-9A-Fa-f]{1,6});")  # how latex2mathml writes a symbol into its tree
+_MARKUP = re.compile(r"<[^>]*>")  # in MathML whose every text is escaped, a ``<`` opens a tag
+
+
+def _character(found: re.Match[str]) -> str:
+    code = int(found[1], 16)
+    return chr(code) if 0 < code <= 0x10FFFF else found[0]
+
+
+def _text_of(mathml: str) -> str:
+    """The characters a MathML element (its texts escaped) holds, without its markup."""
+    return html.unescape(_MARKUP.sub("", mathml))
 
 
 def converter_version() -> str:

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from builder.atomic import write_atomic
+from builder.atomic import copy_atomic, write_atomic
 from builder.core import templates, urls
 from builder.core.config import SITE_MARKER
 from builder.core.index import renderstate
@@ -41,6 +41,10 @@ OWN_DOT_FILES = frozenset({STATE, renderstate.JOURNAL_FILE, MARSHAL_MANIFEST, JS
                            SITE_MARKER})
 _TEMP = re.compile(r"^\..+\.\d+\.tmp$")  # write_atomic's temporary files (and those of renderers before it)
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+# An attachment this large is hard-linked into the site when the site is on its file system (no second
+# copy on disk, no time spent copying); a smaller one, or one that cannot be linked, is copied. Either way
+# the site holds a regular file: served by the server, opened from file://.
+LINK_FROM_BYTES = 64 * 1024 * 1024
 
 
 def read_manifest(site: Path) -> dict[str, Any]:
@@ -227,6 +231,14 @@ class Output:
         write_atomic(self.site / rel, data)
         self.written.append(rel)
 
+    def copy(self, url: str, source: Path, *, link: bool = False) -> None:
+        """``source`` (an attachment, a static file) at ``url``, never read into memory (see
+        :func:`builder.atomic.copy_atomic`)."""
+        rel = urls.site_file(url)
+        self.journal.add(rel)
+        copy_atomic(source, self.site / rel, link=link)
+        self.written.append(rel)
+
     def drop(self, url: str) -> None:
         """``url`` is not part of the site after all (it could not be written): an old copy goes."""
         self.pages.pop(url, None)
@@ -279,27 +291,30 @@ def copy_static(out: Output, files: Iterable[tuple[str, Path]]) -> None:
     for rel, path in files:
         url = urls.static_url(rel)
         if out.wants(url, templates.file_digest(path)):
-            out.write(url, path.read_bytes())
+            out.copy(url, path)
 
 
 def copy_attachments(out: Output, wanted: dict[str, Path]) -> list[tuple[str, str]]:
-    """Files next to the notes that some page links to (url → source file), copied when new or
-    changed (size, mtime). Returns those that could not be written, each with the reason (they are
-    left out: the links to them lead nowhere); a full disk is the render's failure."""
+    """Files next to the notes that some page links to (url → source file), copied when new or changed
+    (their size and mtime: no file is read to tell), in bounded memory whatever their size: one of
+    :data:`LINK_FROM_BYTES` or more is hard-linked when it can be. Returns those that could not be
+    written, each with the reason (they are left out: the links to them lead nowhere); a full disk is the
+    render's failure."""
     failed = []
     for url, source in sorted(wanted.items()):
         try:
             st = source.stat()
-            fingerprint = f"{st.st_size}:{st.st_mtime_ns}"
-            data = source.read_bytes() if out.old.get(url) != fingerprint or not out.current(url) else None
         except OSError:
             continue  # vanished since it was resolved: the next build reports the broken link
-        if out.wants(url, fingerprint) and data is not None:
-            try:
-                out.write(url, data)
-            except OSError as exc:
-                if disk_full(exc):
-                    raise
-                out.drop(url)
-                failed.append((url, exc.strerror or str(exc)))
+        if not out.wants(url, f"{st.st_size}:{st.st_mtime_ns}"):
+            continue
+        try:
+            out.copy(url, source, link=st.st_size >= LINK_FROM_BYTES)
+        except FileNotFoundError:
+            out.drop(url)  # vanished meanwhile: as above
+        except OSError as exc:
+            if disk_full(exc):
+                raise
+            out.drop(url)
+            failed.append((url, exc.strerror or str(exc)))
     return failed

@@ -202,7 +202,8 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         kept: Path | None = None  # the note bodies kept between big renders (builder.render.bodycache)
         jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds),
                                     templates.ask_target(config.answer), config.site.language)
-        jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site))
+        jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site,
+                                      max_note_bytes=config.max_note_bytes))
         try:
             with Pool(workers) as pool:
                 entries, stale = state.recheck(notes, old, trust and previous.get("universe") == universe, resolver)

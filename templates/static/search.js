@@ -79,29 +79,49 @@
   // ---------------------------------------------------------------- Ask (only where data-ask is set)
 
   // As server/answer.py's STATUS_TEXT says them, in the page's language.
-  var ASKED = { not_in_notes: "ask.not_in_notes", refused: "ask.refused", unavailable: "ask.unavailable" };
+  var ASKED = { not_in_notes: "ask.not_in_notes", refused: "ask.refused", unavailable: "ask.unavailable",
+    busy: "ask.busy" };
 
   function askNotice(form) {
     return el("p", "ask-notice", form.getAttribute("data-ask-notice"));
   }
 
-  // The answer's text with each [n] (or [1, 2]) a link to its passage's section; the model's text is
-  // never HTML and never a link of its own: the links come from the sources.
+  // The answer's text with each [n] (or [1, 2]) a link to its passage's section, to the span the check
+  // matched (a text fragment the browser marks); the model's text is never HTML and never a link of its own:
+  // the links come from the sources. Hovering or focusing an [n] marks that sentence's evidence below.
   function answerText(data, root) {
-    var p = el("p", "answer-text"), byN = {};
-    data.sources.forEach(function (s) { byN[s.n] = s; });
+    var p = el("p", "answer-text"), byMark = {}, count = 0;
+    data.citations.forEach(function (c) { c.marks.forEach(function (k) { byMark[k] = c; }); });
     data.answer.split(/(\[\d+(?:\s*[,;]\s*\d+)*\])/).forEach(function (part) {
       var m = /^\[([\d,;\s]+)\]$/.exec(part);
       if (!m) { p.appendChild(document.createTextNode(part)); return; }
       m[1].split(/\s*[,;]\s*/).forEach(function (n) {
-        var source = byN[n];
+        var c = byMark[count++], source = data.sources[Number(n) - 1];
         var a = el("a", "cite", "[" + n + "]");
-        a.href = root + source.url;
+        a.href = root + (c ? c.link : source.url);
         a.title = source.heading;
+        if (c) {
+          var id = "evidence-" + c.sentence + "-" + c.n;
+          a.setAttribute("aria-describedby", id);
+          a.setAttribute("data-evidence", id);
+        }
         p.appendChild(a);
       });
     });
     return p;
+  }
+
+  // Mark the evidence an [n] stands for while it is hovered or focused.
+  function markEvidence(box) {
+    function toggle(event, on) {
+      var a = event.target.closest && event.target.closest("a.cite[data-evidence]");
+      var found = a && document.getElementById(a.getAttribute("data-evidence"));
+      if (found) found.classList.toggle("marked", on);
+    }
+    box.addEventListener("mouseover", function (e) { toggle(e, true); });
+    box.addEventListener("mouseout", function (e) { toggle(e, false); });
+    box.addEventListener("focusin", function (e) { toggle(e, true); });
+    box.addEventListener("focusout", function (e) { toggle(e, false); });
   }
 
   function showAnswer(box, data, root) {
@@ -117,17 +137,22 @@
       return;
     }
     box.appendChild(answerText(data, root));
-    var cited = {};
-    data.citations.forEach(function (c) { cited[c.n] = c; });
     var sources = el("ol", "answer-sources");
     data.sources.forEach(function (s) {
-      if (!cited[s.n]) return;
+      var own = data.citations.filter(function (c) { return c.n === s.n; });
+      if (!own.length) return;
       var item = el("li");
       item.value = s.n;
       var a = el("a", "answer-source", s.heading.split(" > ").join(" › "));
       a.href = root + s.url;
       item.appendChild(a);
-      if (cited[s.n].quote) item.appendChild(el("q", "answer-quote", cited[s.n].quote));
+      own.forEach(function (c) {
+        var quote = el("blockquote", "answer-evidence");
+        quote.id = "evidence-" + c.sentence + "-" + c.n;
+        quote.appendChild(el("span", "answer-evidence-label", say("ask.sentence", { n: String(c.sentence) })));
+        quote.appendChild(document.createTextNode(" " + s.text.slice(c.span[0], c.span[1]).split(/\s+/).join(" ")));
+        item.appendChild(quote);
+      });
       sources.appendChild(item);
     });
     box.appendChild(sources);
@@ -142,7 +167,7 @@
     fetch(form.getAttribute("data-ask") + "?q=" + encodeURIComponent(query))
       .then(function (r) {
         return r.json().then(function (body) {
-          if (!r.ok) throw new Error(body.error || ("HTTP " + r.status));
+          if (!r.ok && !ASKED[body.status]) throw new Error(body.error || ("HTTP " + r.status));
           return body;
         });
       })
@@ -167,6 +192,7 @@
       var notice = document.querySelector("main .ask-notice");
       notice.parentNode.insertBefore(box, notice.nextSibling);
     }
+    markEvidence(box);
     button.addEventListener("click", function (event) {
       var query = form.querySelector("input[name=q]").value.trim();
       event.preventDefault();
@@ -280,6 +306,7 @@
       a.href = "#";
       a.setAttribute("role", "option");
       var box = el("div", "answer");
+      markEvidence(box);
       box.hidden = true;
       box.setAttribute("aria-live", "polite");
       a.addEventListener("click", function (event) {
@@ -344,7 +371,7 @@
         .then(function (r) {
           if (r.status === 401) return null;
           return r.json().then(function (body) {
-            if (!r.ok) throw new Error(body.error || ("HTTP " + r.status));
+            if (!r.ok && !ASKED[body.status]) throw new Error(body.error || ("HTTP " + r.status));
             return body;
           });
         })

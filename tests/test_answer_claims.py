@@ -1,0 +1,140 @@
+"""The answer check reads what each sentence claims (server/claims.py, evidence.py, passage_text.py): the
+four sentences the issue showed it letting through, each refused with the word or the negation named; one
+citation laundering another; an ellipsis; a quotation inside a longer word; a blockquote quoted faithfully;
+number words; English answers about Czech notes through the dictionary; and the evidence a shown answer
+carries. Pure functions: no index, no model."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from server.passage_text import PassageText
+from server.verify import check, verdict
+from tests.conftest import PROJECT, require_dictionary
+
+JANA = "Jana does not approve the ACME transfer of 5000 EUR. Petr signs the contract."
+TEH_TARIK = (PROJECT / "examples" / "notes" / "recepty" / "teh-tarik.md").read_text(encoding="utf-8")
+SUROVINY = PassageText(TEH_TARIK.split("## Suroviny\n", 1)[1].split("## Postup")[0].strip(), "Teh Tarik", "Suroviny")
+POSTUP = PassageText(TEH_TARIK.split("## Postup\n", 1)[1].split("### Čaj a mléko")[0].strip(), "Teh Tarik", "Postup")
+
+
+def problems(answer: str, *passages: PassageText | str, dictionary=None) -> list[tuple[str, str]]:
+    return [(p.kind, p.message) for p in check(answer, list(passages), (), dictionary)]
+
+
+def test_a_flipped_negation_is_refused_naming_the_word():
+    assert problems("Jana approved the ACME transfer of 5000 EUR [1].", JANA) == [(
+        "polarity", "sentence 1: it says 'approved' without a negation; [1] says it with one: «Jana does not "
+                    "approve the ACME transfer of 5000 EUR.»; it says: Jana approved the ACME transfer of 5000 EUR")]
+
+
+def test_an_invented_ingredient_with_the_right_digits_is_refused_naming_it():
+    found = problems("Na teh tarik dáš 700–800 ml vody a pět lžic cukru [1].", SUROVINY)
+    assert [kind for kind, _ in found] == ["claim"]
+    assert "'cukru'" in found[0][1] and "(nor 5)" in found[0][1] and "not in [1]" in found[0][1]
+
+
+def test_a_fact_moved_to_another_person_of_the_same_passage_is_refused_naming_them():
+    found = problems("Petr approved the ACME transfer of 5000 EUR [1].", JANA)
+    assert found[0][0] == "claim" and found[0][1].startswith("sentence 1: 'Petr' is not in [1] beside the rest of it")
+
+
+def test_a_negated_fact_said_as_positive_without_its_subject_is_refused():
+    assert [kind for kind, _ in problems("The transfer was approved [1].", JANA)] == ["polarity"]
+
+
+def test_the_faithful_versions_pass():
+    assert problems("Jana does not approve the ACME transfer of 5000 EUR [1].", JANA) == []
+    assert problems("Jana did not approve the transfer [1]. Petr signs the contract [1].", JANA) == []
+    assert problems("Na teh tarik je potřeba 700–800 ml vody [1].", SUROVINY) == []
+
+
+def test_a_quote_found_only_in_the_second_passage_does_not_verify_the_first_citation():
+    found = problems("Jana „does not approve the ACME transfer“ [1][2].", POSTUP, JANA)
+    assert [kind for kind, _ in found] == ["citation"]
+    assert found[0][1].startswith("sentence 1 cites [1][2], but [1] does not say it")
+    assert problems("Jana „does not approve the ACME transfer“ [2].", POSTUP, JANA) == []
+
+
+def test_an_ellipsis_that_drops_a_negation_is_refused_and_so_is_one_that_drops_nothing_important():
+    assert problems("„Jana … approve the ACME transfer of 5000 EUR“ [1].", JANA) == [(
+        "quote", "sentence 1 quotes 'Jana … approve the ACME transfer of 5000 EUR' with an ellipsis: quote one "
+                 "whole span, word for word")]
+    assert [kind for kind, _ in problems("„Petr ... the contract“ [1].", JANA)] == ["quote"]
+
+
+def test_a_quotation_cut_after_a_negation_loses_it():
+    assert [kind for kind, _ in problems("Jana said: „approve the ACME transfer of 5000 EUR“ [1].", JANA)] \
+        == ["polarity"]
+
+
+@pytest.mark.parametrize("answer", ["Autor píše „chci vařit“ [1].", "Píše se „vařit doma“ [1]."])
+def test_a_quotation_inside_a_longer_word_is_not_found(answer):
+    passage = "Večer nechci vařit. Dnes nevařit doma."
+    assert [kind for kind, _ in problems(answer, passage)] == ["quote"]
+
+
+def test_a_faithful_quotation_of_a_two_line_blockquote_passes():
+    answer = ("Podle poznámky: „Kondenzované mléko kupuju v asijském obchodě v Sapě, to české v tubě je příliš "
+              "husté a má divnou vanilkovou pachuť.“ [1]")
+    assert problems(answer, SUROVINY) == []
+
+
+@pytest.mark.parametrize(("answer", "kinds"), [
+    ("Čaj se nechá provařit tři až pět minut [1].", []),  # "3–5 minut"
+    ("Přidají se dvě polévkové lžíce černého čaje [1].", []),  # the passage says "dvě" too
+    ("Přidají se 2 polévkové lžíce černého čaje [1].", []),
+    ("Přidají se tři polévkové lžíce černého čaje [1].", ["number"]),
+    ("Opakuje se to pětkrát až sedmkrát, dokud není nahoře hustá pěna [1].", []),  # "5–7×"
+    ("Opakuje se to 5–7×, dokud je nahoře hustá pěna [1].", ["polarity"]),
+])
+def test_number_words_are_their_values(answer, kinds):
+    assert [kind for kind, _ in problems(answer, POSTUP)] == kinds
+
+
+def test_an_english_answer_about_a_czech_note_is_read_through_the_dictionary():
+    require_dictionary()
+    from builder.core.config import DEFAULT_DICTIONARY
+    from server import translate
+
+    dictionary = translate.load(DEFAULT_DICTIONARY)
+    answer = "Boil the tea for 3–5 minutes [1]."
+    assert problems(answer, POSTUP, dictionary=dictionary) == []
+    assert [kind for kind, _ in problems(answer, POSTUP)] == ["claim"]  # without it: English words are absent
+    assert [kind for kind, _ in problems("Boil the coffee for 3–5 minutes [1].", POSTUP, dictionary=dictionary)] \
+        == ["claim"]
+
+
+def test_a_shown_answer_carries_each_claims_evidence_as_offsets_into_its_passage():
+    result = verdict("Přidají se dvě polévkové lžíce černého čaje [1]. Čaj se přecedí přes jemné sítko [1].",
+                     [POSTUP])
+    assert result.problems == ()
+    spans = [POSTUP.text[e.start:e.end] for e in result.evidence]
+    assert [(e.sentence, e.n) for e in result.evidence] == [(1, 1), (2, 1)]
+    assert spans[0].startswith("Přidám dvě polévkové lžíce černého čaje") and "sítko" in spans[1]
+    assert verdict("Čaj se přecedí přes hrubé sítko [1].", [POSTUP]).evidence == ()
+
+
+# ---------------------------------------------------------------- a property: what a sentence says, reused
+
+SENTENCES = [s for s in re.split(r"(?<=[.!?])\s+", " ".join(POSTUP.text.replace("**", "").split()))
+             if len(s.split()) >= 5 and not re.search(r"[„“\"()]", s)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(SENTENCES), st.sampled_from(["Podle poznámek: „{}“ [1]", "Postup říká: „{}“ [1]"]),
+       st.integers(min_value=0, max_value=40), st.sampled_from(["cukr", "skořici", "Brno", "studený", "mikrovlnku"]))
+def test_a_quoted_sentence_passes_and_one_word_changed_in_it_does_not(sentence, frame, at, stranger):
+    """A sentence of the passage quoted whole always passes; the same sentence with one of its longer words
+    replaced by a word the passage never writes never does (quoted or not)."""
+    sentence = re.sub(r"^\d+\.\s*", "", sentence).rstrip(".")
+    assert check(frame.format(sentence), [POSTUP]) == ()
+    words = [m for m in re.finditer(r"\w{5,}", sentence)]
+    word = words[at % len(words)]
+    changed = sentence[:word.start()] + stranger + sentence[word.end():]
+    assert check(frame.format(changed), [POSTUP]) != ()
+    assert check(changed + " [1].", [POSTUP]) != ()

@@ -102,7 +102,7 @@ def test_ask_from_the_drop_down_cites_and_lands_on_the_section(asking_server, ch
         action = page.locator("header .search-results a.ask-action")
         expect(action).to_have_text(f"Zeptat se poznámek: „{QUESTION}“", timeout=15_000)
         expect(page.locator("header .search-results .ask-notice")).to_have_text(
-            f"Dotaz a úryvky, které ukazuje, se pošlou na ollama at {urlsplit(chat.url).netloc}.")
+            f"Otázka a úryvky, které ukazuje, se pošlou na {urlsplit(chat.url).netloc} (ollama).")
         action.click()
         answer = page.locator("header .search-results .answer-answered .answer-text")
         expect(answer).to_have_text(expected["answer"], timeout=30_000)
@@ -119,7 +119,7 @@ def test_ask_from_the_drop_down_cites_and_lands_on_the_section(asking_server, ch
         expect(evidence).to_have_count(len(expected["citations"]))
         for index, c in enumerate(expected["citations"]):
             said = " ".join(cited[index]["text"][c["span"][0]:c["span"][1]].split())
-            expect(evidence.nth(index)).to_have_text(f"sentence {c['sentence']}: {said}")
+            expect(evidence.nth(index)).to_have_text(f"věta {c['sentence']}: {said}")
         links.nth(1).hover()
         expect(evidence.nth(1)).to_have_class("answer-evidence marked")
         expect(evidence.nth(0)).to_have_class("answer-evidence")
@@ -156,7 +156,7 @@ def test_an_invented_quote_is_refused_on_the_search_page(asking_server, chat, br
         expect(page.locator("main .answer-refused .answer-problems li")).to_have_text(
             "sentence 1 quotes 'toto v žádné poznámce není napsáno', which is not word for word in [1]")
         assert page.locator("main .answer a").count() == 0  # nothing of the refused answer, no link
-        expect(page.locator("main .ask-notice")).to_contain_text("Dotaz a úryvky, které ukazuje, se pošlou")
+        expect(page.locator("main .ask-notice")).to_contain_text("Otázka a úryvky, které ukazuje, se pošlou")
         page.screenshot(path=str(shots / name))
         assert errors == []
         context.close()

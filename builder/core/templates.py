@@ -77,8 +77,9 @@ def ask_target(answer: AnswerConfig) -> str | None:
 
 
 def ask_notice(target: str, language: str = messages.DEFAULT_LANGUAGE) -> str:
-    """The one line beside every Ask action: what is sent, and where."""
-    return messages.text(language, "ask.notice", target=target)
+    """The one line beside every Ask action: what is sent, and where (``target``: :func:`ask_target`'s)."""
+    provider, _, host = target.partition(" at ")
+    return messages.text(language, "ask.notice", provider=provider, host=host)
 
 
 def ask_settings(answer: AnswerConfig) -> list[str]:

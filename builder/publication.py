@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Decision:
     """What the build makes of one note's bytes: its ``files.status`` (``ok`` when it is published,
     ``unpublished``, ``skipped``), why it is not published, the warnings of its reading, and the parsed
     note (None when it was not parsed) with the code page it was read in."""
@@ -46,7 +46,7 @@ class Verdict:
 BINARY_PROBE = 65536  # a NUL in a note's first bytes makes it binary data, not a note
 
 
-def judge(path: str, data: bytes, *, max_bytes: int, size: int | None = None) -> Verdict:
+def judge(path: str, data: bytes, *, max_bytes: int, size: int | None = None) -> Decision:
     """The build's decision about the note ``path`` (relative to its source) holding ``data``; never raises.
     ``size``: the file's, when ``data`` is only its beginning (a reader stops after ``max_bytes + 1``)."""
     size = len(data) if size is None else size
@@ -71,12 +71,12 @@ def judge(path: str, data: bytes, *, max_bytes: int, size: int | None = None) ->
             reason = str(exc)
         else:
             reason = f"cannot be parsed ({type(exc).__name__}: {exc}); not indexed"
-        return Verdict("skipped", reason, (*warnings, f"{path}: {reason}"), encoding=decoded.encoding)
+        return Decision("skipped", reason, (*warnings, f"{path}: {reason}"), encoding=decoded.encoding)
     warnings += note.warnings
     if not note.published:
-        return Verdict("unpublished", "published: false", warnings, note, decoded.encoding)
-    return Verdict("ok", None, warnings, note, decoded.encoding)
+        return Decision("unpublished", "published: false", warnings, note, decoded.encoding)
+    return Decision("ok", None, warnings, note, decoded.encoding)
 
 
-def _skipped(reason: str) -> Verdict:
-    return Verdict("skipped", reason)
+def _skipped(reason: str) -> Decision:
+    return Decision("skipped", reason)

@@ -58,7 +58,7 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
 }
-ASK_KEY = "Searching this portal needs its key."
+ASK_KEY = "auth.ask"  # the sign-in form's words (builder.core.messages), in the site's language
 BUSY_RETRY_S = 5  # the Retry-After of a busy answer
 KEY_MISSING = "missing or wrong API key (X-API-Key, Authorization: Bearer, or sign in at /auth)"
 
@@ -228,17 +228,18 @@ class Portal:
         except UserError as exc:
             return HTMLResponse(self.pages.render(query=query[:MAX_QUERY_CHARS], notes=[str(exc)], hits=[]),
                                 status_code=_status_of(exc))
-        hits = page_hits(result)
+        hits = page_hits(result, self.config.site.language)
         # the words as typed, with the page's other parameters (mode, source, tag, limit) kept
         kept = {k: v for k, v in request.query_params.items() if k != "ask"}
         as_typed = f"search?{urlencode({**kept, 'correct': '0'})}" if result.corrected else None
         asked = None
         if self.asker is not None and request.query_params.get("ask") == "1":
             try:
-                asked = page_answer(self.answer(_params(request, self.config))[0])
+                asked = page_answer(self.answer(_params(request, self.config))[0], self.config.site.language)
             except UserError as exc:  # the index went away or timed out since the search: say so, no 500
-                asked = {"status": "failed", "parts": [], "message": f"Asking failed: {exc}", "problems": []}
-        return HTMLResponse(self.pages.render(query=query, notes=list(result.notes), hits=hits,
+                asked = {"status": "failed", "parts": [], "message": self.pages.say("ask.failed") + str(exc),
+                         "problems": []}
+        return HTMLResponse(self.pages.render(query=query, notes=self.pages.notes(result), hits=hits,
                                               weak=result.weak and bool(hits), as_typed=as_typed, answer=asked))
 
     async def auth(self, request: Request) -> Response:
@@ -249,10 +250,10 @@ class Portal:
             return self._sign_in_form(ASK_KEY, back_to(request.query_params.get("next")), 200)
         form = await read_form(request)
         if form is None:
-            return self._sign_in_form("The form was too large.", "./", 413)
+            return self._sign_in_form("auth.too_large", "./", 413)
         next_url = back_to(form.get("next"))
         if not self.key.matches(form.get("key")):
-            return self._sign_in_form("That is not the portal's key.", next_url, 401)
+            return self._sign_in_form("auth.wrong", next_url, 401)
         response = RedirectResponse(next_url, status_code=303)
         response.set_cookie(COOKIE, self.key.cookie_value(), max_age=COOKIE_MAX_AGE_S, path="/", httponly=True,
                             samesite="strict", secure=request.url.scheme == "https")
@@ -268,7 +269,9 @@ class Portal:
         return self._sign_in_form(ASK_KEY, back_to(here), 401)
 
     def _sign_in_form(self, message: str, next_url: str, status: int) -> Response:
-        return HTMLResponse(self.pages.render_auth(message=message, next_url=next_url), status_code=status)
+        """The sign-in form saying ``message`` (a key of builder.core.messages)."""
+        return HTMLResponse(self.pages.render_auth(message=self.pages.say(message), next_url=next_url),
+                            status_code=status)
 
 
 def create_app(config: Config, *, embedder_factory: EmbedderFactory | None = None, time_limit_s: float = 2.0,

@@ -112,11 +112,11 @@ def content(terms: list[Term]) -> list[Term]:
 
 
 def common_only(terms: list[Term]) -> str | None:
-    """The note of a query of function words only (``na``, ``a to``), which would find every note: it
-    has nothing to search, and says what to add; None when it has a word to search."""
+    """The words of a query of function words only (``na``, ``a to``), which would find every note: it
+    has nothing to search (the search says so, and what to add); None when it has a word to search."""
     if not terms or content(terms):
         return None
-    return f"only common words ({' '.join(t.text for t in terms)}): add a word that says what to find"
+    return " ".join(t.text for t in terms)
 
 
 def _term_group(term: Term, stems: bool) -> str:

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from builder.core import index as db
+from builder.core import messages
 from builder.core.config import Config
 from builder.core.embedding import Embedder, EmbeddingError
 from builder.core.errors import UserError
@@ -75,22 +76,40 @@ class Hit:
     words: tuple[str, ...] = ()  # the chunk's words that match (snippets.excerpt): the page it leads to marks them
 
 
+Said = tuple[str, tuple[tuple[str, str | int], ...]]  # what a search says: a key of builder.core.messages, values
+
+
+def said(key: str, **values: str | int) -> Said:
+    """A note of a search, to be said in any language (the CLI and ``notes``: English)."""
+    return key, tuple(values.items())
+
+
+def english(note: Said) -> str:
+    """A note of a search in English, as the CLI prints it and ``/api/search``'s ``notes`` hold it."""
+    return messages.text("en", note[0], **dict(note[1]))
+
+
 @dataclass(frozen=True)
 class SearchResult:
     query: str
     mode: str
     hits: tuple[Hit, ...]
-    notes: tuple[str, ...] = field(default=())
+    said: tuple[Said, ...] = field(default=())  # what the search says about itself (``notes``: in English)
     weak: bool = False  # nothing confident: the hits are only the closest there is
     corrected: str | None = None  # the words searched instead of the typed ones
     marked: tuple[str, ...] = ()  # the words the snippets mark: as searched, function words left out
     translated: tuple[tuple[str, tuple[str, ...]], ...] = ()  # English words and the translations searched too
     vectors: tuple[int, int] | None = None  # (chunks with a vector, all chunks) while some still wait
 
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(english(note) for note in self.said)
+
     def to_json(self) -> dict[str, Any]:
         return {"query": self.query, "mode": self.mode, "weak": self.weak, "corrected": self.corrected,
                 "translated": {word: list(found) for word, found in self.translated},
                 "marked": list(self.marked), "notes": list(self.notes),
+                "said": [{"key": key, "values": dict(values)} for key, values in self.said],
                 "vectors": {"ready": self.vectors[0], "total": self.vectors[1]} if self.vectors else None,
                 "hits": [asdict(h) for h in self.hits]}
 
@@ -136,11 +155,11 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     db.check_identity(conn, config)
     terms = parse(query)
     if not terms:
-        return SearchResult(query, mode, (), ("the query has no words to search for",))
+        return SearchResult(query, mode, (), (said("said.no_words"),))
     common = common_only(terms)
     if common:  # function words alone are in nearly every note: no hit would be an answer
-        return SearchResult(query, mode, (), (common,), weak=True)
-    notes: list[str] = []
+        return SearchResult(query, mode, (), (said("said.common", words=common),), weak=True)
+    notes: list[Said] = []
     corrections: dict[str, str] = {}
     counts = spelling.KeyCounts(conn)  # the words' chunk counts, for translations, the typo check and BM25
     stems = db.has_stems(conn)
@@ -148,20 +167,19 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
         terms = translate.translated(terms, config.dictionary, counts)
     translated = tuple((t.text, t.translations) for t in terms if t.translations)
     if translated:
-        notes.append("English words also searched in Czech and Slovak: "
-                     + "; ".join(f"{word} → {', '.join(found)}" for word, found in translated))
+        notes.append(said("said.translated", pairs="; ".join(f"{word} → {', '.join(found)}"
+                                                            for word, found in translated)))
     if correct:  # as typed: no word is searched as another
         terms, corrections = spelling.respell(conn, terms, counts)
-        notes += [f"no note holds {t.text!r}: searched for the forms the notes hold ({', '.join(t.forms)})"
-                  for t in content(terms) if t.forms]
+        notes += [said("said.forms", word=repr(t.text), forms=", ".join(t.forms)) for t in content(terms) if t.forms]
     corrected = None
     if corrections:
         terms = spelling.replaced(terms, corrections)
         corrected = " ".join(t.text for t in terms)
-        notes.append(f"no note holds {', '.join(repr(w) for w in corrections)}: showing results for {corrected!r}")
+        notes.append(said("said.corrected", words=", ".join(repr(w) for w in corrections), corrected=repr(corrected)))
     unknown = spelling.unknown_names(conn, terms)
     if unknown:
-        notes.append(f"no note mentions {', '.join(repr(w) for w in unknown)}")
+        notes.append(said("said.unknown", words=", ".join(repr(w) for w in unknown)))
     within = db.tag_chunk_ids(conn, tag, source) if tag is not None else None
     lexical = _bm25(conn, terms, stems, source, tag, counts, within)
     semantic: list[tuple[int, float]] = []
@@ -175,7 +193,7 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
             notes.append(note)
     progress = db.vector_progress(conn) if config.embedding.enabled else None
     if progress and mode != "bm25":
-        notes.append(waiting_for_vectors(*progress))
+        notes.append(said("said.waiting", ready=progress[0], total=progress[1]))
     rows = db.chunk_details(conn, [i for i, _ in lexical] + [i for i, _ in semantic])
     texts = _best_notes_texts(lexical, rows)
     best = max((coverage(text, terms) for text in texts), default=0.0)
@@ -194,15 +212,14 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode, unaccented,
                                   fusion.agreement_depth(db.count_chunks_up_to(conn, fusion.SMALL_COLLECTION, source)))
     if not hits and not db.counts(conn)["chunks"]:
-        notes.append("the index is empty: run `notes-portal build`")
+        notes.append(said("said.empty"))
     return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected, tuple(marks(terms)), translated,
                         progress)
 
 
 def waiting_for_vectors(ready: int, total: int) -> str:
     """The note of a search while the vectors are backfilled (the search box and the CLI show it)."""
-    return (f"search by meaning is still being prepared: {ready:,} of {total:,} sections have their vectors; "
-            "the others are found by words only")
+    return english(said("said.waiting", ready=ready, total=total))
 
 
 def embed_query(embedder: Embedder, query: str) -> tuple[bytes | None, str | None]:
@@ -274,11 +291,11 @@ def _common_split(conn: Connection, terms: list[Term], stems: bool,
 
 
 def _vector(conn: Connection, config: Config, source: str | None, tag: str | None, vector: bytes | None,
-            embedder_error: str | None, nearest: Nearest | None) -> tuple[list[tuple[int, float]], str | None]:
+            embedder_error: str | None, nearest: Nearest | None) -> tuple[list[tuple[int, float]], Said | None]:
     if not config.embedding.enabled:
-        return [], "embeddings disabled (provider: none): FTS-only results"
+        return [], said("said.disabled")
     if vector is None:
-        return [], f"embeddings unavailable ({embedder_error or 'no embedder'}): FTS-only results"
+        return [], said("said.no_vectors", why=embedder_error or "no embedder")
     filtered = source is not None or tag is not None
     found = nearest(vector, db.vector_candidates(CANDIDATES, filtered)) if nearest else None
     if found is None:
@@ -380,14 +397,15 @@ def _weak(best_coverage: float, lexical: list[tuple[int, float]], semantic: list
     return fusion.is_weak(best_coverage, notes(lexical), notes(semantic) if with_vectors else None)
 
 
-WEAK = "nothing in your notes matches these words; closest by meaning:"
+WEAK = str(messages.EN["search.weak"])  # what the CLI prints above weak hits (the pages say it in their language)
 
 
-def provenance(hit: Hit) -> str:
-    """``words #2, meaning #1`` — which half found the hit, at which rank (the words the search box uses)."""
+def provenance(hit: Hit, language: str = messages.DEFAULT_LANGUAGE) -> str:
+    """``words #2, meaning #1`` — which half found the hit, at which rank (the words the search box uses; the
+    results page says them in the site's language, the CLI in English)."""
     parts = []
     if hit.ranks.get("bm25"):
-        parts.append(f"words #{hit.ranks['bm25']}")
+        parts.append(messages.text(language, "search.by_words", n=hit.ranks["bm25"]))
     if hit.ranks.get("vector"):
-        parts.append(f"meaning #{hit.ranks['vector']}")
+        parts.append(messages.text(language, "search.by_meaning", n=hit.ranks["vector"]))
     return ", ".join(parts)

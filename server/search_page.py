@@ -8,10 +8,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from builder.core import urls
+from builder.core import messages, urls
 from builder.core.config import Config
-from builder.core.templates import TEMPLATE_DIR, Page, Templates, ask_target, asset_version
-from server.search import WEAK, SearchResult, provenance
+from builder.core.templates import TEMPLATE_DIR, Label, Page, Templates, ask_target, asset_version
+from server.search import SearchResult, provenance
 
 if TYPE_CHECKING:
     from server.answer import Answer
@@ -19,15 +19,15 @@ if TYPE_CHECKING:
 # The sign-in form exists only on a running server, so its template lives here, not in templates/.
 AUTH_TEMPLATE = """{% extends "base.html" %}
 {% block main %}
-<h1>Sign in to search</h1>
+<h1>{{ t("auth.title") }}</h1>
 <p class="search-note">{{ message }}</p>
 <form class="auth" method="post" action="{{ root }}auth">
   <input type="hidden" name="next" value="{{ next }}">
-  <label>Key <input type="password" name="key" autocomplete="current-password" required autofocus></label>
-  <button type="submit">Sign in</button>
+  <label>{{ t("auth.key") }}
+    <input type="password" name="key" autocomplete="current-password" required autofocus></label>
+  <button type="submit">{{ t("auth.button") }}</button>
 </form>
-<p class="muted">The key is <code>server.api_key</code> in the portal's configuration.
-The browser keeps a sign-in cookie (not the key) for 90 days.</p>
+<p class="muted">{{ t("auth.where") | safe }}</p>
 {% endblock %}
 """
 
@@ -36,7 +36,7 @@ def _templates(config: Config) -> Templates:
     import jinja2
 
     templates = Templates(TEMPLATE_DIR, config.site.title, asset_version(), tuple(s.id for s in config.sources),
-                          ask_target(config.answer))
+                          ask_target(config.answer), config.site.language)
     templates.env.loader = jinja2.ChoiceLoader([jinja2.DictLoader({"server/auth.html": AUTH_TEMPLATE}),
                                                 jinja2.FileSystemLoader(str(TEMPLATE_DIR))])
     return templates
@@ -49,7 +49,7 @@ def landing(url: str, words: Iterable[str]) -> str:
     return f"{page}?{urlencode({'hl': ' '.join(dict.fromkeys(words))})}{hash_mark}{anchor}"
 
 
-def page_hits(result: SearchResult) -> list[dict[str, Any]]:
+def page_hits(result: SearchResult, language: str = messages.DEFAULT_LANGUAGE) -> list[dict[str, Any]]:
     """The hits as ``search.html`` shows them; each link to a section (the hit's, the note's other
     matching ones, the copies') marks the query's words and the forms the hit's section holds; a
     note whose title another note among the hits has too names its source and path (``where``)."""
@@ -60,30 +60,30 @@ def page_hits(result: SearchResult) -> list[dict[str, Any]]:
         words = (*result.marked, *hit.words)
         where = f"{hit.source}: {hit.path}" if titled[hit.title] > 1 else None
         hits.append({"url": hit.url, "href": landing(hit.url, words), "title": hit.title, "where": where,
-                     "breadcrumb": hit.breadcrumb, "section": section(hit.breadcrumb, hit.title),
-                     "snippet": hit.snippet, "provenance": provenance(hit),
+                     "breadcrumb": hit.breadcrumb, "section": section(hit.breadcrumb, hit.title, language),
+                     "snippet": hit.snippet, "provenance": provenance(hit, language),
                      "more": [{**other, "href": landing(other["url"], words),
-                               "section": section(other["breadcrumb"], hit.title)} for other in hit.more],
+                               "section": section(other["breadcrumb"], hit.title, language)} for other in hit.more],
                      "copies": [{**copy, "href": landing(copy["url"], words)} for copy in hit.copies]})
     return hits
 
 
-def section(breadcrumb: str, title: str) -> str:
+def section(breadcrumb: str, title: str, language: str = messages.DEFAULT_LANGUAGE) -> str:
     """Where in its note a hit is, the note's title being shown above it: the breadcrumb without the
     title (as the drop-down says it, ``search.js``), or "top of the note"."""
     if breadcrumb == title:
-        return "top of the note"
+        return messages.text(language, "search.top")
     return breadcrumb.removeprefix(f"{title} > ")
 
 
-def page_answer(reply: Answer) -> dict[str, Any]:
+def page_answer(reply: Answer, language: str = messages.DEFAULT_LANGUAGE) -> dict[str, Any]:
     """The answer as ``search.html`` shows it: the text in parts (each ``[n]`` a link to its source's
     section that marks the span the check matched), the cited sources with each sentence's evidence, or the
-    status's words and the problems."""
-    from server.answer import STATUS_TEXT, answer_parts
+    status's words (in the site's language) and the problems."""
+    from server.answer import answer_parts
 
     if reply.status != "answered":
-        return {"status": reply.status, "parts": [], "message": STATUS_TEXT[reply.status],
+        return {"status": reply.status, "parts": [], "message": messages.text(language, f"ask.{reply.status}"),
                 "problems": [p.message for p in reply.problems]}
     heading = {s.n: s.heading.replace(" > ", " › ") for s in reply.sources}
     parts = [{"text": text, "href": c.link if c else None, "heading": heading.get(c.n, "") if c else "",
@@ -103,24 +103,31 @@ class SearchPage:
     def __init__(self, config: Config) -> None:
         self.templates = _templates(config)
 
+    def say(self, key: str, **values: Any) -> str:
+        """The site's words for ``key`` (builder.core.messages)."""
+        return self.templates.say(key, **values)
+
+    def notes(self, result: SearchResult) -> list[str]:
+        """What the search says about itself, in the site's language."""
+        return [self.say(key, **dict(values)) for key, values in result.said]
+
     def render(self, *, query: str, notes: list[str], hits: list[dict[str, Any]] | None,
                weak: bool = False, as_typed: str | None = None, answer: dict[str, Any] | None = None) -> str:
         """The results page for ``query`` (``hits`` None: the empty search form; ``weak``: the hits are
         only the closest by meaning; ``as_typed``: a word was corrected, and this site-relative URL
         searches the words as typed; ``answer``: :func:`page_answer`'s, when Ask was pressed)."""
-        context: dict[str, Any] = {"query": query, "notes": notes, "weak": weak, "weak_text": WEAK,
-                                   "as_typed": as_typed}
+        context: dict[str, Any] = {"query": query, "notes": notes, "weak": weak, "as_typed": as_typed}
         if hits is not None:
             context["hits"] = hits
         if answer is not None:
             context["answer"] = answer
-        title = f"Search: {query}" if query else "Search"
+        title = Label("page.search_for", (("query", query),)) if query else Label("page.search")
         page = Page("search", "search.html", "search", title, context,
-                    (("Home", urls.HOME_URL), ("Search", None)))
+                    ((Label("page.home"), urls.HOME_URL), (Label("page.search"), None)))
         return self.templates.render(page, time.strftime("%Y-%m-%d %H:%M"))
 
     def render_auth(self, *, message: str, next_url: str) -> str:
         """The sign-in form; after it the browser goes back to ``next_url``."""
-        page = Page("auth", "server/auth.html", "auth", "Sign in", {"message": message, "next": next_url},
-                    (("Home", urls.HOME_URL), ("Sign in", None)))
+        page = Page("auth", "server/auth.html", "auth", Label("page.sign_in"), {"message": message, "next": next_url},
+                    ((Label("page.home"), urls.HOME_URL), (Label("page.sign_in"), None)))
         return self.templates.render(page, time.strftime("%Y-%m-%d %H:%M"))

@@ -65,12 +65,12 @@ def unavailable(reason: str) -> None:
 
 
 def require_mermaid() -> None:
-    """mermaid's file where ``templates/static/vendor/mermaid/fetch.sh`` puts it (README's set-up)."""
+    """mermaid's vendored file (``templates/static/vendor/mermaid/``, kept in git: a checkout without it is broken)."""
     from builder.core.templates import static_dir
     from builder.render.diagrams import MERMAID_JS
 
     if not (static_dir() / MERMAID_JS).is_file():
-        unavailable("mermaid is not fetched (sh templates/static/vendor/mermaid/fetch.sh, which needs npm)")
+        pytest.fail("templates/static/vendor/mermaid/mermaid.min.js is missing: it is kept in git (git checkout it)")
 
 
 def require_ripgrep() -> str:

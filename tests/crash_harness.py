@@ -49,7 +49,7 @@ from tests.crash_notes import OPS, Mutator  # noqa: E402  (after the path is set
 CHILD = ROOT / "tests" / "crash_child.py"
 CORPORA = {"naucse": ROOT.parent / "shared" / "corpora" / "naucse" / "lessons",
            "kemt-wiki": ROOT.parent / "shared" / "corpora" / "kemt-wiki" / "pages"}
-BUILD_TIME = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d")
+BUILD_TIME = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d|\d{1,2}(?:\. \d{1,2}\.| [A-Z][a-z]{2}) \d{4} \d\d:\d\d")
 FULL_TARGETS = ("startup", "startup-tx", "scan", "index", "index-tx", "between", "swap", "render", "swap", "render",
                 "end", "any")
 INCR_TARGETS = ("scan", "index-tx", "index", "between", "render", "render", "end", "any")

@@ -54,10 +54,11 @@ class Corpus:
     folder: Path
     paths: str  # a YAML list
     title: str = "Poznámky"
+    language: str = "en"  # site.language: the pages' own words
 
 
 CORPORA = {
-    "examples": Corpus(ROOT / "examples" / "notes", '["**"]'),
+    "examples": Corpus(ROOT / "examples" / "notes", '["**"]', language="cs"),  # as examples/portal.yaml
     "naucse": Corpus(SHARED / "corpora" / "naucse", '["lessons/**"]'),
 }
 
@@ -77,6 +78,7 @@ def write_config(work: Path, corpus: Corpus) -> Config:
     path.write_text(textwrap.dedent(f"""\
         site:
           title: {corpus.title}
+          language: {corpus.language}
         index: data/index.sqlite
         embedding:
           provider: local

@@ -27,7 +27,9 @@ from builder.synclog import SyncLog
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 KEMT = SHARED / "corpora" / "kemt-wiki" / "pages"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "notes"
-TIME = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d")  # the build time on the pages
+UI_MESSAGES = re.compile(r'<script type="application/json" id="ui-messages">.*?</script>', re.S)
+# the build time on the pages: ISO, or as the site's language writes it (6. 12. 2026 03:57, 6 Dec 2026 03:57)
+TIME = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d|\d{1,2}(?:\. \d{1,2}\.| [A-Z][a-z]{2}) \d{4} \d\d:\d\d")
 
 
 def write(root: Path, rel: str, text: str, mtime: float | None = None) -> Path:
@@ -208,3 +210,8 @@ def writes(path: Path) -> list[tuple[str, object]]:
         found = sorted(conn.execute("SELECT name, part FROM written"))
     conn.close()
     return found
+
+
+def shown(page: str) -> str:
+    """A page without the JSON block its scripts read their words from (data, not shown)."""
+    return UI_MESSAGES.sub("", page)

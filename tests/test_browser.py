@@ -55,8 +55,8 @@ def course_server(tmp_path_factory):
     (work / "notes" / "meteostanice.md").write_text("# Meteostanice\n\nKrystalový oscilátor hodin.\n",
                                                     encoding="utf-8")
     config = work / "portal.yaml"
-    config.write_text("site:\n  title: Poznámky\nindex: data/index.sqlite\nembedding:\n  provider: local\n"
-                      "sources:\n  notes:\n    folder: notes\n", encoding="utf-8")
+    config.write_text("site:\n  title: Poznámky\n  language: cs\nindex: data/index.sqlite\n"
+                      "embedding:\n  provider: local\nsources:\n  notes:\n    folder: notes\n", encoding="utf-8")
     subprocess.run([sys.executable, "-m", "builder.cli", "build", "--config", str(config)], check=True,
                    capture_output=True, cwd=ROOT)
     yield from serve(config)
@@ -102,7 +102,7 @@ def test_type_a_query_pick_the_first_result_land_on_the_section(server, browser)
 def answered(page, query: str) -> None:
     """Wait until the drop-down shows the results of ``query`` itself: the panel of the words typed so far
     stays on screen until the answer for the whole query replaces it."""
-    expect(page.locator("header .search-results a.search-all")).to_have_text(f"All results for “{query}”",
+    expect(page.locator("header .search-results a.search-all")).to_have_text(f"Všechny výsledky pro „{query}“",
                                                                              timeout=10_000)
 
 
@@ -155,8 +155,8 @@ def test_an_english_question_says_what_it_searched_in_czech_and_marks_the_forms(
     require_dictionary()
     page, first = typed(browser, server, "tea with condensed milk", key="/")
     assert "Teh Tarik" in first.inner_text()
-    note = page.locator("header .search-results .search-note").filter(has_text="English words").inner_text()
-    assert note == "English words also searched in Czech and Slovak: tea → čaj; condensed → kondenzovaný; milk → mléko"
+    note = page.locator("header .search-results .search-note").filter(has_text="anglická slova").inner_text()
+    assert note == "anglická slova hledána i česky a slovensky: tea → čaj; condensed → kondenzovaný; milk → mléko"
     with page.expect_navigation():
         first.click()
     texts = {t.lower() for t in page.locator("mark.search-hl").all_inner_texts()}
@@ -196,7 +196,7 @@ def test_results_are_grouped_by_note_with_the_title_once(server, browser):
     assert max(sections) >= 2  # a note with more than one matching section shows them under its title
     teh = page.locator("header .search-group[aria-label='Teh Tarik']")
     assert teh.locator(".hit-breadcrumb").first.inner_text() in {"Suroviny", "Postup > Čaj a mléko", "Postup",
-                                                                 "top of the note", "Tipy"}
+                                                                 "začátek poznámky", "Tipy"}
     box.fill("")
     box.type("qwxzv kpfrg", delay=20)  # nothing holds these words
     page.locator("header .search-results .search-weak, header .search-results .search-empty").first.wait_for()
@@ -212,8 +212,8 @@ def test_a_corrected_query_offers_the_words_as_typed(server, browser):
     link = page.locator("header .search-results a.search-as-typed")
     link.wait_for(state="visible", timeout=10_000)
     notes = page.locator("header .search-results .search-note").all_inner_texts()
-    assert "no note holds 'dilnu': showing results for 'nastroje na dilu'" in notes
-    assert link.inner_text() == "Search for “nastroje na dilnu” as typed"
+    assert "žádná poznámka neobsahuje 'dilnu': zobrazeny výsledky pro 'nastroje na dilu'" in notes
+    assert link.inner_text() == "Hledat „nastroje na dilnu“ přesně, jak je napsáno"
     # the arrow keys reach it (the first link of the panel) and the "all results" link (the last)
     box.press("ArrowUp")
     everything = page.locator("header .search-results a.search-all")
@@ -224,7 +224,7 @@ def test_a_corrected_query_offers_the_words_as_typed(server, browser):
         box.press("Enter")
     page.wait_for_url(re.compile(r"/search\?q=nastroje%20na%20dilnu&correct=0$"))
     assert page.locator("main input[name=q]").input_value() == "nastroje na dilnu"
-    assert "showing results for" not in page.locator("main").inner_text()
+    assert "zobrazeny výsledky pro" not in page.locator("main").inner_text()
     page.close()
 
 
@@ -355,7 +355,7 @@ def test_the_links_view_leads_to_the_notes_it_shows(server, browser):
         page.locator(".links-view svg a", has_text="Arduino Nano").first.locator("circle").click()
     assert page.url == f"{server}/notes/projekty/elektronika/arduino/pinout.html"
     assert page.locator("h1").first.inner_text().startswith("Arduino Nano")
-    graph = page.locator(".links-view a", has_text="All links of notes")
+    graph = page.locator(".links-view a", has_text="Všechny odkazy zdroje notes")
     with page.expect_navigation():
         graph.click()
     assert page.url == f"{server}/graph-notes.html" and page.locator(".graph-source a").count() >= 20
@@ -370,21 +370,21 @@ def test_the_filter_box_narrows_the_table_of_contents(server, browser):
     box = page.locator(".toc-filter-input")
     status = page.locator(".toc-filter-status")
     box.type("napoje", delay=20)  # a tag of one note, a tag and the folder of another
-    expect(status).to_have_text(f"2 of {everything} notes match")
+    expect(status).to_have_text(f"Vyhovuje 2 z {everything} poznámek")
     assert page.locator("li.toc-note:not([hidden]) .toc-title").all_text_contents() == ["Teh Tarik", "Masala chai"]
     shown_folders = page.locator("details.toc-dir:not([hidden]) > summary .toc-dir-name").all_text_contents()
     assert shown_folders == ["recepty/", "napoje/"]  # the others are hidden …
     assert page.locator("details.toc-dir:not([hidden])[open]").count() == 2  # … and these open
     box.fill("")
     box.type("cajem mleko", delay=20)  # no diacritics needed: a heading, "Čaj a mléko"? no: every word must match
-    expect(status).to_have_text("No note matches.")
+    expect(status).to_have_text("Žádná poznámka nevyhovuje.")
     box.fill("")
     box.type("caj", delay=20)  # "Čaj a mléko", a heading of Teh Tarik
-    expect(status).to_have_text(f"1 of {everything} notes match")
+    expect(status).to_have_text(f"Vyhovuje 1 z {everything} poznámek")
     assert page.locator("li.toc-note:not([hidden]) .toc-title").all_text_contents() == ["Teh Tarik"]
     box.fill("")
     box.type("recepty teh", delay=20)  # every word must match: a folder's name and a title
-    expect(status).to_have_text(f"1 of {everything} notes match")
+    expect(status).to_have_text(f"Vyhovuje 1 z {everything} poznámek")
     assert page.locator("li.toc-note:not([hidden]) .toc-title").all_text_contents() == ["Teh Tarik"]
     box.press("Escape")
     expect(status).to_have_text("")
@@ -415,7 +415,7 @@ def test_results_page_works_without_javascript(server, browser):
     assert page.locator("ol.hits li.hit .hit-note").first.inner_text() == "Balicí seznam – Sněžka"
     assert page.locator("ol.hits mark").first.inner_text() == "powerbanka"
     # the tree needs a script; without one, every source's table of contents is a link away
-    assert page.locator("#site-nav a").all_inner_texts() == ["notes"]
+    assert page.locator("#site-nav .nav-sources a").all_inner_texts() == ["notes"]  # the close link: a phone's
     context.close()
 
 
@@ -427,7 +427,7 @@ def test_site_opened_from_a_file_says_search_needs_the_server_as_you_type(exampl
     assert not note.is_visible()
     page.keyboard.press("Control+k")
     page.keyboard.type("č")  # one letter: no Enter needed
-    assert note.is_visible() and "Search needs the server" in note.inner_text()
+    assert note.is_visible() and "Hledání potřebuje server" in note.inner_text()
     page.press("header form.search input[name=q]", "Enter")
     assert page.url.endswith("teh-tarik.html")  # the form did not go to a missing file
     # the tree works from a file too (a script, not a fetch)

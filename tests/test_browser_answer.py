@@ -100,9 +100,9 @@ def test_ask_from_the_drop_down_cites_and_lands_on_the_section(asking_server, ch
         page.goto(f"{asking_server}/index.html")
         page.locator("header form.search input[name=q]").fill(QUESTION)
         action = page.locator("header .search-results a.ask-action")
-        expect(action).to_have_text(f"Ask your notes: “{QUESTION}”", timeout=15_000)
+        expect(action).to_have_text(f"Zeptat se poznámek: „{QUESTION}“", timeout=15_000)
         expect(page.locator("header .search-results .ask-notice")).to_have_text(
-            f"Ask sends your question and the passages it shows to ollama at {urlsplit(chat.url).netloc}.")
+            f"Otázka a úryvky, které ukazuje, se pošlou na {urlsplit(chat.url).netloc} (ollama).")
         action.click()
         answer = page.locator("header .search-results .answer-answered .answer-text")
         expect(answer).to_have_text(expected["answer"], timeout=30_000)
@@ -119,7 +119,7 @@ def test_ask_from_the_drop_down_cites_and_lands_on_the_section(asking_server, ch
         expect(evidence).to_have_count(len(expected["citations"]))
         for index, c in enumerate(expected["citations"]):
             said = " ".join(cited[index]["text"][c["span"][0]:c["span"][1]].split())
-            expect(evidence.nth(index)).to_have_text(f"sentence {c['sentence']}: {said}")
+            expect(evidence.nth(index)).to_have_text(f"věta {c['sentence']}: {said}")
         links.nth(1).hover()
         expect(evidence.nth(1)).to_have_class("answer-evidence marked")
         expect(evidence.nth(0)).to_have_class("answer-evidence")
@@ -151,12 +151,12 @@ def test_an_invented_quote_is_refused_on_the_search_page(asking_server, chat, br
         page.goto(f"{asking_server}/search?q={quote(QUESTION)}")
         page.locator("main form.search-large button.ask-button").click()
         status = page.locator("main .answer-refused .answer-status")
-        expect(status).to_have_text("No answer: the model’s answer did not pass the check against your notes, "
-                                    "so it is not shown.", timeout=30_000)
+        expect(status).to_have_text("Bez odpovědi: odpověď modelu neprošla kontrolou proti vašim poznámkám, "
+                                    "proto se nezobrazí.", timeout=30_000)
         expect(page.locator("main .answer-refused .answer-problems li")).to_have_text(
             "sentence 1 quotes 'toto v žádné poznámce není napsáno', which is not word for word in [1]")
         assert page.locator("main .answer a").count() == 0  # nothing of the refused answer, no link
-        expect(page.locator("main .ask-notice")).to_contain_text("Ask sends your question and the passages")
+        expect(page.locator("main .ask-notice")).to_contain_text("Otázka a úryvky, které ukazuje, se pošlou")
         page.screenshot(path=str(shots / name))
         assert errors == []
         context.close()
@@ -172,7 +172,7 @@ def test_a_question_outside_the_notes_is_not_in_notes(asking_server, chat, brows
     page.goto(f"{asking_server}/index.html")
     ask_in_drop_down(page, OUTSIDE)
     expect(page.locator("header .search-results .answer-not_in_notes .answer-status")).to_have_text(
-        "Your notes do not say: nothing in them answers this.", timeout=30_000)
+        "Vaše poznámky to neříkají: nic v nich na tohle neodpovídá.", timeout=30_000)
     page.screenshot(path=str(shots / "ask-not-in-notes-phone.png"))
     assert len(chat.requests) == asked  # the model was not asked
     assert errors == []
@@ -187,7 +187,7 @@ def test_a_provider_that_fails_says_so_and_the_hits_stay(asking_server, chat, br
         page.goto(f"{asking_server}/index.html")
         ask_in_drop_down(page, QUESTION)
         expect(page.locator("header .search-results .answer-unavailable .answer-status")).to_have_text(
-            "No answer: the answer provider is unavailable. The search results still work.", timeout=30_000)
+            "Bez odpovědi: poskytovatel odpovědí je nedostupný. Výsledky hledání fungují dál.", timeout=30_000)
         expect(page.locator("header .search-results .answer-problems li")).to_have_text(
             f"ollama at {chat.url} answered HTTP 500: Internal server error")
         assert page.locator("header .search-results a.search-result").count() > 0  # the hits are still there

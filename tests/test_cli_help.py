@@ -29,6 +29,7 @@ options:
 
 commands:
   COMMAND
+    init      write a commented portal.yaml for a folder or a git repository
     build     sync the sources, refresh the index and the site (cron)
     embed     embed the sections still waiting for vectors (a build starts it)
     search    search the index by words and meaning
@@ -130,8 +131,8 @@ def test_every_option_says_its_default():
                    and not action.required and action.help != argparse.SUPPRESS
                    and "(default: " not in (action.help or "")]
     assert undescribed == []
-    assert sorted(commands()) == ["ask", "build", "embed", "eval", "grep", "mcp", "read", "search", "serve", "status",
-                                  "toc", "watch"]
+    assert sorted(commands()) == ["ask", "build", "embed", "eval", "grep", "init", "mcp", "read", "search", "serve",
+                                  "status", "toc", "watch"]
 
 
 def test_every_read_command_has_json():
@@ -165,7 +166,7 @@ def test_an_unknown_option_prints_the_commands_usage(capsys):
                                        "notes-portal status: error: unrecognized arguments: --limit 3\n")
 
 
-HINT = "point at one with --config FILE or $NOTES_PORTAL_CONFIG"
+HINT = "point at one with --config FILE or $NOTES_PORTAL_CONFIG, or write one: notes-portal init FOLDER"
 
 
 def test_a_missing_config_file_says_how_to_name_one(tmp_path, monkeypatch, capsys):

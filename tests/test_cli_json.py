@@ -59,6 +59,7 @@ def test_search(built, capsys):
         "schema": SCHEMA, "command": "search", "query": "powerbanka", "mode": "hybrid", "weak": False,
         "corrected": None, "translated": {}, "marked": ["powerbanka"], "vectors": None,
         "notes": ["embeddings disabled (provider: none): FTS-only results"],
+        "said": [{"key": "said.disabled", "values": {}}],
         "hits": [{"source": "notes", "path": "cestovani/snezka.md", "title": "Balicí seznam – Sněžka",
                   "breadcrumb": "Balicí seznam – Sněžka", "anchor": "", "line_start": 5, "line_end": 7,
                   "snippet": "rozbočovač do zásuvky <mark>powerbanka</mark> sluchátka Sony s ANC",
@@ -177,7 +178,7 @@ def test_errors_are_json_on_stdout_and_one_line_on_stderr(built, tmp_path, capsy
     missing = tmp_path / "nope.yaml"
     code, body, err = run(capsys, "status", "--config", str(missing))
     message = (f"{missing}: config file not found (from --config); "
-               "point at one with --config FILE or $NOTES_PORTAL_CONFIG")
+               "point at one with --config FILE or $NOTES_PORTAL_CONFIG, or write one: notes-portal init FOLDER")
     assert (code, body, err) == (2, _error("status", message, 2), f"notes-portal: {message}\n")
     (tmp_path / "empty").mkdir()
     config = write_config(tmp_path / "empty", "embedding:\n  provider: none\nsources:\n  n:\n    folder: .\n")

@@ -84,7 +84,8 @@ def test_relative_paths_resolve_against_the_config_file(folder, tmp_path, monkey
 def test_missing_config_file(tmp_path, capsys):
     assert main(["status", "--config", str(tmp_path / "nope.yaml")]) == 2
     assert capsys.readouterr().err == (f"notes-portal: {tmp_path / 'nope.yaml'}: config file not found "
-                                       "(from --config); point at one with --config FILE or $NOTES_PORTAL_CONFIG\n")
+                                       "(from --config); point at one with --config FILE or $NOTES_PORTAL_CONFIG, "
+                                       "or write one: notes-portal init FOLDER\n")
 
 
 @pytest.mark.parametrize("site_output, index, exposed", [

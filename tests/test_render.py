@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import json
 import subprocess
 import sys
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.core import urls
+from builder.core import messages, urls
 from builder.render.stamp import site_is_stale
 from tests.conftest import copy_config
 from tests.render_support import (
@@ -191,7 +192,9 @@ def test_note_page_shows_title_tags_source_date_toc_and_backlinks(site):
                                      ("../../tags/caj/index.html", "#Čaj")]
     meta = next(d for d in doc.iter("div") if d.get("class") == "note-meta")
     assert "notes: recepty/teh-tarik.md" in "".join(meta.itertext())
-    assert meta.find(".//time").get("datetime") == meta.find(".//time").text
+    when = meta.find(".//time")  # the day in the site's language (English here), the ISO date for machines
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", when.get("datetime"))
+    assert when.text == messages.day("en", when.get("datetime"))
     toc = next(a for a in doc.iter("aside") if a.get("class") == "page-toc")
     assert anchors_of(toc) == [("#suroviny", "Suroviny"), ("#postup", "Postup")]
     backlinks = next(s for s in doc.iter("section") if s.get("class") == "backlinks")
@@ -345,8 +348,9 @@ def test_toc_page_lists_every_folder_note_tag_and_heading(site):
         ("../tags/recepty/index.html", "#recepty")]
     assert bodies["dir-recepty-napoje"] in list(folders[1].iter("div"))  # nested in its parent folder
     filter_box = next(d for d in doc.iter("div") if d.get("class") == "toc-filter")
-    assert filter_box.get("hidden") == ""  # static/toc.js shows it; without script there is nothing to type into
-    assert [s.get("src").split("?")[0] for s in doc.iter("script")] == [
+    assert filter_box.get("hidden") is None  # its place kept (no layout shift); style.css hides it until toc.js works
+    assert ".toc-filter:not(.toc-filter-ready) { visibility: hidden; }" in (out / "static/style.css").read_text()
+    assert [s.get("src").split("?")[0] for s in doc.iter("script") if s.get("src")] == [
         "../static/nav.js", "../static/search.js", "../static/toc.js"]
     crumbs = next(n for n in doc.iter("nav") if n.get("class") == "breadcrumbs")
     assert anchors_of(crumbs) == [("../index.html", "Home")]
@@ -396,10 +400,11 @@ def test_pages_use_relative_urls_and_the_search_box_needs_the_server(site):
         depth = rel.count("/")
         assert form.get("action") == "../" * depth + "search"
         assert form.get("data-api") == "../" * depth + "api/search"
-        scripts = [s.get("src").split("?v=")[0] for s in doc.iter("script")]
+        scripts = [s.get("src").split("?v=")[0] for s in doc.iter("script") if s.get("src")]
         assert scripts[:2] == ["../" * depth + "static/nav.js", "../" * depth + "static/search.js"]
         assert scripts[2:] == (["../static/toc.js"] if rel == "notes/index.html" else [])
-        assert all(not (s.text or "").strip() for s in doc.iter("script"))  # no inline script
+        inline = [s for s in doc.iter("script") if (s.text or "").strip()]  # no inline script, only the words' data
+        assert [(s.get("type"), s.get("id")) for s in inline] == [("application/json", "ui-messages")]
     js = (out / "static/search.js").read_text(encoding="utf-8")
     assert 'window.location.protocol === "file:"' in js and ".search-offline" in js  # behaviour: test_browser.py
     stylesheets = [el.get("href") for el in parse_page(out / "404.html").iter() if el.get("rel") == "stylesheet"]
@@ -442,7 +447,8 @@ def _active(doc) -> list[str]:
     found = []
     for el in doc.iter():
         tag = el.tag if isinstance(el.tag, str) else ""
-        ours = tag == "script" and el.get("src", "").startswith(("static/", "../static/", "../../static/"))
+        ours = tag == "script" and (el.get("src", "").startswith(("static/", "../static/", "../../static/"))
+                                    or el.get("type") == "application/json" and el.get("id") == "ui-messages")
         if tag in ("script", "iframe", "object", "embed", "svg") and not ours:
             found.append(tag)
         for name, value in el.attrib.items():

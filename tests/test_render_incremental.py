@@ -179,7 +179,8 @@ def test_template_change_or_full_rerenders_everything(portal, tmp_path, monkeypa
     assert run.report.written == ()  # … but with the same content: nothing to redo
     assert not stale(config)
     note = templates / "note.html"
-    note.write_text(note.read_text("utf-8").replace("Linked from", "Odkazují sem"), encoding="utf-8")
+    note.write_text(note.read_text("utf-8").replace('{{ t("note.linked_from") }}</h2>', "Odkazují sem</h2>"),
+                    encoding="utf-8")
     assert stale(config)
     run = build_and_render(config)
     everything = set(site_files(config.site.output))

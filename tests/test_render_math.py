@@ -169,7 +169,8 @@ def test_only_a_page_with_a_diagram_loads_mermaid(portal):
     check_site(site)  # every page parses as strict HTML5, every script it loads is there
     with_diagram = (site / "notes" / "fyzika.html").read_text(encoding="utf-8")
     without = (site / "notes" / "bez-diagramu.html").read_text(encoding="utf-8")
-    assert with_diagram.startswith(f'<!doctype html>\n<html>\n<head>\n<meta charset="utf-8">\n{DIAGRAM_MARK}\n')
+    head = f'<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n{DIAGRAM_MARK}\n'
+    assert with_diagram.startswith(head)
     assert 'static/vendor/mermaid/mermaid.min.js?v=' in with_diagram and "static/mermaid-init.js?v=" in with_diagram
     assert "<script>" not in with_diagram  # nothing inline: the CSP forbids it
     assert with_diagram.count('class="math-error"') == 4 and with_diagram.count("<math ") == 2  # and it parsed
@@ -218,9 +219,21 @@ def test_a_diagram_added_by_an_edit_makes_its_page_load_mermaid_and_removed_stop
     assert DIAGRAM_MARK not in page.read_text(encoding="utf-8") and "mermaid" not in page.read_text(encoding="utf-8")
 
 
-def test_without_mermaid_a_diagram_shows_its_source_and_says_why_until_it_is_fetched(tmp_path, monkeypatch):
-    """mermaid is fetched at set-up, not kept in git: a portal without it shows each diagram's source, says how
-    to fetch it, and loads no script it lacks; the first build after it is fetched draws them."""
+def test_the_vendored_mermaid_is_the_checked_release():
+    """mermaid is kept in git (its README says why): the file is the npm release fetch.sh names, byte for byte."""
+    import hashlib
+
+    from builder.core.templates import static_dir
+
+    fetch = (static_dir() / "vendor/mermaid/fetch.sh").read_text(encoding="utf-8")
+    expected = re.search(r"^SHA256=([0-9a-f]{64})$", fetch, re.M)
+    assert expected and expected[1] == "336df803d87a38b70a01e736e666c8f7601d2ce42f5e47c8fafe5d721074b9a3"
+    assert hashlib.sha256((static_dir() / MERMAID_JS).read_bytes()).hexdigest() == expected[1]
+
+
+def test_without_mermaid_a_diagram_shows_its_source_and_says_why_until_it_is_back(tmp_path, monkeypatch):
+    """An install that lost mermaid's file shows each diagram's source, says so, and loads no script it lacks;
+    the first build after the file is back draws them."""
     require_mermaid()
     from builder.core import templates
 
@@ -237,14 +250,14 @@ def test_without_mermaid_a_diagram_shows_its_source_and_says_why_until_it_is_fet
     site = config.site.output
     check_site(site)  # every script a page loads is there
     page = (site / "notes" / "schema.html").read_text(encoding="utf-8")
-    assert "mermaid.min.js" not in page and DIAGRAM_MARK not in page
+    assert "<script src=\"../static/vendor/mermaid" not in page and DIAGRAM_MARK not in page
     assert '<pre class="mermaid">flowchart LR\n  a --&gt; b\n</pre>' in page
-    assert ("Diagrams are shown as their source: this portal has no copy of mermaid to draw them "
-            "(<code>templates/static/vendor/mermaid/fetch.sh</code> fetches it).") in " ".join(page.split())
-    shutil.copy(fetched_here, fetched)  # what fetch.sh does
+    assert ("Diagrams are shown as their source: this install of the portal lacks mermaid's file "
+            "(<code>static/vendor/mermaid/mermaid.min.js</code>) to draw them.") in " ".join(page.split())
+    shutil.copy(fetched_here, fetched)
     build_and_render(config, embedder_factory=HashEmbedder)
     page = (site / "notes" / "schema.html").read_text(encoding="utf-8")
-    assert "static/vendor/mermaid/mermaid.min.js?v=" in page and DIAGRAM_MARK in page and "fetch.sh" not in page
+    assert "static/vendor/mermaid/mermaid.min.js?v=" in page and DIAGRAM_MARK in page and "diagrams-as-text" not in page
 
 
 # ---------------------------------------------------------------- a formula's text is never cut (issue 44)

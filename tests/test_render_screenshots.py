@@ -109,8 +109,8 @@ def test_table_of_contents_with_its_filter(server, browser, shots, viewport, dar
     assert page.locator("details.toc-dir").count() == 15 and no_horizontal_scroll(page)
     page.screenshot(path=str(shots / f"toc-{'phone-dark' if dark else 'desktop'}.png"))
     page.fill(".toc-filter-input", "zaloh")  # no diacritics needed: "Zálohy", "zálohování"
-    page.locator(".toc-filter-status", has_text="match").wait_for()
-    assert page.locator(".toc-filter-status").inner_text().endswith("of 33 notes match")
+    page.locator(".toc-filter-status", has_text="Vyhovuje").wait_for()
+    assert page.locator(".toc-filter-status").inner_text().endswith("z 33 poznámek")
     page.screenshot(path=str(shots / f"toc-filter-{'phone-dark' if dark else 'desktop'}.png"))
     context.close()
 
@@ -129,13 +129,13 @@ def test_search_as_you_type(server, browser, shots, viewport, dark):
 
 def test_home_tag_and_broken_links_pages(server, browser, shots):
     context, page = open_page(browser, f"{server}/index.html", DESKTOP)
-    assert page.locator(".broken-summary a").inner_text() == "2 broken links"  # on purpose: see the README
+    assert page.locator(".broken-summary a").inner_text() == "2 nefunkční odkazy"  # on purpose: see the README
     page.screenshot(path=str(shots / "home.png"))
     page.goto(f"{server}/tags/recepty/index.html")
     assert page.locator("a.note-link").all_inner_texts() == [
         "Bryndzové halušky", "Kváskový chléb – můj postup", "Masala chai",
         "Svíčková na smetaně (podle babičky)", "Teh Tarik"]
     page.goto(f"{server}/broken-links.html")
-    assert page.locator(".broken-line").all_inner_texts() == ["line 28", "line 11"]
+    assert page.locator(".broken-line").all_inner_texts() == ["řádek 28", "řádek 11"]
     page.screenshot(path=str(shots / "broken-links.png"))
     context.close()

@@ -75,8 +75,8 @@ def test_hit_shape_and_provenance(indexed):
     scores = [hit.score for hit in result.hits]
     assert scores == sorted(scores, reverse=True) and len(set(h.url for h in result.hits)) == len(scores)
     assert "<mark>dvě</mark>" in top.snippet and "<mark>čaje</mark>" in top.snippet
-    assert set(result.to_json()) == {"query", "mode", "weak", "corrected", "translated", "marked", "notes", "vectors",
-                                     "hits"}
+    assert set(result.to_json()) == {"query", "mode", "weak", "corrected", "translated", "marked", "notes", "said",
+                                     "vectors", "hits"}
     assert set(result.to_json()["hits"][0]) == {"source", "path", "title", "breadcrumb", "anchor", "line_start",
                                                "line_end", "snippet", "score", "ranks", "url", "more", "copies",
                                                "words"}

@@ -24,6 +24,7 @@ from server.app import create_app
 from server.query import parse
 from server.search import SearchResult, search
 from server.snippets import plain_text, snippet
+from tests.render_support import shown
 from tests.conftest import (
     PROJECT,
     HashEmbedder,
@@ -150,11 +151,11 @@ def test_the_search_page_says_why_and_claims_no_closest(examples):
     config, _ = examples
     page = TestClient(create_app(config, embedder_factory=HashEmbedder)).get("/search", params={"q": "na"}).text
     assert "only common words (na): add a word that says what to find" in page
-    assert "closest by meaning" not in page and "Nothing matches" in page
+    assert "closest by meaning" not in shown(page) and "Nothing matches" in shown(page)
 
 
-def test_the_readme_says_what_function_words_do():
-    readme = " ".join((PROJECT / "README.md").read_text(encoding="utf-8").split())
+def test_the_manual_says_what_function_words_do():
+    readme = " ".join((PROJECT / "docs" / "SEARCH.md").read_text(encoding="utf-8").split())
     assert "Function words (`a`, `na`, `the` …) find nothing by themselves and are never highlighted" in readme
     assert "only common words (na): add a word that says what to find" in readme
 

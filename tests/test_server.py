@@ -19,7 +19,7 @@ from builder.sync import build
 from builder.synclog import SyncLog
 from server.app import SECURITY_HEADERS, create_app
 from tests.conftest import HashEmbedder, copy_config, free_port, ollama_yaml, write_note
-from tests.render_support import build_and_render
+from tests.render_support import build_and_render, shown
 from tests.server_support import ids_in
 
 
@@ -38,8 +38,8 @@ def test_search_result_shape_and_url_lands_on_the_section(client):
     response = client.get("/api/search", params={"q": "Zapojení převodník"})
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"query", "mode", "weak", "corrected", "translated", "marked", "notes", "vectors", "hits",
-                         "took_ms"}
+    assert set(body) == {"query", "mode", "weak", "corrected", "translated", "marked", "notes", "said", "vectors",
+                         "hits", "took_ms"}
     assert body["vectors"] is None  # every chunk has its vector
     assert (body["query"], body["mode"], body["weak"], body["corrected"], body["marked"], body["notes"]) == (
         "Zapojení převodník", "hybrid", False, None, ["zapojení", "převodník"], [])
@@ -246,7 +246,7 @@ def test_a_corrected_query_can_be_searched_as_typed(client):
     assert "mode=bm25" in target and "source=notes" in target  # the page's other choices kept
     again = client.get("/" + target)
     assert again.status_code == 200 and 'value="kondenzvané mléko"' in again.text
-    assert "showing results for" not in again.text and "search-as-typed" not in again.text
+    assert "showing results for" not in shown(again.text) and "search-as-typed" not in again.text
     assert client.get("/api/search", params={"q": query, "correct": ""}).json()["corrected"] is not None
 
 

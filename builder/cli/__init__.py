@@ -1,4 +1,4 @@
-"""The ``notes-portal`` command line: build, search, ask, toc, grep, read, status, eval, serve, watch, mcp.
+"""The ``notes-portal`` command line: init, build, search, ask, toc, grep, read, status, eval, serve, watch, mcp.
 
 The CLI is the composition root: the one place that imports both the write
 path (``builder``) and the read path (``server``), each inside the command that
@@ -22,6 +22,7 @@ from builder.cli.commands import (
     cmd_embed,
     cmd_eval,
     cmd_grep,
+    cmd_init,
     cmd_mcp,
     cmd_read,
     cmd_search,
@@ -80,6 +81,14 @@ def parser() -> Parser:
     common.add_argument("--config", metavar="FILE",
                         help=f"the portal's YAML config (default: $NOTES_PORTAL_CONFIG, else ./{DEFAULT_CONFIG})")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+
+    p = _command(sub, "init", "write a commented portal.yaml for a folder or a git repository",
+                 "Write a commented portal.yaml (here, or --config FILE) for one source of notes: its\n"
+                 "scope, the site's language guessed from the notes, the embedding model, where the\n"
+                 "site goes. Never overwrites a file. Then: notes-portal build && notes-portal serve.", common)
+    p.add_argument("source", metavar="FOLDER|GIT_URL", nargs="?", default=".",
+                   help="the notes: a folder, or a git repository's URL (default: the current folder)")
+    p.set_defaults(func=cmd_init)
 
     p = _command(sub, "build", "sync the sources, refresh the index and the site (cron)",
                  "Sync every source, index what changed and render its pages. A build that finds\n"

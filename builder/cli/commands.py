@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 EXIT_UNAVAILABLE = 3  # `ask`: the answer provider failed (the JSON or text says so, with the hits)
 DEFAULT_CONFIG = "portal.yaml"
 PLAIN_MARKS = (("⟦", "⟧"), ("«", "»"), ("⟪", "⟫"), ("[[", "]]"))  # a match's ends in plain text
-CONFIG_HINT = "point at one with --config FILE or $NOTES_PORTAL_CONFIG"
+NO_DICTIONARY = ("English questions are searched as typed, not also in Czech (no dictionary: apt-get install "
+                 "dict-freedict-eng-ces, or search.dictionary in the config)")
+CONFIG_HINT = "point at one with --config FILE or $NOTES_PORTAL_CONFIG, or write one: notes-portal init FOLDER"
 
 
 def config_of(args: argparse.Namespace) -> Config:
@@ -41,6 +43,17 @@ def config_of(args: argparse.Namespace) -> Config:
 
 def print_json(data: dict[str, Any]) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write a commented portal.yaml for a folder or a git repository (never over a file)."""
+    from builder.cli import portal_yaml
+
+    path = Path(args.config or os.environ.get("NOTES_PORTAL_CONFIG") or DEFAULT_CONFIG).expanduser()
+    written = portal_yaml.write(args.source, path)
+    flag = f"--config {args.config}" if args.config and Path(args.config) != Path(DEFAULT_CONFIG) else ""
+    print(portal_yaml.report(written, args.source, flag))
+    return 0
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -313,6 +326,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
           + ("" if args.no_mcp else f" (MCP at {where}mcp)"), file=sys.stderr)
     if watch is not None:
         print(f"notes-portal: {watch.describe()}", file=sys.stderr)
+    if config.dictionary is None:  # an optional package: said once, here (status says it too)
+        print(f"notes-portal: {NO_DICTIONARY}", file=sys.stderr)
     runner.start()
     try:
         uvicorn.run(create_app(config, mcp=mcp, jobs=runner), host=args.host, port=args.port, log_level="warning")

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from builder.core.errors import ConfigError
+from builder.core.messages import DEFAULT_LANGUAGE, LANGUAGES
 from builder.core.yamlread import KeyLines, Reader, describe
 
 DEFAULT_DICTIONARY = Path("/usr/share/dictd/freedict-eng-ces")  # Debian's dict-freedict-eng-ces
@@ -115,6 +116,7 @@ class WatchConfig:
 class SiteConfig:
     title: str = "Notes"
     output: Path = Path(".portal/site")
+    language: str = "en"  # the pages' own words, dates and <html lang> (builder.core.messages): cs | sk | en
 
 
 @dataclass(frozen=True)
@@ -208,10 +210,14 @@ def load_config(path: str | Path) -> Config:
 def _build(r: Reader, raw: Any, base: Path) -> Config:
     top = r.mapping(raw, (), {"site", "index", "embedding", "sources", "limits", "git", "render", "server",
                               "search", "watch", "answer"})
-    site_raw = r.mapping(top.get("site"), ("site",), {"title", "output"})
+    site_raw = r.mapping(top.get("site"), ("site",), {"title", "output", "language"})
+    language = r.string(site_raw, ("site", "language"), DEFAULT_LANGUAGE) or DEFAULT_LANGUAGE
+    if language not in LANGUAGES:
+        raise r.fail(("site", "language"), f"must be one of {', '.join(LANGUAGES)}, got {language[:20]!r}")
     site = SiteConfig(
         title=r.string(site_raw, ("site", "title"), "Notes") or "Notes",
         output=r.path(r.string(site_raw, ("site", "output"), ".portal/site") or ".portal/site", base),
+        language=language,
     )
     index = r.path(r.string(top, ("index",), ".portal/index.sqlite") or ".portal/index.sqlite", base)
     limits = r.mapping(top.get("limits"), ("limits",), {"max_note_bytes"})

@@ -27,11 +27,12 @@ if TYPE_CHECKING:
     from builder.render.markdown import Body
     from builder.render.pages import NoteInfo
 
-BODY_FORMAT = "2"  # a kept body: marshal of (key, html, links, results, lines, code blocks)
+BODY_FORMAT = "3"  # a kept body: marshal of (key, html, links, results, lines, code blocks, lang, summary)
 
 
-def cache_file(site: Path, code: Iterable[Path], trusted: bool) -> Path:
-    """The file of kept bodies for this renderer (its modules ``code``; templates do not shape a body)."""
+def cache_file(site: Path, code: Iterable[Path], trusted: bool, language: str = "en") -> Path:
+    """The file of kept bodies for this renderer (its modules ``code``; templates do not shape a body) and the
+    site's language (a broken link's tooltip is in it)."""
     import markdown_it
     import mdit_py_plugins
     import nh3
@@ -39,7 +40,8 @@ def cache_file(site: Path, code: Iterable[Path], trusted: bool) -> Path:
 
     from builder.render.mathml import converter_version
 
-    versions = [BODY_FORMAT, str(trusted), markdown_it.__version__, mdit_py_plugins.__version__, pygments.__version__,
+    versions = [BODY_FORMAT, str(trusted), language, markdown_it.__version__, mdit_py_plugins.__version__,
+                pygments.__version__,
                 getattr(nh3, "__version__"), converter_version()]  # noqa: B009 (nh3's stubs do not declare it)
     digest = hashlib.sha256("\0".join(versions).encode())
     for path in code:
@@ -65,9 +67,9 @@ def lookup(path: Path, note: NoteInfo, resolve: Callable[[str, str], Link]) -> t
     if data is None:
         return None
     try:
-        kept_for, html, links, results, lines, code = marshal.loads(data)
+        kept_for, html, links, results, lines, code, lang, summary = marshal.loads(data)
         body = Body(html, tuple((kind, raw) for kind, raw in links), tuple(Link(*r) for r in results),
-                    tuple(tuple(at) for at in lines))
+                    tuple(tuple(at) for at in lines), str(lang), str(summary))
         if kept_for != wanted or not isinstance(html, str) or len(body.results) != len(body.links):
             return None  # a damaged file
         code = tuple(str(block) for block in code)
@@ -83,7 +85,8 @@ def save(path: Path, made: dict[str, tuple[Body, tuple[str, ...]]], keep: set[st
     def rows() -> Iterator[tuple[str, bytes]]:
         for k, (body, code) in made.items():
             yield k, marshal.dumps((k, body.html, [list(link) for link in body.links],
-                                    [r.as_list() for r in body.results], [list(at) for at in body.lines], list(code)))
+                                    [r.as_list() for r in body.results], [list(at) for at in body.lines], list(code),
+                                    body.lang, body.summary))
 
     if write_bodies(path, rows, keep):
         for other in path.parent.glob("bodies-*.sqlite"):

@@ -125,7 +125,8 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     if not _files_hold(resolver, meta["file_links"]) or not _anchors_hold(path, resolver, notes, old, meta["into"]):
         return None
     jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, templates.asset_version(),
-                                tuple(s.id for s in config.sources), templates.ask_target(config.answer))
+                                tuple(s.id for s in config.sources), templates.ask_target(config.answer),
+                                config.site.language)
     journal = output.Journal(site)
     out = output.Output(site, stored_pages, present, set(), journal)
     jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site,
@@ -177,7 +178,7 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
             body = bodies[note.key].body
             if body is None:
                 return None
-            page_jobs.append((note, body.html, backlinks, picture))
+            page_jobs.append((note, body, backlinks, picture))
     for outcome in bodies.values():
         if outcome.blocks:
             highlight.remember_blocks(outcome.blocks)

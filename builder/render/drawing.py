@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from html import escape
 
 from builder.core import urls
+from builder.core.messages import DEFAULT_LANGUAGE
+from builder.core.messages import text as say
 from builder.render.graph import Local
 
 ARROW = "np-graph-arrow"  # the marker's id (one graph per page)
@@ -82,7 +84,7 @@ def _line(a: _Place, b: _Place, ra: float, rb: float, both: bool, css: str) -> s
             f'x2="{_num(b.x - ux * (rb + 1))}" y2="{_num(b.y - uy * (rb + 1))}" marker-end="url(#{ARROW})"{start}/>')
 
 
-def local_svg(local: Local, page_url: str) -> str:
+def local_svg(local: Local, page_url: str, language: str = DEFAULT_LANGUAGE) -> str:
     """The picture of a note's neighbourhood for its page at ``page_url`` (site-relative)."""
     places = _local_layout(local)
     root = urls.root_of(page_url)  # site-relative URLs from this page (as the page's other links)
@@ -101,7 +103,8 @@ def local_svg(local: Local, page_url: str) -> str:
         if node.ring == 0:
             label = (f'<text class="label label0" x="{_num(place.x)}" y="{_num(place.y + radius + 18)}" '
                      f'text-anchor="middle">{escape(_short(node.title, LABEL[0]))}</text>')
-            nodes.append(f'<g class="node ring0"><title>{escape(node.title)} (this note)</title>{circle}{label}</g>')
+            own = escape(say(language, "graph.this_note", title=node.title))
+            nodes.append(f'<g class="node ring0"><title>{own}</title>{circle}{label}</g>')
             continue
         label = _label(place.x, place.y, place.angle, radius, _short(node.title, LABEL[node.ring]),
                        f"label label{node.ring}")
@@ -109,9 +112,9 @@ def local_svg(local: Local, page_url: str) -> str:
         nodes.append(f'<a class="node ring{node.ring}" href="{href}"><title>{escape(node.title)}</title>'
                      f'{circle}{label}</a>')
     more = "" if not local.more else (f'<text class="label more" x="{LOCAL_W - 8}" y="{LOCAL_H - 10}" '
-                                      f'text-anchor="end">+{local.more} more linked notes</text>')
+                                      f'text-anchor="end">{escape(say(language, "graph.more", n=local.more))}</text>')
     return (f'<svg class="graph graph-local" viewBox="0 0 {LOCAL_W} {LOCAL_H}" role="group" '
-            f'aria-label="Notes linked with {escape(local.nodes[0].title)}, two links away at most">{_DEFS}'
+            f'aria-label="{escape(say(language, "graph.local_label", title=local.nodes[0].title))}">{_DEFS}'
             f'<g class="edges">{"".join(edges)}</g><g class="nodes">{"".join(nodes)}</g>{more}</svg>')
 
 
@@ -130,7 +133,8 @@ class SourceNode:
     folder: int  # the index of its top-level folder in the legend
 
 
-def source_svg(nodes: list[SourceNode], edges: list[tuple[int, int]], page_url: str, labelled: set[int]) -> str:
+def source_svg(nodes: list[SourceNode], edges: list[tuple[int, int]], page_url: str, labelled: set[int],
+               language: str = DEFAULT_LANGUAGE) -> str:
     """Notes on a circle in path order (folders together), links as curves across it; ``labelled``:
     the nodes whose titles are written beside them (every node has its title as a tooltip)."""
     c = SOURCE_SIZE / 2
@@ -161,5 +165,5 @@ def source_svg(nodes: list[SourceNode], edges: list[tuple[int, int]], page_url: 
                      f'href="{escape(root + node.url)}"><title>{escape(node.title)}</title>'
                      f'<circle cx="{_num(x)}" cy="{_num(y)}" r="5"/>{label}</a>')
     return (f'<svg class="graph graph-source" viewBox="0 0 {SOURCE_SIZE} {SOURCE_SIZE}" role="group" '
-            f'aria-label="Notes and their links">'
+            f'aria-label="{escape(say(language, "graph.source_label"))}">'
             f'<g class="edges">{"".join(curves)}</g><g class="nodes">{"".join(drawn)}</g></svg>')

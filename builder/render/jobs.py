@@ -80,17 +80,20 @@ class Written:
         return urls.site_file(self.url)
 
 
-def page_job(job: tuple[NoteInfo, str, list[NoteInfo], Local]) -> Written:
+def page_job(job: tuple[NoteInfo, Body, list[NoteInfo], Local]) -> Written:
     """Render and write one note page (with the picture of its links). A page that cannot be made or
     written is that note's failure (see :class:`Written`); a full disk is the render's."""
+    from builder.core import language
     from builder.render import drawing, output, pages
 
     ctx = context()
-    note, body_html, backlinks, local = job
+    note, body, backlinks, local = job
     rel = urls.site_file(note.url)
     try:
-        svg = "" if local.empty else drawing.local_svg(local, note.url)
-        html = ctx.templates.render(pages.note_page(note, body_html, backlinks, svg), ctx.built_at)
+        svg = "" if local.empty else drawing.local_svg(local, note.url, ctx.templates.language)
+        lang = body.lang or language.detect(language.prose_of_html(body.html)) or ""
+        page = pages.note_page(note, body.html, backlinks, svg, lang, body.summary or pages.summary_of(body.html))
+        html = ctx.templates.render(page, ctx.built_at)
         output.write_atomic(ctx.site / rel, html)
     except OSError as exc:
         if output.disk_full(exc):
@@ -185,7 +188,7 @@ def _render_body(note: NoteInfo, data: bytes) -> tuple[Outcome, bool]:
     highlight.take_new()
     try:
         body = markdown.render_body(_RENDERER[0], text, page_url=note.url, anchors=anchors, resolve=resolve,
-                                    trusted=ctx.trusted)
+                                    trusted=ctx.trusted, language=ctx.templates.language)
         return Outcome(body, None, highlight.take_used(), highlight.take_new() or None, new=indexed), indexed
     except Exception as exc:  # e.g. RecursionError on absurd nesting: show the text, keep the build going
         import html

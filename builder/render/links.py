@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from builder.core import filetypes, urls
+from builder.core.messages import text as say
 from builder.core.slug import NON_WORD, slugify
 from builder.sources import Scope, matches
 
@@ -207,11 +208,11 @@ def _joined(from_path: str, path_part: str) -> str | None:
 
 
 def _outside(raw: str) -> Link:
-    return Link("broken", reason=f"{raw} points outside the source")
+    return Link("broken", reason=say("en", "broken.outside", raw=raw))
 
 
 def _missing(raw: str) -> Link:
-    return Link("broken", reason=f"{raw}: no such note or file")
+    return Link("broken", reason=say("en", "broken.missing", raw=raw))
 
 
 def _note_at(src: SourceNotes, path: str) -> str | None:
@@ -253,7 +254,7 @@ def _attachment(src: SourceNotes, path: str, raw: str) -> Link:
                 or any(matches(p, candidate) for p in src.scope.exclude):
             return missing
     if any(matches(p, path) for p in src.scope.include) or path.lower().endswith(".md"):
-        return Link("broken", reason=f"{raw}: not a published note")
+        return Link("broken", reason=say("en", "broken.unpublished", raw=raw))
     if not filetypes.published(real_rel) or not filetypes.published(path):
         return Link("broken", reason=f"{raw}: {filetypes.why_not_published(path)}")
     if filetypes.suffix_of(real_rel) == ".svg" or filetypes.suffix_of(path) == ".svg":
@@ -263,8 +264,7 @@ def _attachment(src: SourceNotes, path: str, raw: str) -> Link:
         except OSError:
             return missing
         if not inert:
-            return Link("broken", reason=f"{raw}: the SVG holds scripts, event handlers or script links, "
-                                         "so it is not published")
+            return Link("broken", reason=say("en", "broken.svg", raw=raw))
     return Link("attachment", urls.attachment_url(src.source_id, path), target=path)
 
 
@@ -275,7 +275,7 @@ def _wiki(src: SourceNotes, from_path: str, raw: str) -> Link:
         return Link("anchor", f"#{slugify(fragment)}" if fragment else "")
     path = _wiki_target(src, from_path, name)
     if path is None:
-        return Link("broken", reason=f"[[{raw.strip()}]]: no note with that name or title")
+        return Link("broken", reason=say("en", "broken.wiki", raw=raw.strip()))
     return _note_link(src, path, fragment.strip())
 
 

@@ -29,7 +29,7 @@ from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.tasklists import tasklists_plugin
 
-from builder.core import urls
+from builder.core import messages, urls
 from builder.core.slug import Slugger
 from builder.core.textdecode import decode_note
 from builder.parse import inline_text
@@ -138,6 +138,8 @@ class Body:
     links: tuple[tuple[str, str], ...]  # (kind, raw): kind is link | image | wiki
     results: tuple[Link, ...]  # the resolution of each entry of ``links``
     lines: tuple[tuple[int, ...], ...] = ()  # the 1-based lines where each entry of ``links`` is written
+    lang: str = ""  # the front matter's ``lang`` (or ``language``): the language the note says it is written in
+    summary: str = ""  # the front matter's ``summary`` (or ``description``): its page's meta description
 
     def broken(self) -> list[tuple[int, str]]:
         """(line, why) of every broken link of the note, by line (within a line, in the order each link first
@@ -174,12 +176,14 @@ def note_text(data: bytes) -> str:
 
 
 def render_body(md: MarkdownIt, text: str, *, page_url: str, anchors: dict[int, str],
-                resolve: Callable[[str, str], Link], trusted: bool) -> Body:
+                resolve: Callable[[str, str], Link], trusted: bool, language: str = "en") -> Body:
     """Render one note. ``anchors`` maps the 0-based line of each top-level heading to its anchor;
-    ``resolve(kind, raw)`` answers links of this note."""
+    ``resolve(kind, raw)`` answers links of this note; ``language``: the site's (a broken link's tooltip)."""
     env: dict[str, Any] = {"page_url": page_url, "anchors": anchors, "links": {}, "lines": {}, "emitted": set(),
-                           "resolve": resolve}
-    out = md.render(text, env)
+                           "resolve": resolve, "language": language}
+    tokens = md.parse(text, env)
+    lang, summary = _declared(tokens)
+    out = md.renderer.render(tokens, md.options, env)
     missing = [a for a in anchors.values() if a not in env["emitted"]]
     if missing:  # a heading the indexer saw that this grammar nests differently: keep its target alive
         out = "".join(f'<span id="{html.escape(a)}"></span>' for a in missing) + out
@@ -187,7 +191,28 @@ def render_body(md: MarkdownIt, text: str, *, page_url: str, anchors: dict[int, 
         out = sanitize(out)
     links = tuple(env["links"])
     return Body(out, links, tuple(env["links"][key] for key in links),
-                tuple(tuple(env["lines"].get(key, ())) for key in links))
+                tuple(tuple(env["lines"].get(key, ())) for key in links), lang, summary)
+
+
+_LANG_TAG = re.compile(r"[a-z]{2,3}(-[a-z0-9]{2,8})*")
+
+
+def _declared(tokens: list[Any]) -> tuple[str, str]:
+    """What the front matter says of the note's language and summary ("" where it says nothing usable)."""
+    matter = next((t.content for t in tokens[:1] if t.type == "front_matter"), "")
+    if not re.search(r"^(lang|language|summary|description)\s*:", matter, re.M):
+        return "", ""
+    import yaml
+
+    try:
+        data = yaml.safe_load(matter)
+    except yaml.YAMLError:
+        return "", ""
+    if not isinstance(data, dict):
+        return "", ""
+    lang = next((str(v).strip().lower() for k in ("lang", "language") if isinstance(v := data.get(k), str)), "")
+    summary = next((" ".join(v.split()) for k in ("summary", "description") if isinstance(v := data.get(k), str)), "")
+    return (lang if _LANG_TAG.fullmatch(lang) else ""), summary[:300]
 
 
 def same_body(body: Body, from_url: str, to_url: str, results: tuple[Link, ...]) -> Body | None:
@@ -197,7 +222,7 @@ def same_body(body: Body, from_url: str, to_url: str, results: tuple[Link, ...])
     for before, after in zip(body.results, results, strict=True):
         if _rendered(before, from_url) != _rendered(after, to_url):
             return None
-    return Body(body.html, body.links, results, body.lines)
+    return Body(body.html, body.links, results, body.lines, body.lang, body.summary)
 
 
 def _rendered(link: Link, page_url: str) -> tuple[bool, str]:
@@ -226,8 +251,14 @@ def _href(link: Link, page_url: str) -> str:
 def _wiki_href(target: str, env: Any) -> tuple[str | None, str]:
     link = _resolve(env, "wiki", target)
     if link.kind == "broken":
-        return None, f"Broken link: {link.reason}"
+        return None, _broken(env, "broken.title", link)
     return _href(link, env["page_url"]) or "#", ""
+
+
+def _broken(env: Any, key: str, link: Link) -> str:
+    """A broken link's tooltip in the page's language (``Broken link: x.md: no such note or file``)."""
+    language = env.get("language", "en")
+    return messages.text(language, key, reason=messages.reason(language, link.reason))
 
 
 def _heading_ids(state: Any) -> None:
@@ -267,7 +298,7 @@ def _rewrite_raw_html(content: str, env: Any, line: int) -> str:
             at = line + content.count("\n", 0, match.start(2) + found.start(2))
             link = _resolve(env, "image" if name.lower() == "src" else "link", raw, at)
             if link.kind == "broken":
-                return f'{space}data-broken-link="{html.escape("Broken link: " + link.reason)}"'
+                return f'{space}data-broken-link="{html.escape(_broken(env, "broken.title", link))}"'
             return f'{space}{name}="{html.escape(_href(link, env["page_url"]))}"'
 
         return f"<{match.group(1)}{_URL_ATTR.sub(attribute, attrs)}>"
@@ -297,7 +328,7 @@ def _rewrite_links(state: Any) -> None:
                 broken_open = link.kind == "broken"
                 if broken_open:
                     child.tag, child.attrs = "span", {"class": "broken-link",
-                                                      "title": f"Broken link: {link.reason}"}
+                                                      "title": _broken(env, "broken.title", link)}
                 else:
                     child.attrSet("href", _href(link, env["page_url"]))
             elif child.type == "link_close" and broken_open:
@@ -318,5 +349,6 @@ def _rewrite_links(state: Any) -> None:
 def _render_broken_image(self: Any, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
     token = tokens[idx]
     alt = self.renderInlineAsText(token.children or [], options, env) or str(token.attrGet("src") or "image")
-    title = html.escape(f"Broken image: {token.meta['reason']}")
+    title = html.escape(messages.text(env.get("language", "en"), "broken.image_title",
+                                      reason=messages.reason(env.get("language", "en"), token.meta["reason"])))
     return f'<span class="broken-link broken-image" title="{title}">[{html.escape(alt)}]</span>'

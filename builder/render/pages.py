@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.core import urls
 from builder.core.slug import fold
-from builder.core.templates import Page
+from builder.core.templates import Label, Page
 from builder.render.diagrams import can_draw, has_diagram
 from builder.sources import Scope
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from builder.core.config import Config
     from builder.core.index import NoteRow
 
+HOME = Label("page.home")
 RECENT_NOTES = 15
 HOME_TAGS = 40
 TAG_PAGE_TAGS = 5  # a note's other tags a tag page shows
@@ -155,8 +156,9 @@ def _tag_links(tags: tuple[str, ...]) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------- note pages
 
 
-def note_breadcrumbs(note: NoteInfo) -> tuple[tuple[str, str | None], ...]:
-    crumbs: list[tuple[str, str | None]] = [("Home", urls.HOME_URL), (note.source_id, urls.toc_url(note.source_id))]
+def note_breadcrumbs(note: NoteInfo) -> tuple[tuple[str | Label, str | None], ...]:
+    crumbs: list[tuple[str | Label, str | None]] = [(HOME, urls.HOME_URL),
+                                                    (note.source_id, urls.toc_url(note.source_id))]
     parts = note.path.split("/")[:-1]
     for i, part in enumerate(parts):
         folder = "/".join(parts[:i + 1])
@@ -178,13 +180,35 @@ def note_dates(note: NoteInfo) -> dict[str, str]:
             "created": note.created if note.created and note.created != note.changed else ""}
 
 
+_FIRST_PARAGRAPH = re.compile(r"<p>(.*?)</p>", re.S)
+_TAGS = re.compile(r"<[^>]*>")
+SUMMARY_CHARS = 160
+
+
+def summary_of(body_html: str) -> str:
+    """A note's first paragraph as plain text, cut at a word within :data:`SUMMARY_CHARS` (its page's meta
+    description when the front matter has no ``summary``); "" for a note without one."""
+    import html
+
+    found = _FIRST_PARAGRAPH.search(body_html)
+    if not found:
+        return ""
+    text = " ".join(html.unescape(_TAGS.sub("", found[1])).split())
+    if len(text) <= SUMMARY_CHARS:
+        return text
+    return text[:SUMMARY_CHARS].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+
+
 def nav_context(source_id: str = "", folder: str = "") -> dict[str, str]:
     """Where a page sits for the navigation tree: its source and folder (the tree opens there)."""
     return {"source": source_id, "folder": folder}
 
 
-def note_page(note: NoteInfo, body_html: str, backlinks: list[NoteInfo], graph_svg: str = "") -> Page:
-    """The page of one note around its rendered body; ``graph_svg``: the picture of its links."""
+def note_page(note: NoteInfo, body_html: str, backlinks: list[NoteInfo], graph_svg: str = "", lang: str = "",
+              description: str = "") -> Page:
+    """The page of one note around its rendered body; ``graph_svg``: the picture of its links; ``lang``: the
+    language its text is written in (its front matter's ``lang``, else as detected), which its page marks
+    when it is not the site's; ``description``: its summary or first paragraph (the meta description)."""
     in_body = title_in_body(note, body_html)
     diagrams = has_diagram(body_html)
     drawn = diagrams and can_draw()  # a stat, asked only of a page with a diagram
@@ -203,9 +227,9 @@ def note_page(note: NoteInfo, body_html: str, backlinks: list[NoteInfo], graph_s
         "backlinks": [{"title": b.title, "url": b.url, "path": f"{b.source_id}: {b.path}"}
                       for b in sorted(backlinks, key=lambda n: n.sort_key)],
         "graph_svg": graph_svg, "graph_url": urls.graph_url(note.source_id),
-        "nav": nav_context(note.source_id, note.folder),
+        "nav": nav_context(note.source_id, note.folder), "note_lang": lang,
     }
-    return Page(note.url, "note.html", "note", note.title, context, note_breadcrumbs(note))
+    return Page(note.url, "note.html", "note", note.title, context, note_breadcrumbs(note), description)
 
 
 # ---------------------------------------------------------------- tags
@@ -243,7 +267,7 @@ def tag_page(slug: str, name: str, notes: list[NoteInfo]) -> Page:
         shown, more = tag_companions(note, slug)
         entries.append({"url": note.url, "title": note.title, "source_id": note.source_id, "path": note.path,
                         "tags": _tag_links(shown), "more": more})
-    crumbs = (("Home", urls.HOME_URL), ("Tags", urls.tags_url()), (f"#{name}", None))
+    crumbs = ((HOME, urls.HOME_URL), (Label("page.tags"), urls.tags_url()), (f"#{name}", None))
     return Page(_tag_page_url(slug), "tag.html", "tag", f"#{name}", {"tag": name, "notes": entries}, crumbs)
 
 
@@ -251,8 +275,8 @@ def tags_page(groups: dict[str, tuple[str, list[NoteInfo]]]) -> Page:
     """``/tags/``: every tag with its number of notes."""
     index = [{"name": name, "url": _tag_page_url(slug), "count": len(notes)}
              for slug, (name, notes) in sorted(groups.items(), key=lambda kv: fold(kv[1][0]))]
-    return Page(urls.tags_url(), "tags.html", "tags", "Tags", {"tags": index},
-                (("Home", urls.HOME_URL), ("Tags", None)))
+    return Page(urls.tags_url(), "tags.html", "tags", Label("page.tags"), {"tags": index},
+                ((HOME, urls.HOME_URL), (Label("page.tags"), None)))
 
 
 # ---------------------------------------------------------------- home and fixed pages
@@ -293,7 +317,7 @@ def home_page(sources: list[tuple[str, str]], notes: list[NoteInfo],
 
 def home_with(context: dict[str, Any]) -> Page:
     """The home page showing ``context`` (see :func:`home_page`)."""
-    return Page(urls.HOME_URL, "home.html", "home", "Home", context)
+    return Page(urls.HOME_URL, "home.html", "home", HOME, context)
 
 
 def broken_links_page(notes: list[NoteInfo], entries: dict[str, Any]) -> Page:
@@ -311,22 +335,23 @@ def broken_links_page(notes: list[NoteInfo], entries: dict[str, Any]) -> Page:
     context = {"sources": [{"id": sid, "notes": found, "count": sum(len(n["links"]) for n in found)}
                            for sid, found in sources.items()],
                "total": total, "note_total": sum(len(found) for found in sources.values())}
-    crumbs = (("Home", urls.HOME_URL), ("Broken links", None))
-    return Page(urls.BROKEN_LINKS_URL, "broken.html", "broken", "Broken links", context, crumbs)
+    crumbs = ((HOME, urls.HOME_URL), (Label("page.broken"), None))
+    return Page(urls.BROKEN_LINKS_URL, "broken.html", "broken", Label("page.broken"), context, crumbs)
 
 
 def graph_page(source_id: str, svg: str, stats: dict[str, Any]) -> Page:
     """``/graph-<source>.html``: the source's notes and their links (``svg``) with the figures behind it."""
     context = {"source_id": source_id, "svg": svg, "toc_url": urls.toc_url(source_id), **stats,
                "nav": nav_context(source_id)}
-    crumbs = (("Home", urls.HOME_URL), (source_id, urls.toc_url(source_id)), ("Link graph", None))
-    return Page(urls.graph_url(source_id), "graph.html", "graph", f"{source_id}: link graph", context, crumbs)
+    crumbs = ((HOME, urls.HOME_URL), (source_id, urls.toc_url(source_id)), (Label("page.graph"), None))
+    return Page(urls.graph_url(source_id), "graph.html", "graph", Label("page.graph_of", (("source", source_id),)),
+                context, crumbs)
 
 
 def fixed_pages() -> list[Page]:
-    return [Page(urls.SEARCH_URL, "search.html", "search", "Search", {},
-                 (("Home", urls.HOME_URL), ("Search", None))),
-            Page(urls.NOT_FOUND_URL, "404.html", "404", "Not found", {})]
+    return [Page(urls.SEARCH_URL, "search.html", "search", Label("page.search"), {},
+                 ((HOME, urls.HOME_URL), (Label("page.search"), None))),
+            Page(urls.NOT_FOUND_URL, "404.html", "404", Label("page.not_found"), {})]
 
 
 def sitemap(page_urls: list[str]) -> str:

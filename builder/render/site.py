@@ -87,7 +87,8 @@ def _code_fingerprint(config: Config, files: list[Path]) -> str:
         code.update(f"{path.name}\0{templates.file_digest(path)}\0".encode())
     versions = [markdown_it.__version__, mdit_py_plugins.__version__, pygments.__version__,
                 getattr(nh3, "__version__"), converter_version()]  # noqa: B009 (nh3's stubs do not declare it)
-    code.update(json.dumps([config.site.title, config.allow_html, versions, [s.id for s in config.sources],
+    code.update(json.dumps([config.site.title, config.site.language, config.allow_html, versions,
+                            [s.id for s in config.sources],
                             *templates.ask_settings(config.answer)]).encode())
     return code.hexdigest()
 
@@ -200,16 +201,16 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         highlights = highlight.blocks_file(site)
         kept: Path | None = None  # the note bodies kept between big renders (builder.render.bodycache)
         jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds),
-                                    templates.ask_target(config.answer))
+                                    templates.ask_target(config.answer), config.site.language)
         jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site,
-                                  max_note_bytes=config.max_note_bytes))
+                                      max_note_bytes=config.max_note_bytes))
         try:
             with Pool(workers) as pool:
                 entries, stale = state.recheck(notes, old, trust and previous.get("universe") == universe, resolver)
                 big = len(stale) >= BIG_RENDER
                 if big:
                     highlight.load_blocks(highlights)  # before the workers fork: they inherit it
-                    kept = bodycache.cache_file(site, files, config.allow_html)
+                    kept = bodycache.cache_file(site, files, config.allow_html, config.site.language)
                     jobs.set_context(replace(jobs.context(), kept_bodies=kept))
                 else:
                     highlight.use(highlights)
@@ -232,7 +233,7 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
                                                                                  n.key in affected)
                            and out.wants(n.url, fingerprint(n))]
                 bodies.update(_bodies(pool, [n for n in pending if n.key not in bodies]))
-                page_jobs = [(n, body.html, backlinks.get(n.key, []), pictures[n.key])
+                page_jobs = [(n, body, backlinks.get(n.key, []), pictures[n.key])
                              for n in pending if (body := bodies[n.key].body)]
                 # the workers write note pages while this process makes the others; the notes sent along
                 # must not change meanwhile (they are pickled by another thread)
@@ -434,7 +435,8 @@ def _source_pages(out: output.Output, env_fp: str, source_id: str, kind: str, no
     if not out.kept(graph_url, dirty is None or source_id in dirty.graphs):
         view = graph.source_view(data.links, notes)
         svg = drawing.source_svg([drawing.SourceNode(n.key, n.title, n.url, view.folders.index(urls.top_folder(n.path)))
-                                  for n in view.notes], list(view.edges), graph_url, set(view.labelled))
+                                  for n in view.notes], list(view.edges), graph_url, set(view.labelled),
+                                 ctx.templates.language)
         legend = [{"name": f"{folder}/" if folder else f"{source_id}/", "css": f"folder{i % drawing.FOLDER_CLASSES}"}
                   for i, folder in enumerate(view.folders)]
         page = pages.graph_page(source_id, svg, {**view.stats, "legend": legend})

@@ -108,7 +108,8 @@ def settings_digest(config: Config) -> str:
     """The settings every page depends on, and where the renderer and templates are installed (an
     install elsewhere may differ while the files the last render used are still there)."""
     data = json.dumps([RENDER_VERSION, str(PACKAGE_DIR), str(templates.TEMPLATE_DIR), config.site.title,
-                       config.allow_html, [s.id for s in config.sources], *templates.ask_settings(config.answer)])
+                       config.site.language, config.allow_html, [s.id for s in config.sources],
+                       *templates.ask_settings(config.answer)])
     return hashlib.sha256(data.encode()).hexdigest()
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from builder.core import urls
 from builder.core.slug import fold
-from builder.core.templates import Page, Templates
+from builder.core.templates import Label, Page, Templates
 from builder.atomic import write_atomic
 from builder.render.output import CACHE_DIR, Output
 from builder.render.pages import NoteInfo, nav_context
@@ -180,7 +180,7 @@ def toc_page(source_id: str, kind: str, toc: TocPlan) -> Page:
     context = {"source_id": source_id, "kind": kind, "note_count": toc.root.count,
                "folder_count": len(toc.folder_fps), "open": toc.root.count <= OPEN_MAX, "tree": tree,
                "graph_url": urls.graph_url(source_id), "nav": nav_context(source_id)}
-    crumbs = (("Home", urls.HOME_URL), (source_id, None))
+    crumbs = ((Label("page.home"), urls.HOME_URL), (source_id, None))
     return Page(toc.url, "toc.html", "toc", source_id, context, crumbs)
 
 

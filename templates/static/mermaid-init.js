@@ -16,6 +16,7 @@
 
   function draw(index) {
     if (index >= blocks.length) {
+      if (window.notesPortalFocusScrollers) window.notesPortalFocusScrollers();  // a drawn diagram may be wide
       return;
     }
     var pre = blocks[index];
@@ -36,7 +37,7 @@
         scratch.remove();
       }
       pre.classList.add("mermaid-error");
-      pre.title = "Diagram not drawn: " + String((error && error.message) || error).slice(0, 500);
+      pre.title = window.notesPortalSay("note.diagram_failed") + String((error && error.message) || error).slice(0, 500);
       next();
     });
   }

@@ -8,6 +8,34 @@
 
   var trees = {};    // source → tree, once loaded
   var waiting = {};  // source → callbacks waiting for its tree
+  var messages = null;  // the page's words (its <script type="application/json" id="ui-messages">)
+
+  // The portal's words for ``key`` in the page's language (builder/core/messages.py), with ``values`` put in
+  // for {name}; a count's forms are chosen by ``n``, numbers written as the language writes them. The other
+  // scripts (search.js, toc.js, mermaid-init.js) say their words through it too.
+  function say(key, values) {
+    if (messages === null) {
+      var node = document.getElementById("ui-messages");
+      try { messages = node ? JSON.parse(node.textContent) : {}; } catch (e) { messages = {}; }
+    }
+    var lang = document.documentElement.lang, slavic = lang === "cs" || lang === "sk";
+    var text = messages[key];
+    if (text == null) return key;
+    if (Array.isArray(text)) {
+      var n = Number((values || {}).n);
+      text = text[n === 1 ? 0 : (slavic && n >= 2 && n <= 4 ? 1 : 2)];
+    }
+    return text.replace(/\{(\w+)\}/g, function (whole, name) {
+      if (!values || !(name in values)) return whole;
+      var value = values[name];
+      if (typeof value === "number") {
+        value = value.toLocaleString("en-US");
+        if (slavic) value = value.replace(/,/g, "\u00a0");
+      }
+      return String(value);
+    });
+  }
+  window.notesPortalSay = say;
 
   window.notesPortalTree = function (source, tree) {
     trees[source] = tree;
@@ -87,9 +115,9 @@
     var summary = el("summary", null, source);
     details.appendChild(summary);
     var links = el("p", "nav-source-links");
-    var toc = el("a", null, "Contents");
+    var toc = el("a", null, say("nav.contents"));
     toc.href = item.getAttribute("data-toc");
-    var graph = el("a", null, "Link graph");
+    var graph = el("a", null, say("nav.graph"));
     graph.href = item.getAttribute("data-graph");
     links.appendChild(toc);
     links.appendChild(document.createTextNode(" · "));
@@ -99,7 +127,7 @@
     function fill() {
       if (filled) return;
       filled = true;
-      var placeholder = el("p", "muted nav-loading", "Loading…");
+      var placeholder = el("p", "muted nav-loading", say("nav.loading"));
       details.appendChild(placeholder);
       loadTree(source, item.getAttribute("data-tree"), function (tree) {
         var here = { root: nav.root, page: nav.page, folder: source === nav.source ? nav.folder : "\u0000" };
@@ -125,27 +153,47 @@
     if (top > box.clientHeight * 0.6) box.scrollTop = top - box.clientHeight / 3;
   }
 
-  // On a narrow screen the tree is a drawer, opened by the header's button.
+  // A code block, formula, table, diagram or picture wider than the screen scrolls sideways: it takes the
+  // keyboard's focus then (tabindex 0), so that a reader without a mouse can scroll it too; one that fits does
+  // not (a tab stop that does nothing). Again after a resize, and after the diagrams are drawn (mermaid-init.js).
+  var SCROLLERS = "main pre, main math[display=block], main table, main .mermaid-diagram, main .graph-box";
+  function focusScrollers() {
+    document.querySelectorAll(SCROLLERS).forEach(function (box) {
+      var wide = box.scrollWidth > box.clientWidth + 1;
+      if (wide && !box.hasAttribute("tabindex")) box.setAttribute("tabindex", "0");
+      else if (!wide && box.getAttribute("tabindex") === "0") box.removeAttribute("tabindex");
+    });
+  }
+  window.notesPortalFocusScrollers = focusScrollers;
+
+  // On a narrow screen the tree is a drawer (CSS alone opens it as #site-nav): the header's link becomes a
+  // button that opens it without touching the address, puts the focus in it, and Escape or a click outside
+  // closes it.
   function setupDrawer(nav) {
     var button = document.querySelector(".nav-toggle");
-    if (!button) return;
+    var close = nav.querySelector(".nav-close");
+    if (!button || !close) return;
     var root = document.documentElement;
     root.classList.add("has-drawer");
-    button.hidden = false;
-    var close = el("button", "nav-close", "Close");
-    close.type = "button";
-    close.addEventListener("click", function () { set(false); button.focus(); });
-    nav.insertBefore(close, nav.firstChild);
+    button.setAttribute("role", "button");
+    close.setAttribute("role", "button");
+    close.addEventListener("click", function (event) { event.preventDefault(); set(false); button.focus(); });
     function set(open) {
       root.classList.add("drawer-moved");
       root.classList.toggle("nav-open", open);
       button.setAttribute("aria-expanded", open ? "true" : "false");
       if (open) {
-        var target = nav.querySelector("[aria-current=page]") || nav.querySelector("summary, a");
+        var target = nav.querySelector("[aria-current=page]") || nav.querySelector(".nav-sources summary, .nav-sources a");
         if (target) target.focus();
       }
     }
-    button.addEventListener("click", function () { set(!root.classList.contains("nav-open")); });
+    button.addEventListener("click", function (event) {
+      event.preventDefault();
+      set(!root.classList.contains("nav-open"));
+    });
+    button.addEventListener("keydown", function (event) {  // a button opens with the space bar too
+      if (event.key === " ") { event.preventDefault(); set(!root.classList.contains("nav-open")); }
+    });
     document.addEventListener("keydown", function (event) {
       if (event.key === "Escape" && root.classList.contains("nav-open")) { set(false); button.focus(); }
     });
@@ -156,6 +204,9 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
+    focusScrollers();
+    var resized = null;
+    window.addEventListener("resize", function () { clearTimeout(resized); resized = setTimeout(focusScrollers, 200); });
     var nav = document.getElementById("site-nav");
     if (!nav) return;
     var here = {

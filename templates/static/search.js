@@ -9,6 +9,9 @@
 
   var DEBOUNCE_MS = 150;
 
+  // The page's words (nav.js reads them: builder/core/messages.py).
+  function say(key, values) { return window.notesPortalSay(key, values); }
+
   function fold(text) {
     return text.normalize("NFD").replace(/[\u0300-\u036f]/g, "").toLowerCase();
   }
@@ -26,6 +29,8 @@
     var w = fold(word);
     return terms.some(function (t) { return t.length >= 3 ? w.indexOf(t) === 0 : w === t; });
   }
+
+  function capital(text) { return text.charAt(0).toUpperCase() + text.slice(1); }
 
   function el(tag, className, text) {
     var node = document.createElement(tag);
@@ -73,13 +78,9 @@
 
   // ---------------------------------------------------------------- Ask (only where data-ask is set)
 
-  // As server/answer.py's STATUS_TEXT says them.
-  var ASKED = {
-    not_in_notes: "Your notes do not say: nothing in them answers this.",
-    refused: "No answer: the model’s answer did not pass the check against your notes, so it is not shown.",
-    unavailable: "No answer: the answer provider is unavailable. The search results still work.",
-    busy: "No answer now: the portal is answering other questions. Try again in a moment; the search results still work."
-  };
+  // As server/answer.py's STATUS_TEXT says them, in the page's language.
+  var ASKED = { not_in_notes: "ask.not_in_notes", refused: "ask.refused", unavailable: "ask.unavailable",
+    busy: "ask.busy" };
 
   function askNotice(form) {
     return el("p", "ask-notice", form.getAttribute("data-ask-notice"));
@@ -127,7 +128,7 @@
     box.textContent = "";
     box.className = "answer answer-" + data.status;
     if (data.status !== "answered") {
-      box.appendChild(el("p", "answer-status", ASKED[data.status] || data.status));
+      box.appendChild(el("p", "answer-status", ASKED[data.status] ? say(ASKED[data.status]) : data.status));
       if (data.problems.length) {
         var list = el("ul", "answer-problems");
         data.problems.forEach(function (problem) { list.appendChild(el("li", null, problem.message)); });
@@ -148,7 +149,7 @@
       own.forEach(function (c) {
         var quote = el("blockquote", "answer-evidence");
         quote.id = "evidence-" + c.sentence + "-" + c.n;
-        quote.appendChild(el("span", "answer-evidence-label", "sentence " + c.sentence + ":"));
+        quote.appendChild(el("span", "answer-evidence-label", say("ask.sentence", { n: String(c.sentence) })));
         quote.appendChild(document.createTextNode(" " + s.text.slice(c.span[0], c.span[1]).split(/\s+/).join(" ")));
         item.appendChild(quote);
       });
@@ -162,7 +163,7 @@
     box.hidden = false;
     box.className = "answer answer-pending";
     box.textContent = "";
-    box.appendChild(el("p", "answer-status", "Asking… (the answer is checked against your notes before it is shown)"));
+    box.appendChild(el("p", "answer-status", say("ask.pending")));
     fetch(form.getAttribute("data-ask") + "?q=" + encodeURIComponent(query))
       .then(function (r) {
         return r.json().then(function (body) {
@@ -174,7 +175,7 @@
       .catch(function (err) {
         box.className = "answer answer-failed";
         box.textContent = "";
-        box.appendChild(el("p", "answer-status", "Asking failed: " + err.message));
+        box.appendChild(el("p", "answer-status", say("ask.failed") + err.message));
       });
   }
 
@@ -203,8 +204,9 @@
     var input = form.querySelector("input[name=q]");
     var api = form.getAttribute("data-api");
     var root = api.replace(/api\/search$/, "");
+    // The drop-down: what the search says about itself, then a listbox of the hits (each note a group of
+    // options) and the links to all results and to the words as typed (options too: the arrow keys walk them).
     var panel = el("div", "search-results");
-    panel.setAttribute("role", "listbox");
     panel.hidden = true;
     form.appendChild(panel);
     var timer = null, controller = null, selected = -1, lastQuery = "";
@@ -236,8 +238,8 @@
       if (first && where) a.appendChild(el("span", "hit-where", hit.source + ": " + hit.path));
       var head = el("span", "hit-head");
       head.appendChild(el("span", "hit-breadcrumb", section(hit)));
-      if (hit.ranks.bm25) head.appendChild(el("span", "badge badge-words", "words #" + hit.ranks.bm25));
-      if (hit.ranks.vector) head.appendChild(el("span", "badge badge-meaning", "meaning #" + hit.ranks.vector));
+      if (hit.ranks.bm25) head.appendChild(el("span", "badge badge-words", say("search.by_words", { n: String(hit.ranks.bm25) })));
+      if (hit.ranks.vector) head.appendChild(el("span", "badge badge-meaning", say("search.by_meaning", { n: String(hit.ranks.vector) })));
       a.appendChild(head);
       a.appendChild(snippetNodes(hit.snippet));
       return a;
@@ -246,7 +248,7 @@
     // Where in the note a hit is: its breadcrumb without the note's title (shown above it).
     function section(hit) {
       var prefix = hit.title + " > ";
-      if (hit.breadcrumb === hit.title) return "top of the note";
+      if (hit.breadcrumb === hit.title) return say("search.top");
       return hit.breadcrumb.indexOf(prefix) === 0 ? hit.breadcrumb.slice(prefix.length) : hit.breadcrumb;
     }
 
@@ -261,16 +263,18 @@
       hits.forEach(function (hit) {
         (hit.more || []).forEach(function (m) {
           var where = section({ title: hit.title, breadcrumb: m.breadcrumb });
-          extra.push({ url: m.url, text: "also: " + where, cls: "search-more" });
+          extra.push({ url: m.url, text: say("search.also") + where, cls: "search-more" });
         });
         (hit.copies || []).forEach(function (c) {
-          extra.push({ url: c.url, text: "the same text: " + c.source + ": " + c.path, cls: "search-copy" });
+          extra.push({ url: c.url, text: say("search.same_text") + c.source + ": " + c.path, cls: "search-copy" });
         });
       });
       if (extra.length) {
         var list = el("ul", "hit-more");
+        list.setAttribute("role", "none");  // the options belong to the note's group
         extra.forEach(function (x) {
           var item = el("li");
+          item.setAttribute("role", "none");
           var a = el("a", "search-result " + x.cls, x.text);
           a.href = hitHref(root, x, landingWords(marked, hits));
           a.setAttribute("role", "option");
@@ -296,7 +300,9 @@
     // The drop-down's first option: ask the notes, with the notice of where the question goes.
     function askItem(query) {
       var block = el("div", "ask-block");
-      var a = el("a", "ask-action", "Ask your notes: “" + query + "”");
+      block.setAttribute("role", "group");
+      var a = el("a", "ask-action", say("ask.action", { query: query }));
+      block.setAttribute("aria-label", a.textContent);
       a.href = "#";
       a.setAttribute("role", "option");
       var box = el("div", "answer");
@@ -315,27 +321,29 @@
 
     function show(data, query) {
       panel.textContent = "";
-      if (asking && !large) panel.appendChild(askItem(query));
-      (data.notes || []).forEach(function (note) { panel.appendChild(el("p", "search-note", note)); });
+      var options = el("div", "search-options");
+      options.setAttribute("role", "listbox");
+      options.setAttribute("aria-label", say("search.results"));
+      if (asking && !large) options.appendChild(askItem(query));
+      (data.said || []).forEach(function (note) { panel.appendChild(el("p", "search-note", say(note.key, note.values))); });
+      if (!data.hits.length) panel.appendChild(el("p", "search-empty", say("search.nothing", { query: query })));
+      else if (data.weak) panel.appendChild(el("p", "search-weak", capital(say("search.weak"))));
+      panel.appendChild(options);
       if (data.corrected) {  // a correct word the notes lack may have been taken for a typo: the way back
-        var typed = el("a", "search-as-typed", "Search for “" + query + "” as typed");
+        var typed = el("a", "search-as-typed", say("search.as_typed", { query: query }));
         typed.href = root + "search?q=" + encodeURIComponent(query) + "&correct=0";
         typed.setAttribute("role", "option");
-        var line = el("p", "search-note");
-        line.appendChild(typed);
-        panel.appendChild(line);
+        options.appendChild(typed);
       }
-      if (!data.hits.length) panel.appendChild(el("p", "search-empty", "Nothing matches “" + query + "”."));
-      else if (data.weak) panel.appendChild(el("p", "search-weak", "Nothing in your notes matches these words; closest by meaning:"));
       // the landing page marks the words the snippets mark (as searched, without function words)
       var marked = data.marked && data.marked.length ? data.marked.join(" ") : query;
       var groups = byNote(data.hits), notesTitled = Object.create(null);
       groups.forEach(function (hits) { notesTitled[hits[0].title] = (notesTitled[hits[0].title] || 0) + 1; });
-      groups.forEach(function (hits) { panel.appendChild(noteGroup(hits, marked, notesTitled[hits[0].title] > 1)); });
-      var all = el("a", "search-all", "All results for “" + query + "”");
+      groups.forEach(function (hits) { options.appendChild(noteGroup(hits, marked, notesTitled[hits[0].title] > 1)); });
+      var all = el("a", "search-all", say("search.all", { query: query }));
       all.href = root + "search?q=" + encodeURIComponent(query);
       all.setAttribute("role", "option");
-      panel.appendChild(all);
+      options.appendChild(all);
       panel.hidden = false;
       selected = -1;
     }
@@ -343,8 +351,8 @@
     // The portal has an API key and this browser has not signed in: say so, with the way to do it.
     function showSignIn() {
       panel.textContent = "";
-      var note = el("p", "search-note", "Search needs the portal's key: ");
-      var link = el("a", "search-sign-in", "sign in");
+      var note = el("p", "search-note", say("search.needs_key"));
+      var link = el("a", "search-sign-in", say("search.sign_in"));
       var here = window.location.pathname + window.location.search + window.location.hash;
       link.href = root + "auth?next=" + encodeURIComponent(here);
       note.appendChild(link);
@@ -374,7 +382,7 @@
         .catch(function (err) {
           if (err.name === "AbortError") return;
           panel.textContent = "";
-          panel.appendChild(el("p", "search-note", "Search failed: " + err.message));
+          panel.appendChild(el("p", "search-note", say("search.failed") + err.message));
           panel.hidden = false;
         });
     }

@@ -58,7 +58,8 @@
         if (d.hidden === any) d.hidden = !any;
         if (d.open !== any) d.open = any;
       });
-      status.textContent = shown ? shown + " of " + notes.length + " notes match" : "No note matches.";
+      var say = window.notesPortalSay;
+      status.textContent = shown ? say("toc.matches", { shown: shown, total: notes.length }) : say("toc.no_match");
     }
 
     input.addEventListener("input", function () {
@@ -68,7 +69,7 @@
     input.addEventListener("keydown", function (event) {
       if (event.key === "Escape") { input.value = ""; apply(); }
     });
-    box.hidden = false;
+    box.classList.add("toc-filter-ready");
   }
 
   // A link to a folder (…/index.html#dir-recepty): open it and the folders around it.

@@ -1,6 +1,6 @@
 #!/bin/sh
-# mermaid.min.js, fetched from mermaid's npm package and checked against its sha256 (README.md beside
-# this script says why a copy, and how to move to another version). Needs npm (Debian package npm).
+# Replaces the vendored mermaid.min.js by the one of mermaid's npm package VERSION, checked against its sha256 (README.md
+# beside this script says why a copy is kept in git, and how to move to another version). Needs npm; a user never runs it.
 set -eu
 VERSION=12.3.0
 SHA256=336df803d87a38b70a01e736e666c8f7601d2ce42f5e47c8fafe5d721074b9a3

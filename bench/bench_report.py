@@ -188,3 +188,28 @@ def verdicts(checks: list[dict[str, Any]]) -> str:
     return "\n".join(f"{words[c['met']]} {c['target']}: "
                      + ("not measured in this run" if c["measured"] is None else f"{c['measured']:g} {c['unit']}")
                      for c in checks)
+
+
+def scale_markdown(rows: dict[str, dict[str, Any]]) -> str:
+    """The scale run's table (bench/bench_scale.py): one column a size, medians in seconds, peaks in MB."""
+    sizes = sorted(rows, key=int)
+    lines = [("first build, s", lambda r: r["first"]["seconds"]["median"]),
+             ("--full, s", lambda r: r["full"]["seconds"]),
+             ("no-op, s", lambda r: r["noop"]["seconds"]["median"]),
+             ("body edit, s", lambda r: r["body"]["seconds"]["median"]),
+             ("heading edit, s", lambda r: r["heading"]["seconds"]["median"]),
+             ("peak RSS of any build, MB", lambda r: max(r[k]["peak_rss_mb"] for k in ("first", "full", "noop", "body",
+                                                                                         "heading"))),
+             ("index, MB", lambda r: r["first"]["index_mb"]),
+             ("site, MB", lambda r: r["site_mb"]),
+             ("a note page and what it loads, KB", lambda r: max(r["weights"]["note_page"]["kb"],
+                                                                 r["weights"]["grav_note_page"]["kb"])),
+             ("largest tree script, KB", lambda r: r["weights"]["tree_kb_max"]),
+             ("largest table of contents, KB", lambda r: r["weights"]["toc_kb_max"]),
+             ("largest file of the site, KB", lambda r: r["weights"]["largest_file_kb"]),
+             ("toc --json, s", lambda r: r["read"]["toc"]),
+             ("grep, s", lambda r: r["read"]["grep"])]
+    out = ["| | " + " | ".join(f"{int(n):,} notes" for n in sizes) + " |", "|---" * (len(sizes) + 1) + "|"]
+    for label, value in lines:
+        out.append(f"| {label} | " + " | ".join(f"{value(rows[n]):,.3g}" for n in sizes) + " |")
+    return "\n".join(out)

@@ -52,6 +52,7 @@ sys.path.insert(0, str(BENCH))
 # sibling scripts, not a package, and this checkout's code: imported after the path is set
 import bench_builds  # noqa: E402
 import bench_report  # noqa: E402
+import bench_scale  # noqa: E402
 import bench_search  # noqa: E402
 import server_load  # noqa: E402
 from bench_corpus import CORPORA, load_pools  # noqa: E402
@@ -84,7 +85,8 @@ FULL = Plan(notes=(1000, 10000), first_runs=3, runs=11, local_notes=200, local_r
 QUICK = Plan(notes=(300, 1000), first_runs=1, runs=3, local_notes=40, local_runs=1, render_runs=1,
              chunks=(1000, 10000), rounds=1, dev_queries=20, serve_chunks=10000, requests=80, repeats=1,
              git_notes=300, git_repo_notes=50)
-STEPS = ("builds", "local", "render", "queries", "serve", "git")
+STEPS = ("builds", "local", "render", "queries", "serve", "git", "scale")
+DEFAULT_STEPS = tuple(step for step in STEPS if step != "scale")  # the scale run takes hours: asked for by name
 
 
 class Progress:
@@ -174,8 +176,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a small run (minutes) that checks the script")
     parser.add_argument("--json", type=Path, help="also write every figure to this JSON file")
-    parser.add_argument("--steps", "--only", dest="steps", default=",".join(STEPS),
-                        help=f"comma-separated steps to run (default: all of {','.join(STEPS)})")
+    parser.add_argument("--steps", "--only", dest="steps", default=",".join(DEFAULT_STEPS),
+                        help=f"comma-separated steps to run (default: {','.join(DEFAULT_STEPS)}; also: scale)")
     parser.add_argument("--notes", help="comma-separated corpus sizes for the builds (overrides the plan's)")
     parser.add_argument("--chunks", help="comma-separated index sizes for the queries (overrides the plan's)")
     parser.add_argument("--runs", type=int, help="no-op and one-note builds per size and kind, and git builds "
@@ -207,7 +209,7 @@ def main() -> int:
         prepare_children(work / "pycache")
         info["children"] = check_children()
         say(f"children import {info['children']['builder']}; builds run {info['children']['cli']}")
-        if steps & {"builds", "local", "git"}:
+        if steps & {"builds", "local", "git", "scale"}:
             bench_builds.warm_up(work / "warm-up", load_pools())
         if "builds" in steps:
             run_builds(plan, work, results, say)
@@ -225,6 +227,10 @@ def main() -> int:
             say(f"3 git sources of {plan.git_repo_notes} notes + {plan.git_notes:,} notes: {plan.runs} no-op builds, "
                 f"{plan.runs} after a push")
             results["git"] = bench_builds.git_builds(work / "git", plan.git_notes, plan.git_repo_notes, plan.runs)
+        if "scale" in steps:
+            pools = load_pools()
+            results["scale"] = {str(n): bench_scale.scale_row(work, n, pools, plan.runs, say) for n in plan.notes}
+            results["scale_pictures"] = [str(p) for p in bench_scale.pictures(results["scale"], ROOT / "docs")]
     finally:
         if args.keep:
             say(f"work folder kept: {work}")
@@ -243,6 +249,8 @@ def main() -> int:
     print(f"load average (1, 5, 15 min): {info['load_start']} at the start, {info['load_end']} at the end")
     print(f"steps: {', '.join(info['steps'])}; code: {info.get('children', {}).get('builder', '?')}\n")
     print(bench_report.markdown(table))
+    if "scale" in results:
+        print("\n" + bench_report.scale_markdown(results["scale"]))
     print("\nTargets (issue 11; the git sources' own):")
     print(bench_report.verdicts(checks))
     if args.json:

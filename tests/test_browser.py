@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
 
+from builder.render import tree
 from tests.conftest import require_browser, require_dictionary, require_module, serve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -279,6 +280,64 @@ def test_the_tree_opens_at_the_current_notes_folder(server, browser):
         link.click()
     assert page.url == f"{server}/notes/cestovani/vlaky-praha-krkonose.html"
     assert page.locator("#site-nav a[aria-current=page]").inner_text() == "Vlaky Praha – Krkonoše"
+
+
+@pytest.fixture(scope="module")
+def big_folders_server(tmp_path_factory):
+    """A journal of 900 days in one folder and 60 people with a folder each: the tree comes in parts
+    (builder/render/tree.py), the journal's notes past the first part's worth in continuations."""
+    work = tmp_path_factory.mktemp("big")
+    for day in range(900):
+        path = work / "notes" / "denik" / f"den-{day:03}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# Den {day:03}\n\nZápis dne.\n", encoding="utf-8")
+    for person in range(60):
+        for k in range(8):
+            path = work / "notes" / "lide" / f"clovek-{person:02}" / f"zapis-{k}.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"# Člověk {person:02}, zápis {k}\n\nText.\n", encoding="utf-8")
+    config = work / "portal.yaml"
+    config.write_text("site:\n  title: Deník\n  language: cs\nindex: data/index.sqlite\n"
+                      "embedding:\n  provider: none\nsources:\n  notes:\n    folder: notes\n", encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "builder.cli", "build", "--config", str(config)], check=True,
+                   capture_output=True, cwd=ROOT)
+    yield from serve(config)
+
+
+def test_a_big_source_s_tree_loads_folder_by_folder_and_finds_the_page_s_note_in_a_later_part(big_folders_server,
+                                                                                               browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    trees = []
+    page.on("request", lambda request: trees.append(urlsplit(request.url).path) if "/static/tree/" in request.url
+            else None)
+    page.goto(f"{big_folders_server}/notes/denik/den-850.html")
+    current = page.locator("#site-nav a[aria-current=page]")
+    current.wait_for(state="visible")
+    assert current.inner_text() == "Den 850"
+    # the root part, the journal's part and its two continuations: day 850 is in the third (each asked for twice
+    # over HTTP: revalidated, then run from the cache)
+    journal = "/static/tree/notes/" + tree.part_id("denik")
+    assert list(dict.fromkeys(trees)) == ["/static/tree/notes.js", f"{journal}.js", f"{journal}-2.js",
+                                          f"{journal}-3.js"]
+    assert page.locator("#site-nav li.tree-note").count() == 900
+    assert page.locator("#site-nav .tree-more").count() == 0
+    page.goto(f"{big_folders_server}/notes/denik/den-001.html")
+    page.locator("#site-nav a[aria-current=page]").wait_for(state="visible")
+    assert page.locator("#site-nav li.tree-note").count() == 400  # the first part; the rest on request
+    more = page.locator("#site-nav .tree-more button")
+    assert more.inner_text() == "Další poznámky…"
+    more.click()
+    expect(page.locator("#site-nav li.tree-note")).to_have_count(800)
+    trees.clear()
+    page.locator("#site-nav summary", has_text="lide").click()  # a folder in a part of its own fills in when opened
+    page.locator("#site-nav summary", has_text="clovek-59").click()
+    link = page.locator("#site-nav a", has_text="Člověk 59, zápis 7")
+    link.wait_for(state="visible")
+    assert trees and all(t.startswith("/static/tree/notes/") for t in trees), trees
+    with page.expect_navigation():
+        link.click()
+    assert page.url == f"{big_folders_server}/notes/lide/clovek-59/zapis-7.html"
+    expect(page.locator("#site-nav a[aria-current=page]")).to_have_text("Člověk 59, zápis 7")
 
 
 def test_on_a_phone_the_tree_is_a_drawer(server, browser):

@@ -32,6 +32,7 @@ EN: dict[str, Text] = {
     "nav.contents": "Contents",
     "nav.graph": "Link graph",
     "nav.loading": "Loading…",
+    "nav.more": "More notes…",
     "search.placeholder": "Search notes…",
     "search.label": "Search notes",
     "search.button": "Search",
@@ -183,6 +184,7 @@ CS: dict[str, Text] = {
     "nav.contents": "Obsah",
     "nav.graph": "Graf odkazů",
     "nav.loading": "Načítá se…",
+    "nav.more": "Další poznámky…",
     "search.placeholder": "Hledat v poznámkách…",
     "search.label": "Hledat v poznámkách",
     "search.button": "Hledat",
@@ -323,6 +325,7 @@ SK: dict[str, Text] = {
     "nav.contents": "Obsah",
     "nav.graph": "Graf odkazov",
     "nav.loading": "Načítava sa…",
+    "nav.more": "Ďalšie poznámky…",
     "search.placeholder": "Hľadať v poznámkach…",
     "search.label": "Hľadať v poznámkach",
     "search.button": "Hľadať",
@@ -459,7 +462,7 @@ SK: dict[str, Text] = {
 CATALOGUES: dict[str, dict[str, Text]] = {"cs": CS, "sk": SK, "en": EN}
 
 # What the scripts say (search.js, nav.js, toc.js, mermaid-init.js): the JSON block of every page.
-SCRIPT_KEYS = ("nav.close", "nav.contents", "nav.graph", "nav.loading", "toc.matches", "toc.no_match",
+SCRIPT_KEYS = ("nav.close", "nav.contents", "nav.graph", "nav.loading", "nav.more", "toc.matches", "toc.no_match",
                "note.diagram_failed", "search.as_typed", "search.nothing", "search.weak", "search.top",
                "search.same_text", "search.also", "search.all", "search.results", "search.by_words",
                "search.by_meaning", "search.needs_key", "search.sign_in", "search.failed",

@@ -22,7 +22,7 @@ NOT_FOUND_URL = "404.html"
 SITEMAP_URL = "sitemap.xml"
 BROKEN_LINKS_URL = "broken-links.html"  # every broken link of every source (no source id has a dot)
 STATIC_DIR = "static"
-TREE_DIR = "static/tree"  # one script per source with its folder tree, for the navigation on every page
+TREE_DIR = "static/tree"  # each source's folder tree in parts, for the navigation on every page
 FOLDER_TOC = "index.toc.html"  # where a top-level folder's table of contents was; a note keeps off this name
 
 
@@ -122,6 +122,11 @@ def graph_url(source_id: str) -> str:
 def tree_url(source_id: str) -> str:
     """The script that holds the source's folder tree (notes' titles and URLs) for the navigation."""
     return f"{TREE_DIR}/{source_id}.js"
+
+
+def tree_part_url(source_id: str, part: str) -> str:
+    """A part of the source's tree loaded when its folder is opened (see :mod:`builder.render.tree`)."""
+    return f"{TREE_DIR}/{source_id}/{part}.js"
 
 
 @lru_cache(maxsize=8192)

@@ -225,6 +225,14 @@ class Output:
         self.unchanged += 1
         return True
 
+    def kept_all(self, page_urls: list[str], may_differ: bool) -> bool:
+        """Keep every one of ``page_urls`` as it is (see :meth:`kept`): all of them, or none."""
+        if may_differ or not page_urls or not all(self.current(url) for url in page_urls):
+            return False
+        for url in page_urls:
+            self.kept(url, False)
+        return True
+
     def write(self, url: str, data: str | bytes) -> None:
         rel = urls.site_file(url)
         self.journal.add(rel)

@@ -442,11 +442,10 @@ def _source_pages(out: output.Output, env_fp: str, source_id: str, kind: str, no
         page = pages.graph_page(source_id, svg, {**view.stats, "legend": legend})
         if out.wants(graph_url, state.sha(env_fp, page.data())):
             out.write(graph_url, ctx.templates.render(page, ctx.built_at))
-    tree_url = urls.tree_url(source_id)
-    if not out.kept(tree_url, not data.same_trees):
-        script = tree.tree_script(source_id, notes)
-        if out.wants(tree_url, state.sha(env_fp, script)):
-            out.write(tree_url, script)
+    if not out.kept_all(tree.old_parts(out.old, source_id), not data.same_trees):
+        for part in tree.tree_parts(source_id, notes):
+            if out.wants(part.url, state.sha(env_fp, part.script)):
+                out.write(part.url, part.script)
     return [toc_url, graph_url]
 
 

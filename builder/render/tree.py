@@ -1,45 +1,155 @@
-"""The navigation tree: one small script per source (``static/tree/<source>.js``) with its folders and
-its notes' titles, which ``static/nav.js`` turns into the collapsible tree beside every page.
+"""The navigation tree: small scripts per source with its folders and its notes' titles, which
+``static/nav.js`` turns into the collapsible tree beside every page, loading a folder's part when the
+folder is opened.
 
-Why a separate file and not HTML in every page: the tree shows every note's title, so a page that
+Why separate files and not HTML in every page: the tree shows every note's title, so a page that
 carried it would have to be rewritten whenever any note of its source is added, removed or
-retitled; as one file per source, such a change rewrites that file alone and no page. Why a
-script and not JSON: a page opened from ``file://`` may load a script next to it but not fetch a
-file. The script calls ``notesPortalTree(source, tree)``; a tree is ``{"d": [[name, url segment,
-tree], …], "n": [[title, url file name], …]}`` (keys left out when empty), folders and notes in
-path order (the folders of :func:`builder.render.toc.folder_tree`). A note's URL is
-``<source>/<url segments of its folders>/<url file name>``.
+retitled; as files of their own, such a change rewrites one part and no page. Why scripts and not
+JSON: a page opened from ``file://`` may load a script next to it but not fetch a file.
+
+Why parts: what a page makes the browser download must not grow with the collection. The root part
+(``static/tree/<source>.js``, :func:`builder.core.urls.tree_url`) holds the source's top folders and
+as much below them as fits in :data:`PART_ENTRIES` entries (breadth first); a folder that does not fit
+is a part of its own (``static/tree/<source>/<id>.js``, ``id`` a hash of the folder's path), loaded when
+it is opened, with the same rule below it. A folder with more notes than a part holds lists the rest in
+continuation parts (``<id>-2.js``, …). A source that fits in one part is one script, as it always was.
+
+A part calls ``notesPortalTree(source, node[, part id])`` (no id: the root). A node is ``{"n": [[title,
+url file name], …], "d": [[name, url segment, node or part id], …], "m": part id}`` (keys left out when
+empty; ``m``: the part with the folder's next notes), folders and notes in path order (the folders of
+:func:`builder.render.toc.folder_tree`). A note's URL is ``<source>/<url segments of its folders>/<url file
+name>``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections import deque
+from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
 from builder.core import urls
 from builder.render.pages import NoteInfo
-from builder.render.toc import Folder, folder_tree
+from builder.render.toc import Folder, folder_tree, folders_depth_first
 
 CALLBACK = "notesPortalTree"
+# Entries (notes and folders) of one part: about 25 KB of titles, so that a page deep in a big source
+# loads a few of them, never the whole tree.
+PART_ENTRIES = 400
+
+
+@dataclass(frozen=True)
+class TreePart:
+    """One script of a source's tree: its URL and its text."""
+
+    url: str
+    script: str
+
+
+def part_id(folder_path: str) -> str:
+    """The name of the part that holds ``folder_path`` (a path within its source) when it is not inlined."""
+    return hashlib.sha1(folder_path.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def tree_data(notes: list[NoteInfo]) -> dict[str, Any]:
-    """The nested folders and notes of one source's ``notes``."""
-    return _node(folder_tree(notes))
+    """The nested folders and notes of one source's ``notes``, whole (one part, whatever its size)."""
+    return _whole(folder_tree(notes))
 
 
-def _node(folder: Folder) -> dict[str, Any]:
+def _whole(folder: Folder) -> dict[str, Any]:
     node: dict[str, Any] = {}
     if folder.notes:
-        node["n"] = [[note.title, note.url.rpartition("/")[2]] for note in folder.notes]
+        node["n"] = _note_entries(folder.notes)
     if folder.children:
-        node["d"] = [[child.name, urls.quote_path(child.name), _node(child)] for child in folder.children]
+        node["d"] = [[child.name, urls.quote_path(child.name), _whole(child)] for child in folder.children]
     return node
 
 
-def tree_script(source_id: str, notes: list[NoteInfo]) -> str:
-    """The script that hands ``source_id``'s tree to the navigation."""
-    data = json.dumps(tree_data(notes), ensure_ascii=False, separators=(",", ":"))
+def _note_entries(notes: list[NoteInfo]) -> list[list[str]]:
+    return [[note.title, note.url.rpartition("/")[2]] for note in notes]
+
+
+def tree_parts(source_id: str, notes: list[NoteInfo], entries: int | None = None) -> list[TreePart]:
+    """Every script of ``source_id``'s tree, the root part first (see the module's docstring); ``entries``:
+    a part's size, :data:`PART_ENTRIES` unless given."""
+    entries = entries or PART_ENTRIES
+    root = folder_tree(notes)
+    found: list[TreePart] = []
+    pending: list[tuple[Folder, str | None]] = [(root, None)]
+    while pending:
+        folder, pid = pending.pop()
+        node, split = _part(folder, entries)
+        found.append(_script(source_id, node, pid))
+        pending.extend((child, part_id(child.path)) for child in split)
+    for folder in folders_depth_first(root):
+        found.extend(_continuations(source_id, folder, entries))
+    return found
+
+
+def _part(folder: Folder, entries: int) -> tuple[dict[str, Any], list[Folder]]:
+    """The node of ``folder`` with as much below it as fits in ``entries`` entries, breadth first, and the
+    folders left for parts of their own. A folder's own notes and subfolders are always listed (its notes up
+    to ``entries``: the rest in continuation parts); a subfolder's contents come along while they fit."""
+    root: dict[str, Any] = {}
+    left = entries - _cost(folder, entries)
+    split: list[Folder] = []
+    queue: deque[tuple[Folder, dict[str, Any]]] = deque([(folder, root)])
+    while queue:
+        here, node = queue.popleft()
+        if here.notes:
+            node["n"] = _note_entries(here.notes[:entries])
+            if len(here.notes) > entries:
+                node["m"] = f"{part_id(here.path)}-2"
+        if here.children:
+            node["d"] = []
+        for child in here.children:
+            segment = urls.quote_path(child.name)
+            if _cost(child, entries) <= left:
+                left -= _cost(child, entries)
+                inner: dict[str, Any] = {}
+                node["d"].append([child.name, segment, inner])
+                queue.append((child, inner))
+            else:
+                node["d"].append([child.name, segment, part_id(child.path)])
+                split.append(child)
+    return root, split
+
+
+def _cost(folder: Folder, entries: int) -> int:
+    """The entries a folder's node lists: its notes (up to a part's worth) and its subfolders."""
+    return min(len(folder.notes), entries) + len(folder.children)
+
+
+def _continuations(source_id: str, folder: Folder, entries: int) -> list[TreePart]:
+    """The parts with the notes of ``folder`` past its first ``entries``."""
+    found = []
+    for number, start in enumerate(range(entries, len(folder.notes), entries), start=2):
+        node: dict[str, Any] = {"n": _note_entries(folder.notes[start:start + entries])}
+        if start + entries < len(folder.notes):
+            node["m"] = f"{part_id(folder.path)}-{number + 1}"
+        found.append(_script(source_id, node, f"{part_id(folder.path)}-{number}"))
+    return found
+
+
+def _script(source_id: str, node: dict[str, Any], pid: str | None) -> TreePart:
+    data = json.dumps(node, ensure_ascii=False, separators=(",", ":"))
     # "</" cannot end a script here, but U+2028/9 are line ends in old JavaScript: escape them too
     data = data.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-    return f"{CALLBACK}({json.dumps(source_id)},{data});\n"
+    if pid is None:
+        return TreePart(urls.tree_url(source_id), f"{CALLBACK}({json.dumps(source_id)},{data});\n")
+    return TreePart(urls.tree_part_url(source_id, pid), f"{CALLBACK}({json.dumps(source_id)},{data},\"{pid}\");\n")
+
+
+def old_parts(manifest_urls: Collection[str], source_id: str) -> list[str]:
+    """The URLs of ``source_id``'s tree parts among ``manifest_urls`` (a previous render's), the root first."""
+    root, folder = urls.tree_url(source_id), urls.tree_part_url(source_id, "").removesuffix(".js")
+    if root not in manifest_urls:
+        return []
+    return [root] + sorted(url for url in manifest_urls if url.startswith(folder))
+
+
+def tree_script(source_id: str, notes: list[NoteInfo]) -> str:
+    """The root part of ``source_id``'s tree (the whole tree when it fits in one part)."""
+    return tree_parts(source_id, notes)[0].script

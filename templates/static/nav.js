@@ -2,12 +2,15 @@
 // The page lists the sources (links to their tables of contents: that is the no-JS fallback);
 // this script loads static/tree/<source>.js, which calls notesPortalTree(source, tree), and
 // draws the tree of the page's source open at the page's folder. Folders are <details>; their
-// contents are built when first opened. No framework, no inline script (the CSP forbids it).
+// contents are built when first opened. A big source's tree comes in parts (builder/render/tree.py):
+// a folder given as a part id is loaded from static/tree/<source>/<id>.js when it is opened, and a
+// folder's notes past a part's worth come from the part its "m" names ("More notes…", or at once when
+// the page's note is among them). No framework, no inline script (the CSP forbids it).
 (function () {
   "use strict";
 
-  var trees = {};    // source → tree, once loaded
-  var waiting = {};  // source → callbacks waiting for its tree
+  var trees = {};    // source + "\n" + part id ("" the root) → tree, once loaded
+  var waiting = {};  // the same keys → callbacks waiting for the part
   var messages = null;  // the page's words (its <script type="application/json" id="ui-messages">)
 
   // The portal's words for ``key`` in the page's language (builder/core/messages.py), with ``values`` put in
@@ -37,10 +40,11 @@
   }
   window.notesPortalSay = say;
 
-  window.notesPortalTree = function (source, tree) {
-    trees[source] = tree;
-    (waiting[source] || []).forEach(function (done) { done(tree); });
-    delete waiting[source];
+  window.notesPortalTree = function (source, tree, part) {
+    var key = source + "\n" + (part || "");
+    trees[key] = tree;
+    (waiting[key] || []).forEach(function (done) { done(tree); });
+    delete waiting[key];
   };
 
   function el(tag, className, text) {
@@ -50,12 +54,15 @@
     return node;
   }
 
-  // Load a source's tree script once. Over HTTP it is revalidated first (its URL has no version:
+  // Load one part of a source's tree once (part "": the root, at ``url``; another part sits in the folder
+  // named as the root's script without ".js"). Over HTTP it is revalidated first (its URL has no version:
   // a page must not change when another note's title does), so a new note shows up at once.
-  function loadTree(source, url, done) {
-    if (trees[source]) { done(trees[source]); return; }
-    if (waiting[source]) { waiting[source].push(done); return; }
-    waiting[source] = [done];
+  function loadTree(source, url, part, done) {
+    var key = source + "\n" + part;
+    if (part) url = url.replace(/\.js$/, "/" + part + ".js");
+    if (trees[key]) { done(trees[key]); return; }
+    if (waiting[key]) { waiting[key].push(done); return; }
+    waiting[key] = [done];
     function add() {
       var script = document.createElement("script");
       script.src = url;
@@ -67,6 +74,7 @@
 
   // One folder's contents: subfolders first (each a <details>), then its notes. A folder alone in
   // its parent (``pages/`` holding a whole Grav wiki) opens with it: a click would show nothing else.
+  // ``nav.url`` is the source's root script, from which the other parts are found.
   function contents(tree, source, base, path, nav) {
     var list = el("ul", "tree");
     var alone = (tree.d || []).length === 1 && !(tree.n || []).length;
@@ -82,7 +90,16 @@
       function fill() {
         if (filled) return;
         filled = true;
-        details.appendChild(contents(sub, source, base + segment + "/", folderPath, nav));
+        if (typeof sub !== "string") {
+          details.appendChild(contents(sub, source, base + segment + "/", folderPath, nav));
+          return;
+        }
+        var placeholder = el("p", "muted nav-loading", say("nav.loading"));
+        details.appendChild(placeholder);
+        loadTree(source, nav.url, sub, function (part) {
+          details.replaceChild(contents(part, source, base + segment + "/", folderPath, nav), placeholder);
+          nav.loaded();
+        });
       }
       details.addEventListener("toggle", function () { if (details.open) fill(); });
       if (alone || nav.folder === folderPath || nav.folder.indexOf(folderPath + "/") === 0) {
@@ -92,6 +109,14 @@
       item.appendChild(details);
       list.appendChild(item);
     });
+    addNotes(list, tree, source, base, path, nav);
+    return list;
+  }
+
+  // A folder's notes into ``list``; past a part's worth, a "More notes…" button that brings the next part
+  // (brought at once in the page's own folder until the page's note is listed).
+  function addNotes(list, tree, source, base, path, nav) {
+    var found = false;
     (tree.n || []).forEach(function (note) {
       var url = base + note[1];
       var item = el("li", "tree-note");
@@ -101,11 +126,27 @@
       if (url === nav.page) {
         link.setAttribute("aria-current", "page");
         item.classList.add("current");
+        found = true;
       }
       item.appendChild(link);
       list.appendChild(item);
     });
-    return list;
+    if (!tree.m) return;
+    var more = el("li", "tree-more");
+    var button = el("button", null, say("nav.more"));
+    button.type = "button";
+    more.appendChild(button);
+    list.appendChild(more);
+    function next() {
+      button.disabled = true;
+      loadTree(source, nav.url, tree.m, function (part) {
+        list.removeChild(more);
+        addNotes(list, part, source, base, path, nav);
+        nav.loaded();
+      });
+    }
+    button.addEventListener("click", next);
+    if (!found && nav.folder === path && nav.page.indexOf(base) === 0) next();
   }
 
   // Turn a source's entry (a link to its table of contents) into a collapsible tree.
@@ -129,10 +170,12 @@
       filled = true;
       var placeholder = el("p", "muted nav-loading", say("nav.loading"));
       details.appendChild(placeholder);
-      loadTree(source, item.getAttribute("data-tree"), function (tree) {
-        var here = { root: nav.root, page: nav.page, folder: source === nav.source ? nav.folder : "\u0000" };
+      var url = item.getAttribute("data-tree");
+      loadTree(source, url, "", function (tree) {
+        var here = { root: nav.root, page: nav.page, folder: source === nav.source ? nav.folder : "\u0000", url: url,
+                     loaded: function () { if (source === nav.source) reveal(item); } };
         details.replaceChild(contents(tree, source, source + "/", "", here), placeholder);
-        if (source === nav.source) reveal(item);
+        here.loaded();
       });
     }
     details.addEventListener("toggle", function () { if (details.open) fill(); });

@@ -2,8 +2,8 @@
 
 Every file is opened first and described from the open file (``fstat``): a build that
 replaces it with ``os.replace`` meanwhile cannot make the declared size and the bytes
-disagree. Pages (``*.html``), ``static/*`` and ``sitemap.xml`` are the renderer's own;
-every other file is an attachment, served only when its suffix is on the allowlist of
+disagree. Pages (``*.html``), ``static/*`` and the sitemap (``sitemap.xml``, ``sitemap-<n>.xml``) are the
+renderer's own; every other file is an attachment, served only when its suffix is on the allowlist of
 :mod:`builder.core.filetypes`, with the type and headers it prescribes (never a guess
 from ``mimetypes``). A folder URL serves the folder's ``index.html``, else redirects to
 the table of contents that lists the folder. Dot-paths (the renderer's manifest, stamp
@@ -59,7 +59,7 @@ def served_as(rel: str) -> tuple[str, dict[str, str]] | None:
     """(Content-Type, extra headers) of the site file ``rel``, or None when it is not served."""
     if rel.endswith(".html"):
         return PAGE_TYPE, {}
-    if rel == urls.SITEMAP_URL:
+    if rel == urls.SITEMAP_URL or urls.SITEMAP_PART.fullmatch(rel):
         return SITEMAP_TYPE, {}
     suffix = filetypes.suffix_of(rel)
     if rel.startswith(urls.STATIC_DIR + "/") and suffix in STATIC_TYPES:

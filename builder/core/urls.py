@@ -20,6 +20,7 @@ HOME_URL = "index.html"
 SEARCH_URL = "search.html"
 NOT_FOUND_URL = "404.html"
 SITEMAP_URL = "sitemap.xml"
+SITEMAP_PART = re.compile(r"sitemap-[1-9][0-9]*\.xml")  # a big site's sitemap files, listed by its index
 BROKEN_LINKS_URL = "broken-links.html"  # every broken link of every source (no source id has a dot)
 STATIC_DIR = "static"
 TREE_DIR = "static/tree"  # each source's folder tree in parts, for the navigation on every page
@@ -117,6 +118,11 @@ def dir_toc_url(source_id: str, folder: str, anchor: str) -> str:
 def graph_url(source_id: str) -> str:
     """The source's link graph (at the site root: any name inside the source's folder could be a note's)."""
     return f"graph-{source_id}.html"
+
+
+def sitemap_part_url(number: int) -> str:
+    """One file of a big site's sitemap (``sitemap.xml`` is then their index)."""
+    return f"sitemap-{number}.xml"
 
 
 def tree_url(source_id: str) -> str:

@@ -33,6 +33,36 @@ HOME = Label("page.home")
 RECENT_NOTES = 15
 HOME_TAGS = 40
 TAG_PAGE_TAGS = 5  # a note's other tags a tag page shows
+# Notes one list page shows (a tag's, the broken links'): a longer list goes on in numbered pages, so that no page
+# grows with the collection (about 300 KB at most).
+LIST_PAGE = 1000
+
+
+@dataclass(frozen=True)
+class Pager:
+    """Where one page of a list stands among its pages (``number`` from 1)."""
+
+    number: int
+    urls: tuple[str, ...]  # every page of the list, the first first
+
+    def context(self) -> dict[str, Any] | None:
+        """What the page's pager shows (None: the list has one page)."""
+        if len(self.urls) == 1:
+            return None
+        return {"number": self.number, "count": len(self.urls), "pages": list(enumerate(self.urls, start=1)),
+                "prev": self.urls[self.number - 2] if self.number > 1 else None,
+                "next": self.urls[self.number] if self.number < len(self.urls) else None}
+
+
+def paged_urls(first: str, count: int) -> tuple[str, ...]:
+    """The URLs of a list of ``count`` items: ``first`` (``…/index.html`` or ``name.html``), then ``…/page-2.html``
+    or ``name-2.html``, …"""
+    pages = max(1, -(-count // LIST_PAGE))
+    if first.endswith("/index.html"):
+        folder = first.removesuffix("index.html")
+        return (first, *(f"{folder}page-{k}.html" for k in range(2, pages + 1)))
+    stem = first.removesuffix(".html")
+    return (first, *(f"{stem}-{k}.html" for k in range(2, pages + 1)))
 
 
 @dataclass(frozen=True)
@@ -260,15 +290,23 @@ def tag_companions(note: NoteInfo, slug: str) -> tuple[tuple[str, ...], int]:
     return shown, max(0, len(note.tags) - len(shown) - 1)
 
 
-def tag_page(slug: str, name: str, notes: list[NoteInfo]) -> Page:
-    """``/tags/<slug>/``: every note with the tag, each with a few of its other tags."""
+def tag_pages(slug: str, name: str, notes: list[NoteInfo]) -> list[Page]:
+    """``/tags/<slug>/``: every note with the tag, each with a few of its other tags, :data:`LIST_PAGE` notes
+    a page (``index.html``, ``page-2.html``, …)."""
     entries = []
     for note in sorted(notes, key=lambda n: n.sort_key):
         shown, more = tag_companions(note, slug)
         entries.append({"url": note.url, "title": note.title, "source_id": note.source_id, "path": note.path,
                         "tags": _tag_links(shown), "more": more})
-    crumbs = ((HOME, urls.HOME_URL), (Label("page.tags"), urls.tags_url()), (f"#{name}", None))
-    return Page(_tag_page_url(slug), "tag.html", "tag", f"#{name}", {"tag": name, "notes": entries}, crumbs)
+    page_urls = paged_urls(_tag_page_url(slug), len(entries))
+    found = []
+    for number, url in enumerate(page_urls, start=1):
+        crumbs = ((HOME, urls.HOME_URL), (Label("page.tags"), urls.tags_url()),
+                  (f"#{name}", page_urls[0] if number > 1 else None))
+        context = {"tag": name, "total": len(entries), "pager": Pager(number, page_urls).context(),
+                   "notes": entries[(number - 1) * LIST_PAGE:number * LIST_PAGE]}
+        found.append(Page(url, "tag.html", "tag", f"#{name}", context, crumbs))
+    return found
 
 
 def tags_page(groups: dict[str, tuple[str, list[NoteInfo]]]) -> Page:
@@ -320,23 +358,30 @@ def home_with(context: dict[str, Any]) -> Page:
     return Page(urls.HOME_URL, "home.html", "home", HOME, context)
 
 
-def broken_links_page(notes: list[NoteInfo], entries: dict[str, Any]) -> Page:
+def broken_links_pages(notes: list[NoteInfo], entries: dict[str, Any]) -> list[Page]:
     """``/broken-links.html``: per source, every note with broken links → each link's line and target
-    (and why it leads nowhere)."""
-    sources: dict[str, list[dict[str, Any]]] = {}
+    (and why it leads nowhere); :data:`LIST_PAGE` notes a page (``broken-links-2.html``, …)."""
+    found: list[tuple[str, dict[str, Any]]] = []
     total = 0
+    counts: dict[str, int] = {}
     for note in notes:  # in source and path order, as the index lists them
         broken = (entries.get(note.key) or {}).get("broken")
         if broken:
             total += len(broken)
-            sources.setdefault(note.source_id, []).append({
-                "title": note.title, "url": note.url, "path": note.path,
-                "links": [{"line": line, "reason": reason} for line, reason in broken]})
-    context = {"sources": [{"id": sid, "notes": found, "count": sum(len(n["links"]) for n in found)}
-                           for sid, found in sources.items()],
-               "total": total, "note_total": sum(len(found) for found in sources.values())}
-    crumbs = ((HOME, urls.HOME_URL), (Label("page.broken"), None))
-    return Page(urls.BROKEN_LINKS_URL, "broken.html", "broken", Label("page.broken"), context, crumbs)
+            counts[note.source_id] = counts.get(note.source_id, 0) + len(broken)
+            found.append((note.source_id, {"title": note.title, "url": note.url, "path": note.path,
+                                           "links": [{"line": line, "reason": reason} for line, reason in broken]}))
+    page_urls = paged_urls(urls.BROKEN_LINKS_URL, len(found))
+    made = []
+    for number, url in enumerate(page_urls, start=1):
+        sources: dict[str, list[dict[str, Any]]] = {}
+        for sid, shown in found[(number - 1) * LIST_PAGE:number * LIST_PAGE]:
+            sources.setdefault(sid, []).append(shown)
+        context = {"sources": [{"id": sid, "notes": shown, "count": counts[sid]} for sid, shown in sources.items()],
+                   "total": total, "note_total": len(found), "pager": Pager(number, page_urls).context()}
+        crumbs = ((HOME, urls.HOME_URL), (Label("page.broken"), page_urls[0] if number > 1 else None))
+        made.append(Page(url, "broken.html", "broken", Label("page.broken"), context, crumbs))
+    return made
 
 
 def graph_page(source_id: str, svg: str, stats: dict[str, Any]) -> Page:
@@ -354,14 +399,34 @@ def fixed_pages() -> list[Page]:
             Page(urls.NOT_FOUND_URL, "404.html", "404", Label("page.not_found"), {})]
 
 
-def sitemap(page_urls: list[str]) -> str:
-    """``sitemap.xml`` with root-relative locations (the config has no public base URL)."""
+# Locations in one sitemap file: past it the sitemap is an index of files of this many (the protocol allows
+# 50,000; this keeps each file near 1.5 MB).
+SITEMAP_URLS = 20_000
+
+
+def sitemaps(page_urls: list[str]) -> list[tuple[str, str]]:
+    """``sitemap.xml`` with root-relative locations (the config has no public base URL), as (URL, text): one
+    file, or, past :data:`SITEMAP_URLS` locations, an index of ``sitemap-1.xml``, ``sitemap-2.xml``, … (the
+    sitemaps protocol's own way to split; the files sit beside the index, as the protocol asks)."""
 
     def escape(url: str) -> str:  # as xml.sax.saxutils.escape, without importing urllib.request
         return url.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
-    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-             '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">']
-    lines += [f"  <url><loc>/{escape(url)}</loc></url>" for url in sorted(page_urls)]
-    lines.append("</urlset>")
-    return "\n".join(lines) + "\n"
+    ordered = sorted(page_urls)
+    chunks = [ordered[start:start + SITEMAP_URLS] for start in range(0, len(ordered), SITEMAP_URLS)] or [[]]
+
+    def urlset(chunk: list[str]) -> str:
+        lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+                 '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">']
+        lines += [f"  <url><loc>/{escape(url)}</loc></url>" for url in chunk]
+        lines.append("</urlset>")
+        return "\n".join(lines) + "\n"
+
+    if len(chunks) == 1:
+        return [(urls.SITEMAP_URL, urlset(chunks[0]))]
+    parts = [(urls.sitemap_part_url(number), urlset(chunk)) for number, chunk in enumerate(chunks, start=1)]
+    index = ['<?xml version="1.0" encoding="UTF-8"?>',
+             '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">']
+    index += [f"  <sitemap><loc>/{url}</loc></sitemap>" for url, _ in parts]
+    index.append("</sitemapindex>")
+    return [(urls.SITEMAP_URL, "\n".join(index) + "\n"), *parts]

@@ -392,25 +392,34 @@ def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], ki
         source_urls += _source_pages(out, env_fp, sid, kinds[sid], members, dirty, data)
     toc.prune_sources(ctx.site, set(kinds))
     groups = pages.tag_groups(notes)
-    tag_urls = [f"tags/{slug}/index.html" for slug in groups]
-    for url, (slug, (name, members)) in zip(tag_urls, groups.items(), strict=True):
-        if not out.kept(url, dirty is None or dirty.tags) and out.wants(url, _tag_fp(env_fp, slug, name, members)):
-            out.write(url, render(pages.tag_page(slug, name, members), ctx.built_at))
-    if not out.kept(urls.BROKEN_LINKS_URL, dirty is None or dirty.broken):
-        broken_page = pages.broken_links_page(notes, data.entries)
-        if out.wants(broken_page.url, state.sha(env_fp, broken_page.data())):
-            out.write(broken_page.url, render(broken_page, ctx.built_at))
+    tag_urls = []
+    for slug, (name, members) in groups.items():
+        paged = pages.paged_urls(f"tags/{slug}/index.html", len(members))
+        tag_urls += paged
+        if out.kept_all(list(paged), dirty is None or dirty.tags):
+            continue
+        fingerprint = _tag_fp(env_fp, slug, name, members)
+        wanted = {url for number, url in enumerate(paged) if out.wants(url, state.sha(fingerprint, str(number)))}
+        for page in pages.tag_pages(slug, name, members) if wanted else ():
+            if page.url in wanted:
+                out.write(page.url, render(page, ctx.built_at))
     broken = sum(len(data.entries[n.key].get("broken", ())) for n in notes)
+    broken_urls = pages.paged_urls(urls.BROKEN_LINKS_URL, sum(bool(data.entries[n.key].get("broken")) for n in notes))
+    if not out.kept_all(list(broken_urls), dirty is None or dirty.broken):
+        for page in pages.broken_links_pages(notes, data.entries):
+            if out.wants(page.url, state.sha(env_fp, page.data())):
+                out.write(page.url, render(page, ctx.built_at))
     recent = pages.recent_notes(notes)
     home = pages.home_page(list(kinds.items()), notes, groups, broken, recent)
     fixed = [pages.tags_page(groups), home, *pages.fixed_pages()]
     for page in fixed:
         if out.wants(page.url, state.sha(env_fp, page.data())):
             out.write(page.url, render(page, ctx.built_at))
-    page_urls = sorted([n.url for n in notes] + source_urls + tag_urls + [urls.BROKEN_LINKS_URL]
+    page_urls = sorted([n.url for n in notes] + source_urls + tag_urls + list(broken_urls)
                        + [p.url for p in fixed if p.kind != "404"])
-    if out.wants(urls.SITEMAP_URL, state.sha(env_fp, *page_urls)):
-        out.write(urls.SITEMAP_URL, pages.sitemap(page_urls))
+    for url, text in pages.sitemaps(page_urls):
+        if out.wants(url, state.sha(env_fp, text)):
+            out.write(url, text)
     return SitePages(page_urls, home, recent)
 
 

@@ -340,6 +340,33 @@ def test_a_big_source_s_tree_loads_folder_by_folder_and_finds_the_page_s_note_in
     expect(page.locator("#site-nav a[aria-current=page]")).to_have_text("Člověk 59, zápis 7")
 
 
+def test_a_big_source_s_table_of_contents_loads_folder_by_folder(big_folders_server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    parts = []
+    page.on("request", lambda request: parts.append(urlsplit(request.url).path) if "/static/toc/" in request.url
+            else None)
+    page.goto(f"{big_folders_server}/notes/index.html")
+    notes = page.locator("#toc-tree li.toc-note")
+    # the page holds lide/ with 54 of its 60 people (8 notes each): denik/ and the last six load when opened
+    assert notes.count() == 54 * 8 and parts == []
+    page.locator("#toc-tree summary", has_text="denik/").click()
+    expect(notes).to_have_count(54 * 8 + 500)
+    more = page.locator("#toc-tree .toc-more button")
+    assert more.inner_text() == "Další poznámky…"
+    more.click()
+    expect(notes).to_have_count(54 * 8 + 900)
+    assert page.locator("#toc-tree a.toc-title", has_text="Den 899").is_visible()
+    denik = "/static/toc/notes/" + tree.part_id("denik")
+    assert list(dict.fromkeys(parts)) == [f"{denik}.js", f"{denik}-2.js"]
+    page.goto(f"{big_folders_server}/notes/index.html#dir-lide-clovek-59")  # a folder link into a part not loaded
+    expect(page.locator("#toc-tree a.toc-title", has_text="Člověk 59, zápis 7")).to_be_visible()
+    page.goto(f"{big_folders_server}/notes/index.html")
+    page.locator(".toc-filter-input").fill("clovek 58 zapis 3")  # the filter loads every folder first
+    expect(page.locator(".toc-filter-status")).to_have_text("Vyhovuje 1 z 1\u00a0380 poznámek")
+    assert [a.inner_text() for a in page.locator("#toc-tree a.toc-title").all() if a.is_visible()] == [
+        "Člověk 58, zápis 3"]
+
+
 def test_on_a_phone_the_tree_is_a_drawer(server, browser):
     context = browser.new_context(viewport={"width": 390, "height": 844}, reduced_motion="reduce")
     page = context.new_page()

@@ -115,6 +115,11 @@ def dir_toc_url(source_id: str, folder: str, anchor: str) -> str:
     return f"{toc_url(source_id)}#{anchor}"
 
 
+def toc_part_url(source_id: str, part: str) -> str:
+    """A piece of a big source's table of contents, loaded when its folder is opened (builder/render/toc.py)."""
+    return f"{STATIC_DIR}/toc/{source_id}/{part}.js"
+
+
 def graph_url(source_id: str) -> str:
     """The source's link graph (at the site root: any name inside the source's folder could be a note's)."""
     return f"graph-{source_id}.html"

@@ -238,10 +238,11 @@ def _toc_plan(conn: Connection, config: Config, env_fp: str, source_id: str, kin
     digests.update({n.key: state.sha(n.toc_entry) for n in changed.values()})
     plan = toc.plan(env_fp, source_id, kind, members, digests)
     cached = toc.Fragments(config.site.output, source_id).dir
-    for folder, fp in plan.folder_fps.items():
+    for folder, fps in plan.folder_fps.items():
         if folder not in folders:  # toc.Fragments.get would make it again, from the stand-ins above
             try:
-                (cached / f"{fp}.frag").read_bytes().decode("utf-8")
+                for fp in fps:
+                    (cached / f"{fp}.frag").read_bytes().decode("utf-8")
             except (OSError, UnicodeDecodeError):
                 return None
     return plan

@@ -437,7 +437,7 @@ def _source_pages(out: output.Output, env_fp: str, source_id: str, kind: str, no
     """A source's table of contents, its link graph and its navigation tree (not a page: not returned)."""
     ctx = jobs.context()
     toc_url = urls.toc_url(source_id)
-    if not out.kept(toc_url, dirty is None or source_id in dirty.tocs):
+    if not out.kept_all(toc.old_parts(out.old, source_id), dirty is None or source_id in dirty.tocs):
         plan = toc.plan(env_fp, source_id, kind, notes, {n.key: data.entries[n.key]["toc_digest"] for n in notes})
         toc.write_page(out, ctx.templates, ctx.built_at, plan, source_id, kind)
     graph_url = urls.graph_url(source_id)

@@ -15,9 +15,12 @@ themselves copied the whole page once per level of folders (270 ms of the 340 ms
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import re
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -35,6 +38,12 @@ _MARK = "<!--notes-portal fragment {}-->"  # where a folder's note list goes (se
 _FRAGMENT_MARK = re.compile(r"<!--notes-portal fragment ([0-9a-f]+)-->")
 OPEN_MAX = 300  # a source with at most this many notes shows every folder open; a bigger one, closed
 FRAGMENT_TEMPLATE = "toc_notes.html"
+PART_TEMPLATE = "toc_part.html"
+CALLBACK = "notesPortalToc"
+# Notes and folders one piece of a table of contents lists (about 0.8 kB a note with its headings): a bigger
+# source's page holds its top folders and what fits, the rest loads folder by folder when opened
+# (static/toc.js), so that no file grows with the source.
+PART_ENTRIES = 500
 
 
 @dataclass
@@ -77,6 +86,64 @@ def folders_depth_first(folder: Folder) -> list[Folder]:
     for child in folder.children:
         found.extend(folders_depth_first(child))
     return found
+
+
+def part_id(folder_path: str) -> str:
+    """The name of the piece that holds ``folder_path`` (a path within its source) when it loads on its own."""
+    return hashlib.sha1(folder_path.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of a big source's folder tree that a reader's browser loads on its own (the navigation tree's
+    scripts, :mod:`builder.render.tree`, and the table of contents' parts, here).
+
+    ``folder`` with its first ``entries`` notes and every subfolder; of those, the ones in ``inlined`` come with
+    their contents (by the same rule, breadth first, while the piece has room), the others are pieces of their
+    own. A continuation (``start`` > 0) lists only ``folder``'s notes from ``start``. A folder with more notes
+    than a piece holds names its next piece, ``<id>-2``, ``<id>-3``, … (:func:`more_of`)."""
+
+    id: str | None  # None: the root, which every reader loads
+    folder: Folder
+    start: int = 0
+    inlined: frozenset[str] = frozenset()
+
+
+def partition(root: Folder, entries: int) -> list[Part]:
+    """``root``'s tree in pieces of about ``entries`` entries (notes and folders), the root first. A piece
+    lists its folder's notes (up to ``entries``) and subfolders whatever their number, then brings the
+    contents of its subfolders while they fit."""
+    found: list[Part] = []
+    pending: list[tuple[Folder, str | None]] = [(root, None)]
+    while pending:
+        folder, pid = pending.pop()
+        left = entries - _cost(folder, entries)
+        inlined: set[str] = set()
+        queue = deque([folder])
+        while queue:
+            for child in queue.popleft().children:
+                if _cost(child, entries) <= left:
+                    left -= _cost(child, entries)
+                    inlined.add(child.path)
+                    queue.append(child)
+                else:
+                    pending.append((child, part_id(child.path)))
+        found.append(Part(pid, folder, 0, frozenset(inlined)))
+    for folder in folders_depth_first(root):
+        found += [Part(f"{part_id(folder.path)}-{start // entries + 1}", folder, start)
+                  for start in range(entries, len(folder.notes), entries)]
+    return found
+
+
+def _cost(folder: Folder, entries: int) -> int:
+    """The entries a folder's piece lists of it: its notes (up to a piece's worth) and its subfolders."""
+    return min(len(folder.notes), entries) + len(folder.children)
+
+
+def more_of(folder: Folder, start: int, entries: int) -> str | None:
+    """The piece with ``folder``'s notes after the ``entries`` shown from ``start``, or None."""
+    after = start + entries
+    return f"{part_id(folder.path)}-{after // entries + 1}" if after < len(folder.notes) else None
 
 
 class Fragments:
@@ -144,62 +211,126 @@ def fragment_context(source_id: str, notes: list[NoteInfo]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class TocPlan:
-    """A source's table of contents before it is assembled: its fingerprint and how to build it."""
+    """A source's table of contents before it is assembled: its pieces with their fingerprints, and the
+    fingerprint of each folder's note lists (one fragment per :data:`PART_ENTRIES` notes)."""
 
     url: str
-    fingerprint: str
+    parts: tuple[tuple[Part, str, str], ...]  # (piece, its URL, its fingerprint), the page itself first
     root: Folder
-    folder_fps: dict[str, str]  # folder path → the fingerprint of its fragment
+    folder_fps: dict[str, tuple[str, ...]]  # folder path → the fingerprints of its note lists' fragments
+    entries: int  # notes of one fragment, entries of one piece
+
+    @property
+    def fingerprint(self) -> str:
+        return self.parts[0][2]
 
 
-def plan(env_fp: str, source_id: str, kind: str, notes: list[NoteInfo], entry_digests: dict[str, str]) -> TocPlan:
-    """Fingerprint the page from its inputs: every folder's notes (title, tags, headings: each note's
-    ``sha(note.toc_entry)``, kept in its manifest entry, by key in ``entry_digests``) and shape."""
+def plan(env_fp: str, source_id: str, kind: str, notes: list[NoteInfo], entry_digests: dict[str, str],
+         entries: int | None = None) -> TocPlan:
+    """Fingerprint the pieces from their inputs: each of their folders' notes (title, tags, headings: each
+    note's ``sha(note.toc_entry)``, kept in its manifest entry, by key in ``entry_digests``) and shape.
+    ``entries``: a piece's size, :data:`PART_ENTRIES` unless given."""
+    entries = entries or PART_ENTRIES
     root = folder_tree(notes)
-    folder_fps = {f.path: sha(env_fp, "toc", source_id, f.path, *(entry_digests[n.key] for n in f.notes))
+    folder_fps = {f.path: tuple(sha(env_fp, "toc", source_id, f.path, str(start),
+                                    *(entry_digests[n.key] for n in f.notes[start:start + entries]))
+                                for start in range(0, len(f.notes), entries))
                   for f in folders_depth_first(root) if f.notes}
-    shape = [f"{f.path}\x1f{f.count}" for f in folders_depth_first(root)]
-    fingerprint = sha(env_fp, "toc-page", source_id, kind, str(len(notes) <= OPEN_MAX), *shape,
-                      *folder_fps.values())
-    return TocPlan(urls.toc_url(source_id), fingerprint, root, folder_fps)
+    opened = str(len(notes) <= OPEN_MAX)
+    found = []
+    for part in partition(root, entries):
+        shown = [part.folder] + [f for f in folders_depth_first(part.folder) if f.path in part.inlined]
+        shape = [f"{f.path}\x1f{f.count}\x1f{len(f.notes)}\x1f" + "\x1f".join(c.path for c in f.children)
+                 for f in shown]
+        lists = [folder_fps[f.path][part.start // entries if f is part.folder else 0] for f in shown if f.notes]
+        url = urls.toc_url(source_id) if part.id is None else urls.toc_part_url(source_id, part.id)
+        found.append((part, url, sha(env_fp, "toc-part", source_id, kind, opened, str(part.id), str(part.start),
+                                     *shape, *lists)))
+    return TocPlan(urls.toc_url(source_id), tuple(found), root, folder_fps, entries)
+
+
+def _node(toc: TocPlan, part: Part, folder: Folder, lone: bool = False) -> dict[str, Any]:
+    """What ``part`` shows of ``folder`` (its own folder, or one inlined in it): a marker for its note list
+    (see :func:`splice`), the piece with its next notes, and its subfolders, each inlined or a piece's id."""
+    entries = toc.entries
+    start = part.start if folder is part.folder else 0
+    fps = toc.folder_fps.get(folder.path, ())
+    notes_html = _MARK.format(fps[start // entries]) if folder.notes else ""
+    # a folder alone beside nothing (``pages/`` holding a whole Grav wiki) is open: a click that
+    # shows nothing new would be the first thing every visit asks for
+    alone = len(folder.children) == 1 and not folder.notes
+    children = [] if start else folder.children
+    return {"path": folder.path, "name": folder.name, "anchor": urls.dir_anchor(folder.path), "count": folder.count,
+            "notes_html": notes_html, "lone": lone, "more": more_of(folder, start, entries) if folder.notes else None,
+            "part": None,
+            "children": [_node(toc, part, c, alone) if c.path in part.inlined
+                         else {"path": c.path, "name": c.name, "anchor": urls.dir_anchor(c.path), "count": c.count,
+                               "part": part_id(c.path), "lone": False, "children": [], "notes_html": "", "more": None}
+                         for c in children]}
 
 
 def toc_page(source_id: str, kind: str, toc: TocPlan) -> Page:
-    """The page's skeleton: each folder's note list is a marker that :func:`splice` replaces."""
-
-    def node(folder: Folder, lone: bool = False) -> dict[str, Any]:
-        notes_html = _MARK.format(toc.folder_fps[folder.path]) if folder.notes else ""
-        # a folder alone beside nothing (``pages/`` holding a whole Grav wiki) is open: a click that
-        # shows nothing new would be the first thing every visit asks for
-        alone = len(folder.children) == 1 and not folder.notes
-        return {"path": folder.path, "name": folder.name or source_id, "anchor": urls.dir_anchor(folder.path),
-                "count": folder.count, "notes_html": notes_html, "lone": lone,
-                "children": [node(c, alone) for c in folder.children]}
-
-    tree = node(toc.root)
+    """The page's skeleton (its root piece): each folder's note list is a marker that :func:`splice`
+    replaces."""
+    part = toc.parts[0][0]
+    tree = _node(toc, part, toc.root)
+    tree["name"] = source_id
     context = {"source_id": source_id, "kind": kind, "note_count": toc.root.count,
                "folder_count": len(toc.folder_fps), "open": toc.root.count <= OPEN_MAX, "tree": tree,
-               "graph_url": urls.graph_url(source_id), "nav": nav_context(source_id)}
+               "parts": urls.toc_part_url(source_id, "").removesuffix(".js"), "graph_url": urls.graph_url(source_id),
+               "nav": nav_context(source_id)}
     crumbs = ((Label("page.home"), urls.HOME_URL), (source_id, None))
     return Page(toc.url, "toc.html", "toc", source_id, context, crumbs)
 
 
-def splice(skeleton: str, toc: TocPlan, fragments: Fragments, render_fragment: Callable[[Folder], str]) -> bytes:
-    """The page as UTF-8: ``skeleton`` (the rendered :func:`toc_page`) with each folder's marker
-    replaced by its note list from ``fragments`` (made by ``render_fragment`` when missing)."""
-    folders = {toc.folder_fps[f.path]: f for f in folders_depth_first(toc.root) if f.notes}
+def splice(skeleton: str, toc: TocPlan, fragments: Fragments, render_fragment: Callable[[Folder, int], str]) -> bytes:
+    """The piece as UTF-8: ``skeleton`` with each note list's marker replaced by its fragment from
+    ``fragments`` (made by ``render_fragment(folder, start)`` when missing)."""
+    lists = {fp: (folder, number) for folder in folders_depth_first(toc.root) if folder.notes
+             for number, fp in enumerate(toc.folder_fps[folder.path])}
     pieces = _FRAGMENT_MARK.split(skeleton)  # text, fingerprint, text, …
-    return b"".join(piece.encode("utf-8") if i % 2 == 0
-                    else fragments.get(piece, partial(render_fragment, folders[piece]))
-                    for i, piece in enumerate(pieces))
+
+    def fragment(fp: str) -> bytes:
+        folder, number = lists[fp]
+        return fragments.get(fp, partial(render_fragment, folder, number * toc.entries))
+
+    return b"".join(piece.encode("utf-8") if i % 2 == 0 else fragment(piece) for i, piece in enumerate(pieces))
+
+
+def part_script(part_id_: str, html: bytes) -> str:
+    """The script of one piece of a table of contents: hands its HTML to ``static/toc.js``."""
+    data = json.dumps(html.decode("utf-8"), ensure_ascii=False)
+    data = data.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")  # line ends in old JavaScript
+    return f"{CALLBACK}({json.dumps(part_id_)},{data});\n"
+
+
+def old_parts(manifest_urls: Collection[str], source_id: str) -> list[str]:
+    """The URLs of ``source_id``'s table of contents and its pieces among ``manifest_urls`` (a previous render's)."""
+    page, folder = urls.toc_url(source_id), urls.toc_part_url(source_id, "").removesuffix(".js")
+    if page not in manifest_urls:
+        return []
+    return [page] + sorted(url for url in manifest_urls if url.startswith(folder))
 
 
 def write_page(out: Output, templates: Templates, built_at: str, toc: TocPlan, source_id: str, kind: str) -> None:
-    """Write the table of contents ``toc`` (see :func:`plan`) unless the page on disk has its
-    fingerprint: a skeleton around the folders' fragments, of which only new ones are rendered."""
-    if out.wants(toc.url, toc.fingerprint):
-        fragments = Fragments(out.site, source_id)
-        skeleton = templates.render(toc_page(source_id, kind, toc), built_at)
-        out.write(toc.url, splice(skeleton, toc, fragments, lambda folder: templates.fragment(
-            FRAGMENT_TEMPLATE, **fragment_context(source_id, folder.notes))))
+    """Write the table of contents ``toc`` (see :func:`plan`): each piece whose file on disk lacks its
+    fingerprint, a skeleton around the folders' fragments, of which only new ones are rendered."""
+    fragments = Fragments(out.site, source_id)
+    wanted = [(part, url) for part, url, fingerprint in toc.parts if out.wants(url, fingerprint)]
+
+    def render_fragment(folder: Folder, start: int) -> str:
+        shown = folder.notes[start:start + toc.entries]
+        return templates.fragment(FRAGMENT_TEMPLATE, **fragment_context(source_id, shown))
+
+    for part, url in wanted:
+        if part.id is None:
+            out.write(url, splice(templates.render(toc_page(source_id, kind, toc), built_at), toc, fragments,
+                                  render_fragment))
+            continue
+        node = _node(toc, part, part.folder)
+        skeleton = templates.fragment(PART_TEMPLATE, node=node, open=toc.root.count <= OPEN_MAX)
+        out.write(url, part_script(part.id, splice(skeleton, toc, fragments, render_fragment)))
+    if wanted:
+        for fps in toc.folder_fps.values():
+            fragments.used.update(fps)
         fragments.prune()

@@ -23,16 +23,14 @@ name>``.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 from builder.core import urls
 from builder.render.pages import NoteInfo
-from builder.render.toc import Folder, folder_tree, folders_depth_first
+from builder.render.toc import Folder, Part, folder_tree, more_of, part_id, partition
 
 CALLBACK = "notesPortalTree"
 # Entries (notes and folders) of one part: about 25 KB of titles, so that a page deep in a big source
@@ -46,11 +44,6 @@ class TreePart:
 
     url: str
     script: str
-
-
-def part_id(folder_path: str) -> str:
-    """The name of the part that holds ``folder_path`` (a path within its source) when it is not inlined."""
-    return hashlib.sha1(folder_path.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def tree_data(notes: list[NoteInfo]) -> dict[str, Any]:
@@ -75,62 +68,24 @@ def tree_parts(source_id: str, notes: list[NoteInfo], entries: int | None = None
     """Every script of ``source_id``'s tree, the root part first (see the module's docstring); ``entries``:
     a part's size, :data:`PART_ENTRIES` unless given."""
     entries = entries or PART_ENTRIES
-    root = folder_tree(notes)
-    found: list[TreePart] = []
-    pending: list[tuple[Folder, str | None]] = [(root, None)]
-    while pending:
-        folder, pid = pending.pop()
-        node, split = _part(folder, entries)
-        found.append(_script(source_id, node, pid))
-        pending.extend((child, part_id(child.path)) for child in split)
-    for folder in folders_depth_first(root):
-        found.extend(_continuations(source_id, folder, entries))
-    return found
+    return [_script(source_id, _node(part.folder, part, entries), part.id)
+            for part in partition(folder_tree(notes), entries)]
 
 
-def _part(folder: Folder, entries: int) -> tuple[dict[str, Any], list[Folder]]:
-    """The node of ``folder`` with as much below it as fits in ``entries`` entries, breadth first, and the
-    folders left for parts of their own. A folder's own notes and subfolders are always listed (its notes up
-    to ``entries``: the rest in continuation parts); a subfolder's contents come along while they fit."""
-    root: dict[str, Any] = {}
-    left = entries - _cost(folder, entries)
-    split: list[Folder] = []
-    queue: deque[tuple[Folder, dict[str, Any]]] = deque([(folder, root)])
-    while queue:
-        here, node = queue.popleft()
-        if here.notes:
-            node["n"] = _note_entries(here.notes[:entries])
-            if len(here.notes) > entries:
-                node["m"] = f"{part_id(here.path)}-2"
-        if here.children:
-            node["d"] = []
-        for child in here.children:
-            segment = urls.quote_path(child.name)
-            if _cost(child, entries) <= left:
-                left -= _cost(child, entries)
-                inner: dict[str, Any] = {}
-                node["d"].append([child.name, segment, inner])
-                queue.append((child, inner))
-            else:
-                node["d"].append([child.name, segment, part_id(child.path)])
-                split.append(child)
-    return root, split
-
-
-def _cost(folder: Folder, entries: int) -> int:
-    """The entries a folder's node lists: its notes (up to a part's worth) and its subfolders."""
-    return min(len(folder.notes), entries) + len(folder.children)
-
-
-def _continuations(source_id: str, folder: Folder, entries: int) -> list[TreePart]:
-    """The parts with the notes of ``folder`` past its first ``entries``."""
-    found = []
-    for number, start in enumerate(range(entries, len(folder.notes), entries), start=2):
-        node: dict[str, Any] = {"n": _note_entries(folder.notes[start:start + entries])}
-        if start + entries < len(folder.notes):
-            node["m"] = f"{part_id(folder.path)}-{number + 1}"
-        found.append(_script(source_id, node, f"{part_id(folder.path)}-{number}"))
-    return found
+def _node(folder: Folder, part: Part, entries: int) -> dict[str, Any]:
+    """What ``part`` holds of ``folder`` (its own folder, or one inlined in it)."""
+    start = part.start if folder is part.folder else 0
+    node: dict[str, Any] = {}
+    if folder.notes:
+        node["n"] = _note_entries(folder.notes[start:start + entries])
+        more = more_of(folder, start, entries)
+        if more:
+            node["m"] = more
+    if folder.children and start == 0:
+        node["d"] = [[child.name, urls.quote_path(child.name),
+                      _node(child, part, entries) if child.path in part.inlined else part_id(child.path)]
+                     for child in folder.children]
+    return node
 
 
 def _script(source_id: str, node: dict[str, Any], pid: str | None) -> TreePart:

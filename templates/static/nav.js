@@ -146,7 +146,9 @@
       });
     }
     button.addEventListener("click", next);
-    if (!found && nav.folder === path && nav.page.indexOf(base) === 0) next();
+    if (!found && !list.querySelector("[aria-current=page]") && nav.folder === path && nav.page.indexOf(base) === 0) {
+      next();
+    }
   }
 
   // Turn a source's entry (a link to its table of contents) into a collapsible tree.

@@ -162,7 +162,9 @@ def _check_edit(corpus: Corpus, kind: str, run: int, since_ns: int) -> None:
         heading = f" v{run}</a>"
         if row is None or not any(h["text"].endswith(f" v{run}") for h in json.loads(row[1])):
             problems.append("the index lacks the new heading")
-        tocs = [p for p in (corpus.folder / "site" / source).rglob("index.html") if p.stat().st_mtime_ns >= since_ns]
+        site = corpus.folder / "site"
+        tocs = [p for p in [*(site / source).rglob("index.html"), *(site / "static" / "toc" / source).glob("*.js")]
+                if p.stat().st_mtime_ns >= since_ns]  # the page, or the piece of it that shows the note
         if not any(heading in p.read_text("utf-8") for p in tocs):
             problems.append("no table of contents written by the build shows the new heading")
     elif f"(úprava {run})" not in page.read_text("utf-8"):

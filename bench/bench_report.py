@@ -209,7 +209,22 @@ def scale_markdown(rows: dict[str, dict[str, Any]]) -> str:
              ("largest file of the site, KB", lambda r: r["weights"]["largest_file_kb"]),
              ("toc --json, s", lambda r: r["read"]["toc"]),
              ("grep, s", lambda r: r["read"]["grep"])]
-    out = ["| | " + " | ".join(f"{int(n):,} notes" for n in sizes) + " |", "|---" * (len(sizes) + 1) + "|"]
+    slopes = len(sizes) >= 3
+    head = " | ".join(f"{int(n):,} notes" for n in sizes)
+    out = [f"| | {head}" + (" | slope, last ÷ first step |" if slopes else " |"),
+           "|---" * (len(sizes) + 1 + slopes) + "|"]
     for label, value in lines:
-        out.append(f"| {label} | " + " | ".join(f"{value(rows[n]):,.3g}" for n in sizes) + " |")
+        cells = [value(rows[n]) for n in sizes]
+        out.append(f"| {label} | " + " | ".join(f"{v:,.3g}" for v in cells)
+                   + (f" | {slope_ratio([int(n) for n in sizes], cells)} |" if slopes else " |"))
     return "\n".join(out)
+
+
+def slope_ratio(sizes: list[int], values: list[float]) -> str:
+    """How much steeper the cost grows over the last step of sizes than over the first (cost per added note,
+    fitted between neighbouring sizes): 1.0 is linear, the issue allows 1.2."""
+    first = (values[1] - values[0]) / (sizes[1] - sizes[0])
+    last = (values[-1] - values[-2]) / (sizes[-1] - sizes[-2])
+    if first <= 0:
+        return "n/a (flat)"
+    return f"{last / first:.2f}"

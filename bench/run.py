@@ -248,7 +248,8 @@ def main() -> int:
           f"({m['sqlite_module']}); sqlite-vec {m['sqlite_vec']}; {m['libraries']}")
     print(f"load average (1, 5, 15 min): {info['load_start']} at the start, {info['load_end']} at the end")
     print(f"steps: {', '.join(info['steps'])}; code: {info.get('children', {}).get('builder', '?')}\n")
-    print(bench_report.markdown(table))
+    if table:
+        print(bench_report.markdown(table))
     if "scale" in results:
         print("\n" + bench_report.scale_markdown(results["scale"]))
     print("\nTargets (issue 11; the git sources' own):")

@@ -29,7 +29,7 @@ from builder.core.templates import Label, Page, Templates
 from builder.atomic import write_atomic
 from builder.render.output import CACHE_DIR, Output
 from builder.render.pages import NoteInfo, nav_context
-from builder.render.state import sha
+from builder.render.manifest import sha
 
 _MARK = "<!--notes-portal fragment {}-->"  # where a folder's note list goes (see splice)
 _FRAGMENT_MARK = re.compile(r"<!--notes-portal fragment ([0-9a-f]+)-->")

@@ -158,7 +158,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     check("first build of 10,000 notes without a model ≤ 1.75× markdown-it-py alone on every core (medians)",
           floor and big["first"]["seconds"]["median"] / floor["seconds"]["median"], "×", 1.75, True)
     check("full render of kemt-wiki ≥ 600 notes/s", kemt and kemt["notes_per_s"], "notes/s", 600.0, False)
-    # judged on /api/search's own path (server.searcher) where the run has it, else on search() alone
+    # judged on /api/search's own path (server.engine) where the run has it, else on search() alone
     served = "server " if q100 and "server hybrid" in q100["rows"] else ""
     check("hybrid at 100,000 chunks, one client, the server's path: p95 ≤ the query embedding's own p95 "
           "(the better of one core and every core) + 10 ms",

@@ -109,7 +109,7 @@ def _one_query(timer: _Timer, lease: Any, config: Any, memory: Any, embedder: An
     """Every mode for one query on one connection, back to back (the same noise for each)."""
     from builder.core import index as db
     from server.search import search
-    from server.searcher import ALONE_THREADS
+    from server.engine import ALONE_THREADS
 
     nearest = functools.partial(memory.nearest, lease.conn, lease.identity)
     timer(f"bm25 {kind}", search, lease.conn, config, query, mode="bm25")
@@ -135,7 +135,7 @@ def _plain_match(conn: Any, query: str) -> list[Any]:
 
 
 def _server_path(timer: _Timer, searchers: tuple[Any, Any, Any], query: str) -> None:
-    """``/api/search``'s own path (:class:`server.searcher.Searcher`: the words read while the query is
+    """``/api/search``'s own path (:class:`server.engine.Searcher`: the words read while the query is
     embedded, the KNN scan on its thread as soon as the vector is there), with the model, with
     the vector looked up, and for a query asked before (the server keeps the latest queries' vectors)."""
     model, looked_up, remembering = searchers
@@ -170,7 +170,7 @@ def in_process(config_path: Path, sets: dict[str, list[str]], rounds: int) -> di
     from builder.core.config import load_config
     from server.embedder import QueryEmbedder
     from server.reader import IndexReader
-    from server.searcher import Searcher
+    from server.engine import Searcher
     from server.vectors import VectorMemory
 
     config = load_config(config_path)

@@ -1,1 +1,2 @@
-"""notes-portal builder: everything that writes (config, sources, parse, chunk, embed, index, sync, CLI)."""
+"""notes-portal's write path: sources, parse, chunk, embed, sync and the renderer (:mod:`builder.render`); the
+shared pure code both paths import is :mod:`builder.core`, the command line :mod:`builder.cli`."""

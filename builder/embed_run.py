@@ -23,6 +23,7 @@ from builder import indexfile
 from builder.core import index as db
 from builder.core.clock import now_iso
 from builder.core.config import Config
+from builder.core.errors import EXIT_OK, EXIT_PARTIAL
 from builder.core.embedding import (
     EmbedderFactory,
     EmbeddingError,
@@ -38,11 +39,6 @@ if TYPE_CHECKING:
 
 PAGE = 256  # chunks read at a time; their vectors are stored a provider batch at a time
 CACHE_PAGE = 4096  # chunks looked up in the cache at a time by a build
-EXIT_OK, EXIT_PARTIAL = 0, 3
-
-
-def lock_path(config: Config) -> Any:
-    return config.data_dir / "embed.lock"
 
 
 def _progress_bar(total: int) -> Any:
@@ -111,7 +107,7 @@ def backfill(config: Config, *, embedder_factory: EmbedderFactory | None = None,
     log = log or SyncLog(config.log_path)
     if not config.embedding.enabled:
         return EXIT_OK
-    with BuildLock(lock_path(config), wait=wait) as lock:
+    with BuildLock(config.embed_lock_path, wait=wait) as lock:
         if not lock.acquired:
             return EXIT_OK
         return _backfill(config, embedder_factory, log, budget_s)
@@ -206,7 +202,7 @@ def start_backfill(config: Config) -> bool:
     and no backfill is running; it outlives this process (cron's build, a job's child build)."""
     if not config.embedding.enabled:
         return False
-    with BuildLock(lock_path(config)) as lock:  # a look only: released at once, the child takes it again
+    with BuildLock(config.embed_lock_path) as lock:  # a look only: released at once, the child takes it again
         if not lock.acquired:
             return False
     from builder.interpreter import child_environment, python_command

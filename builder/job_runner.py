@@ -23,7 +23,8 @@ from builder.core.errors import JobsUnavailable, UserError
 from builder.core.index.jobqueue import Job, JobQueue
 from builder.lock import BuildLock
 from builder.report import BuildReport
-from builder.sync import EXIT_OK, build
+from builder.core.errors import EXIT_OK
+from builder.sync import build
 from builder.synclog import SyncLog
 
 BACKOFF_S = (10.0, 60.0, 300.0)  # the wait before the first, second and third retry

@@ -20,6 +20,7 @@ from builder.core import index as db
 from builder.core.clock import iso_from_ns, now_iso
 from builder.core.config import Config, SourceConfig
 from builder.core.embedding import EmbedderFactory, passage_fits
+from builder.core.errors import EXIT_OK, EXIT_PARTIAL
 from builder.lock import BuildLock, describe_holder
 from builder.redact import redact_url
 from builder.render.stamp import site_is_stale
@@ -37,7 +38,6 @@ from builder.synclog import SyncLog
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-EXIT_OK, EXIT_REINDEX, EXIT_PARTIAL = 0, 1, 3
 WRITE_BATCH_S = 0.5  # the index commits a source's changes every half second, not once per note
 INGEST_BATCH = 1024  # changed files read at a time, parsed while the batch before is stored (two in memory)
 
@@ -95,7 +95,7 @@ def _build_locked(config: Config, full: bool, source_id: str | None, embedder_fa
                   log: SyncLog, render: bool, wait: bool, report: BuildReport) -> _Built | None:
     """The build's part that holds the build lock: scan, index, render. None: another build holds it."""
     selected = [config.source(source_id)] if source_id else list(config.sources)
-    with BuildLock(config.lock_path, wait=wait) as lock:
+    with BuildLock(config.build_lock_path, wait=wait) as lock:
         if not lock.acquired:
             if sys.stderr.isatty():  # a person typed it; cron's next run simply tries again
                 print(f"notes-portal: {describe_holder(lock.holder)}; this build leaves the work to it "

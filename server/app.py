@@ -39,7 +39,7 @@ from server.query import MAX_QUERY_CHARS
 from server.reader import IndexReader, QueryTimeout
 from server.answer import Answer, make_asker
 from server.search import SearchResult, check_limit, check_mode
-from server.searcher import Searcher
+from server.engine import Searcher
 from server.site_files import SiteFiles
 from server.sync_api import SyncDesk, sync_routes
 from server.vectors import MIN_VECTORS, VectorMemory
@@ -113,7 +113,7 @@ class Portal:
 
     def __init__(self, config: Config, embedder_factory: EmbedderFactory | None, time_limit_s: float,
                  embed_time_limit_s: float, min_vectors: int) -> None:
-        from server.search_page import SearchPage
+        from server.live_pages import SearchPage
 
         self.config = config
         self.reader = IndexReader(config.index, time_limit_s=time_limit_s)
@@ -140,7 +140,7 @@ class Portal:
         ]
 
     def run_search(self, params: SearchParams) -> SearchResult:
-        """The search (see :class:`server.searcher.Searcher`), less hits whose page is not on the site."""
+        """The search (see :class:`server.engine.Searcher`), less hits whose page is not on the site."""
         return self._on_the_site(self.searcher.search(params.query, limit=params.limit, source=params.source,
                                                       tag=params.tag, mode=params.mode, correct=params.correct))
 
@@ -218,7 +218,7 @@ class Portal:
     def search_page(self, request: Request) -> Response:
         """``GET /search``: the results page for browsers without JavaScript; ``ask=1`` (the Ask button, where
         an answer provider is configured) shows the checked answer above the hits."""
-        from server.search_page import page_answer, page_hits
+        from server.live_pages import page_answer, page_hits
 
         query = request.query_params.get("q", "")
         if not query.strip():

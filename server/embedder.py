@@ -2,7 +2,7 @@
 
 Every query vector is computed on one worker thread of its own (the in-process
 model is not made for concurrent calls), with as many cores as the caller gives it
-(see ``server.searcher``: the free cores for a search alone on the server, else one,
+(see ``server.engine``: the free cores for a search alone on the server, else one,
 while the search reads its words: the model lets go of the GIL). A request waits at most
 ``time_limit_s`` for it, and that wait is not counted in the SQL's time limit
 (see ``server.reader.SqlClock``); a slow or failing

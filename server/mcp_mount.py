@@ -19,7 +19,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from server.auth import ApiKey
-from server.searcher import Searcher
+from server.engine import Searcher
 
 if TYPE_CHECKING:
     from server.answer import Asker

@@ -187,7 +187,7 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
         if query_vector is None and vector_later is not None:
             query_vector, embedder_error = vector_later()
         elif query_vector is None and embedder is not None:
-            query_vector, embedder_error = embed_query(embedder, query)
+            query_vector, embedder_error = query_vector_of(embedder, query)
         semantic, note = _vector(conn, config, source, tag, query_vector, embedder_error, nearest)
         if note:
             notes.append(note)
@@ -222,8 +222,9 @@ def waiting_for_vectors(ready: int, total: int) -> str:
     return english(said("said.waiting", ready=ready, total=total))
 
 
-def embed_query(embedder: Embedder, query: str) -> tuple[bytes | None, str | None]:
-    """The query's vector, or None and the provider's error."""
+def query_vector_of(embedder: Embedder, query: str) -> tuple[bytes | None, str | None]:
+    """The query's vector (:meth:`Embedder.embed_query` on its first ``MAX_QUERY_CHARS``), or None and the
+    provider's error: a search goes on by its words when the model fails."""
     try:
         return embedder.embed_query(query[:MAX_QUERY_CHARS]), None
     except EmbeddingError as exc:

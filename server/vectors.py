@@ -1,18 +1,12 @@
 """The server's compact in-memory copy of an index's vectors, for a fast exact KNN scan.
 
-sqlite-vec's ``vec0`` scans every vector from the database pages on each query: about
-1 µs a vector (median 3.5 ms at 3,000 chunks, 10.4 ms at 10,000, 60–110 ms at 100,000), where
-this copy, re-scoring included, takes 2.2 ms at 3,000 and 3.1 ms at 10,000 (the whole
-``/api/search`` path at 10,000 chunks: p50 60.4 → 49.8 ms, ``bench/ab.py search --mode
-app-hybrid``). From ``MIN_VECTORS`` on (below it ``vec0`` is as fast as the copy's own
-re-scoring) the long-running server keeps each
-vector in one byte per dimension (each dimension quantized to 256 steps over its
-own range: 38 MB per 100,000 vectors of 384 dimensions instead of 154 MB as
-float32), scans that with numpy, and re-scores its best candidates
-exactly from ``chunk_vectors`` by id (:func:`rescored`), so the answer is the exact
-nearest ``k`` (over the dev set's real vectors, the quantized order's best 100 held
-the exact best 50 for every query: docs/BENCHMARKS.md). The scan reads a
-quarter of the bytes, so it is no slower than float32.
+sqlite-vec's ``vec0`` scans every vector from the database pages on each query. From
+``MIN_VECTORS`` on (below it ``vec0`` is as fast as the copy's own re-scoring) the long-running
+server keeps each vector in one byte per dimension (each dimension quantized to 256 steps over its
+own range, a quarter of float32's bytes), scans that with numpy, and re-scores its best candidates
+exactly from ``chunk_vectors`` by id (:func:`rescored`). Invariant: the answer is the exact nearest
+``k``, never the quantized order's. What it buys, and the recall of the quantized order's best
+candidates, are in docs/BENCHMARKS.md ("Vectors in memory", "From 2,000 vectors on").
 
 SQLite stays the only source of truth: the copy is reloaded, in the background,
 whenever ``meta.vectors_version`` moves (every build that stores or deletes

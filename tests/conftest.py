@@ -228,7 +228,7 @@ def copy_portal(template: Path, target: Path, configs: tuple[str, ...] = ("porta
 
 def _relocate(config: Config, template: Path, target: Path) -> None:
     """The index names each git source's URL (``status`` shows it), and the render state holds digests
-    of the sources' absolute folders (builder.render.state.scopes): with the template's, the delta
+    of the sources' absolute folders (builder.render.manifest.scopes): with the template's, the delta
     render would decline in the copy and every note's links would be resolved again. The URLs are
     moved, and a render makes the state the one a build in the copy's place leaves; it writes no page
     (its log, which repeats the broken links, is thrown away)."""

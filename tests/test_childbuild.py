@@ -75,8 +75,8 @@ def test_a_user_error_of_the_child_is_one_error_line(tmp_path):
 @pytest.mark.slow
 def test_the_child_leaves_when_its_parent_is_killed(tmp_path):
     config = _portal(tmp_path)
-    config.lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(config.lock_path, "a") as held:  # the child's build waits for the build lock, held here
+    config.build_lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(config.build_lock_path, "a") as held:  # the child's build waits for the build lock, held here
         fcntl.flock(held, fcntl.LOCK_EX)
         parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
             from builder.childbuild import build_in_child

@@ -17,11 +17,11 @@ from builder.core import index as db
 from builder.core.config import Config
 from builder.core.embedding import EmbeddingError
 from builder.sync import build
-from server import searcher as searcher_module
+from server import engine
 from server.app import create_app
 from server.embedder import QueryEmbedder
 from server.reader import IndexReader
-from server.searcher import Searcher
+from server.engine import Searcher
 from server.vectors import VectorMemory
 from tests.conftest import HashEmbedder, copy_config, ollama_yaml
 from tests.render_support import build_and_render
@@ -109,13 +109,13 @@ WORDS_READ = threading.Event()
 
 
 def running_now(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runnable: int, cores: int = 2) -> None:
-    """The machine as :func:`server.searcher.free_cores` sees it: ``cores`` cores, ``runnable`` tasks
+    """The machine as :func:`server.engine.free_cores` sees it: ``cores`` cores, ``runnable`` tasks
     runnable now (the caller among them)."""
     loadavg = tmp_path / "loadavg"
     loadavg.write_text(f"0.52 0.61 0.70 {runnable}/312 4242\n", encoding="ascii")
-    monkeypatch.setattr(searcher_module, "LOADAVG", loadavg)
-    monkeypatch.setattr(searcher_module, "cores", lambda: cores)
-    monkeypatch.setattr(searcher_module, "ALONE_THREADS", min(cores, 4))
+    monkeypatch.setattr(engine, "LOADAVG", loadavg)
+    monkeypatch.setattr(engine, "cores", lambda: cores)
+    monkeypatch.setattr(engine, "ALONE_THREADS", min(cores, 4))
 
 
 @pytest.mark.parametrize("text, cores, free", [
@@ -128,22 +128,22 @@ def running_now(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runnable: int, 
 ])
 def test_free_cores_are_the_cores_less_what_runs_now(tmp_path, monkeypatch, text, cores, free):
     (tmp_path / "loadavg").write_text(text, encoding="ascii")
-    monkeypatch.setattr(searcher_module, "LOADAVG", tmp_path / "loadavg")
-    monkeypatch.setattr(searcher_module, "cores", lambda: cores)
-    assert searcher_module.free_cores() == free
+    monkeypatch.setattr(engine, "LOADAVG", tmp_path / "loadavg")
+    monkeypatch.setattr(engine, "cores", lambda: cores)
+    assert engine.free_cores() == free
 
 
 def test_the_cores_are_those_the_process_may_run_on(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
-    assert searcher_module.cores() == 3
+    assert engine.cores() == 3
     monkeypatch.delattr(os, "sched_getaffinity")
     monkeypatch.setattr(os, "cpu_count", lambda: 6)
-    assert searcher_module.cores() == 6
+    assert engine.cores() == 6
 
 
 def test_free_cores_without_proc_is_one(tmp_path, monkeypatch):
-    monkeypatch.setattr(searcher_module, "LOADAVG", tmp_path / "missing")
-    assert searcher_module.free_cores() == 1
+    monkeypatch.setattr(engine, "LOADAVG", tmp_path / "missing")
+    assert engine.free_cores() == 1
 
 
 @pytest.fixture

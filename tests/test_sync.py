@@ -179,8 +179,8 @@ def test_a_build_started_while_another_holds_the_lock_leaves_without_indexing(co
 @contextmanager
 def held_lock(config):
     """Hold the build lock the way a running build does (an OS lock on sync.lock) in this process."""
-    config.lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(config.lock_path, "a+") as handle:
+    config.build_lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(config.build_lock_path, "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         yield
 
@@ -188,19 +188,19 @@ def held_lock(config):
 def test_a_lock_file_left_by_a_dead_build_does_not_block(config_for, quiet_log):
     config = config_for(EMBED)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    config.lock_path.parent.mkdir(parents=True, exist_ok=True)
-    config.lock_path.write_text(json.dumps({"pid": int(dead.stdout), "started_at": "2026-01-01T00:00:00"}))
+    config.build_lock_path.parent.mkdir(parents=True, exist_ok=True)
+    config.build_lock_path.write_text(json.dumps({"pid": int(dead.stdout), "started_at": "2026-01-01T00:00:00"}))
     assert run(config, quiet_log) == 0
     assert db.counts(open_index(config))["files"] == 3
     assert "WARN" not in config.log_path.read_text(encoding="utf-8")  # nothing stale to reclaim: the OS freed it
-    with open(config.lock_path, "a") as handle:  # the file stays, unlocked
+    with open(config.build_lock_path, "a") as handle:  # the file stays, unlocked
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def test_a_held_lock_is_never_taken_over_however_old(config_for, quiet_log):
     config = config_for(EMBED)
     with held_lock(config):
-        os.utime(config.lock_path, (time.time() - 7200, time.time() - 7200))  # a first build running for 2 h
+        os.utime(config.build_lock_path, (time.time() - 7200, time.time() - 7200))  # a first build running for 2 h
         assert run(config, quiet_log) == 0
         assert indexfile.resolve(config.index) is None and not config.log_path.exists()
     assert run(config, quiet_log) == 0 and indexfile.resolve(config.index) is not None
@@ -216,10 +216,10 @@ def this_process_started() -> float:
 def test_a_no_op_build_leaves_the_lock_file_untouched(config_for, quiet_log):
     config = config_for(EMBED)
     assert run(config, quiet_log) == 0
-    before = config.lock_path.stat()
-    os.utime(config.lock_path, ns=(before.st_atime_ns, before.st_mtime_ns - 10**9))
+    before = config.build_lock_path.stat()
+    os.utime(config.build_lock_path, ns=(before.st_atime_ns, before.st_mtime_ns - 10**9))
     assert run(config, quiet_log) == 0
-    after = config.lock_path.stat()
+    after = config.build_lock_path.stat()
     assert (after.st_mtime_ns, after.st_size) == (before.st_mtime_ns - 10**9, before.st_size)
 
 

@@ -102,7 +102,7 @@ def test_a_job_waits_for_the_build_lock_that_cron_holds(portal):
     client = client_of(portal, runner)
     runner.start()
     try:
-        with BuildLock(portal.config.lock_path) as cron:
+        with BuildLock(portal.config.build_lock_path) as cron:
             assert cron.acquired
             job_id = client.post("/api/sync", headers=KEY).json()["job"]["id"]
             waiting = wait_for(lambda: (j := runner.job(job_id))["state"] == "running" and j)
@@ -210,7 +210,7 @@ def test_a_burst_of_twenty_deliveries_runs_at_most_two_builds(portal):
     portal.up.push()
     runner.start()
     try:
-        with live_server(app) as address, BuildLock(portal.config.lock_path):
+        with live_server(app) as address, BuildLock(portal.config.build_lock_path):
             answers: list[tuple[int, str]] = []
             deliveries = [(body := push_payload(), signed("gitea", SECRET, body, delivery=str(uuid.uuid4())))
                           for _ in range(20)]

@@ -34,7 +34,7 @@ def test_a_job_running_when_the_server_is_killed_completes_after_a_restart(tmp_p
         embedding = (f"embedding:\n  provider: ollama\n  endpoint: {ollama.url}\n  model: test-embed:1\n"
                      f"  dims: {DIMS}\n  timeout: 60\n")
         portal = make_portal(tmp_path, embedding=embedding)
-        held = open(portal.config.lock_path, "a")  # noqa: SIM115 (released half-way through the test)
+        held = open(portal.config.build_lock_path, "a")  # noqa: SIM115 (released half-way through the test)
         fcntl.flock(held, fcntl.LOCK_EX)
         portal.up.write("hory/gerlach.md", "# Gerlachovský štít\n\nNejvyšší vrchol Tater, 2655 m.\n")
         after = portal.up.commit("gerlach")

@@ -19,7 +19,7 @@ PART = re.compile(r'^notesPortalToc\("([0-9a-f]+(?:-\d+)?)",(.*)\);\n$', re.DOTA
 
 @pytest.fixture
 def small_pieces(monkeypatch):
-    monkeypatch.setattr(toc, "PART_ENTRIES", 4)
+    monkeypatch.setattr(toc, "TOC_ENTRIES", 4)
 
 
 def notes_in(html: str) -> list[str]:

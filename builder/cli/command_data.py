@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from builder.core.embedding import Embedder
     from server.answer import Asker
     from server.search import SearchResult
-    from server.searcher import Searcher
+    from server.engine import Searcher
 
 SCHEMA_VERSION = "notes-portal/1"
 TOC_HEADING_LEVELS = 3  # the table of contents lists headings down to ###
@@ -66,10 +66,10 @@ def for_command(config: Config) -> ReadPath:
             conn.close()
 
     def embed(text: str) -> tuple[bytes | None, str | None]:
-        from server.search import embed_query
+        from server.search import query_vector_of
 
         embedder, error = query_embedder(config)
-        return embed_query(embedder, text) if embedder is not None else (None, error)
+        return query_vector_of(embedder, text) if embedder is not None else (None, error)
 
     return ReadPath(config, connection, embed)
 

@@ -260,7 +260,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from builder.cli.command_data import envelope, query_embedder
     from builder.core import index as db
     from builder.core.errors import ReindexNeeded
-    from builder.sync import EXIT_PARTIAL, build
+    from builder.core.errors import EXIT_PARTIAL
+    from builder.sync import build
     from builder.synclog import SyncLog
     from server.search import search
 

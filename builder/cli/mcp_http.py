@@ -1,8 +1,9 @@
 """The factory of ``/mcp`` for ``notes-portal serve``: the MCP tools over Streamable HTTP, made on the
 first MCP request.
 
-The MCP SDK (pydantic and the rest) adds about 50 MB to a process that imports it, so a server
-whose users only browse and search never pays for it: :class:`LazyEndpoint` imports
+The MCP SDK (pydantic and the rest) makes a process that imports it much bigger (docs/BENCHMARKS.md,
+"The MCP SDK imported on the first MCP request"), so a server whose users only browse and search never
+pays for it: :class:`LazyEndpoint` imports
 :mod:`builder.cli.mcp_server` and starts the SDK's session manager, inside the web app's lifespan,
 when a client first calls.
 """
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
     from server.answer import Asker
     from server.mcp_mount import McpEndpoint
-    from server.searcher import Searcher
+    from server.engine import Searcher
 
 
 class LazyEndpoint:

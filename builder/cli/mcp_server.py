@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
 
     from server.answer import Asker
-    from server.searcher import Searcher
+    from server.engine import Searcher
 
 QUERY_TIME_LIMIT_S = 5.0  # stdio: a query's SQL …
 EMBED_TIME_LIMIT_S = 10.0  # … and the wait for its vector (the first one may load the model)
@@ -109,7 +109,7 @@ def run_stdio(config: Config) -> None:
     """``notes-portal mcp``: serve the tools on stdin/stdout until the client closes them."""
     from server.embedder import QueryEmbedder
     from server.reader import IndexReader
-    from server.searcher import Searcher
+    from server.engine import Searcher
     from server.vectors import VectorMemory
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="notes-portal mcp: %(message)s")

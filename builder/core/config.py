@@ -149,8 +149,14 @@ class Config:
         return self.data_dir / "log" / "sync.log"
 
     @property
-    def lock_path(self) -> Path:
+    def build_lock_path(self) -> Path:
+        """The build lock: one build (cron's, a job's, the CLI's) writes the index at a time."""
         return self.data_dir / "sync.lock"
+
+    @property
+    def embed_lock_path(self) -> Path:
+        """The embed lock: one backfill embeds the chunks without vectors at a time (the build lock released)."""
+        return self.data_dir / "embed.lock"
 
     @property
     def cache_path(self) -> Path:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# A build's and a backfill's exit codes besides a UserError's (cron and the job queue read them).
+EXIT_OK = 0  # everything asked was done
+EXIT_PARTIAL = 3  # done, but something was left for the next run (a source, a note, vectors): the log says what
+
 
 class UserError(Exception):
     """An error the user can fix; the CLI prints ``str(error)`` and exits with ``exit_code``."""

@@ -2,7 +2,7 @@
 
 The every-minute build usually finds one or two notes whose text (or date) changed and nothing else.
 The full render (:mod:`builder.render.site`) still reads every note and every manifest entry to
-prove that nothing else changed (~0.4 s at 10,000 notes). This one proves it from what the last
+prove that nothing else changed (its cost: docs/BENCHMARKS.md). This one proves it from what the last
 render remembered (:func:`remember`, stored with its manifest) and from the index's log of what
 changed since (:func:`builder.core.index.content_changes`), and writes exactly what the full render
 would write: the edited notes' pages, the home page (its "recently changed" list), the table of
@@ -33,7 +33,7 @@ from builder.core import index as db
 from builder.core import templates, urls
 from builder.core.config import Config
 from builder.core.index import renderstate
-from builder.render import graph, highlight, jobs, output, pages, state, toc
+from builder.render import graph, highlight, manifest, notepages, output, pages, toc
 from builder.render.links import Resolver, SourceNotes
 from builder.render.stamp import write_stamp
 from builder.sources import Scope
@@ -82,7 +82,7 @@ def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries:
     titles: dict[str, list[list[str]]] = {s.id: [] for s in config.sources}
     for note in notes:
         titles[note.source_id].append([note.path, note.title, entries.get(note.key, {}).get("toc_digest", "")])
-    return {"content": content, "scopes": state.sha(state.scopes(config)), "titles": titles,
+    return {"content": content, "scopes": manifest.sha(manifest.scopes(config)), "titles": titles,
             "unreadable": sorted({n.key for n in notes if n.key not in entries} | retry),
             "into": {key: sorted(sources, key=_index_order) for key, sources in links.into.items()},
             "file_links": file_links, "attachments": attachments, "files": sorted(files),
@@ -103,7 +103,7 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     path = site / output.STATE
     meta = renderstate.read_meta(path) or {}
     if (meta.get("version") != output.MANIFEST_VERSION or meta.get("env") != env_fp
-            or any(key not in meta for key in _KEYS) or meta["scopes"] != state.sha(state.scopes(config))
+            or any(key not in meta for key in _KEYS) or meta["scopes"] != manifest.sha(manifest.scopes(config))
             or meta["unreadable"] or output.Journal(site).recorded()):
         return None
     content = db.content_token(conn)  # what this render shows (read first, as the full render does)
@@ -129,12 +129,13 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
                                 config.site.language)
     journal = output.Journal(site)
     out = output.Output(site, stored_pages, present, set(), journal)
-    jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site,
-                                  max_note_bytes=config.max_note_bytes))
+    notepages.set_context(notepages.Context(resolver, roots, config.allow_html, jinja,
+                                            time.strftime("%Y-%m-%d %H:%M"), site,
+                                            max_note_bytes=config.max_note_bytes))
     try:
         return _render_delta(config, conn, notes, old, meta, out, log, env_fp, files, content)
     finally:
-        jobs.set_context(None)
+        notepages.set_context(None)
         journal.close()
 
 
@@ -145,14 +146,14 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
     site = config.site.output
     highlight.use(highlight.blocks_file(site))
     stale = [n for n in notes if n.sha256 != old[n.key]["sha"]]
-    bodies = {n.key: outcome for group in jobs.same_text_groups(stale)
-              for n, outcome in zip(group, jobs.body_job(group), strict=True)}
+    bodies = {n.key: outcome for group in notepages.same_text_groups(stale)
+              for n, outcome in zip(group, notepages.body_job(group), strict=True)}
     entries = {n.key: {**old[n.key], "dates": n.dates} for n in notes}
     for note in stale:
         outcome = bodies[note.key]
         if outcome.body is None or outcome.error:
             return None
-        entries[note.key] = state.entry(note, outcome.body, outcome.highlights)
+        entries[note.key] = manifest.entry(note, outcome.body, outcome.highlights)
         if any(entries[note.key].get(k) != old[note.key].get(k) for k in ("links", "resolved", "broken", "files")):
             return None  # another page may show it: the full render decides
     recent = _recent(meta["recent"], meta["home"]["recent"], notes)
@@ -172,9 +173,9 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
     for note in notes:
         backlinks = [links.notes[key] for key in into.get(note.key, ())]
         picture = links.local(note.key)
-        if out.wants(note.url, state.note_fp(env_fp, note, entries[note.key], backlinks, picture.digest())):
+        if out.wants(note.url, manifest.note_fp(env_fp, note, entries[note.key], backlinks, picture.digest())):
             if note.key not in bodies:  # only its date moved: its page is made again from its text
-                bodies[note.key] = jobs.body_job([note])[0]
+                bodies[note.key] = notepages.body_job([note])[0]
             body = bodies[note.key].body
             if body is None:
                 return None
@@ -184,20 +185,20 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
             highlight.remember_blocks(outcome.blocks)
     for job in page_jobs:
         out.journal.add(urls.site_file(job[0].url))
-        written = jobs.page_job(job)
+        written = notepages.page_job(job)
         if written.error:
             return None  # the full render leaves that note out (the pages written are in the journal)
         out.written.append(written.rel)
-    broken = state.log_broken(stale, bodies, entries, log)
-    ctx = jobs.context()
+    broken = manifest.log_broken(stale, bodies, entries, log)
+    ctx = notepages.context()
     home = pages.home_with({**meta["home"], "recent": [item for _, item in recent]})
-    if out.wants(home.url, state.sha(env_fp, home.data())):
+    if out.wants(home.url, manifest.sha(env_fp, home.data())):
         out.write(home.url, ctx.templates.render(home, ctx.built_at))
     for source_id, plan in tocs.items():
         toc.write_page(out, ctx.templates, ctx.built_at, plan, source_id, kinds[source_id])
     output.copy_static(out, templates.static_files())
     roots = ctx.roots
-    state.log_unwritten(output.copy_attachments(out, {url: roots[source_id] / rel
+    manifest.log_unwritten(output.copy_attachments(out, {url: roots[source_id] / rel
                                                       for url, (source_id, rel) in meta["attachments"].items()}), log)
     removed = [rel for rel in sorted(out.present) if output.is_temporary(rel)]  # left by a killed write
     for rel in removed:
@@ -235,7 +236,7 @@ def _toc_plan(conn: Connection, config: Config, env_fp: str, source_id: str, kin
     if len(fresh) != len(changed) + len(around):
         return None
     digests = {f"{source_id}:{path}": digest for path, _, digest in listed}
-    digests.update({n.key: state.sha(n.toc_entry) for n in changed.values()})
+    digests.update({n.key: manifest.sha(n.toc_entry) for n in changed.values()})
     plan = toc.plan(env_fp, source_id, kind, members, digests)
     cached = toc.Fragments(config.site.output, source_id).dir
     for folder, fps in plan.folder_fps.items():
@@ -251,7 +252,7 @@ def _toc_plan(conn: Connection, config: Config, env_fp: str, source_id: str, kin
 def _same_face(note: pages.NoteInfo, entry: dict[str, Any]) -> bool:
     """Does the note show other pages what it showed them at the last render (URL, title, tags)?
     (Its headings, which its source's table of contents shows, are looked at separately.)"""
-    return entry.get("tags_digest") == state.sha(note.url, note.title, *note.tags)
+    return entry.get("tags_digest") == manifest.sha(note.url, note.title, *note.tags)
 
 
 def _anchors_hold(path: Path, resolver: Resolver, notes: list[pages.NoteInfo], old: dict[str, Any],
@@ -259,7 +260,7 @@ def _anchors_hold(path: Path, resolver: Resolver, notes: list[pages.NoteInfo], o
     """Do the links of other notes into the notes whose headings moved still land as they did (a
     ``#fragment`` is mapped onto the target's anchors)? Those of the notes whose text changed are
     resolved anew when they are rendered."""
-    moved = {n.key for n in notes if old[n.key].get("anchors_digest") != state.sha(*n.anchor_list)}
+    moved = {n.key for n in notes if old[n.key].get("anchors_digest") != manifest.sha(*n.anchor_list)}
     rendered = {n.key for n in notes if n.sha256 != old[n.key]["sha"]}  # a note whose date alone moved is not
     linking = {key for target in moved for key in into.get(target, ())} - rendered
     if not linking:
@@ -293,7 +294,7 @@ def _resolver_of_titles(config: Config, conn: Connection, titles: dict[str, list
 
 def _files_hold(resolver: Resolver, file_links: dict[str, list[list[Any]]]) -> bool:
     """Does every link to a file still resolve as at the last render (see
-    :func:`builder.render.state.recheck`)?"""
+    :func:`builder.render.manifest.recheck`)?"""
     for key, found in file_links.items():
         source_id, _, path = key.partition(":")
         for kind, raw, r in found:

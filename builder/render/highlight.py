@@ -6,11 +6,11 @@ render (a ``--full`` one, new templates, a swapped index) also starts from the b
 ``<site>/.render-cache/highlight-<version>`` and stores the blocks its notes use when it is
 done, so it highlights only code it has not seen before; a small render (an edited note) reads that
 file only when it meets a block it does not remember. Formulas are kept the same way (their "language" starts
-with a NUL, which no fence's can hold): importing latex2mathml costs ~80 ms, which the one-note build of a note
-whose formulas did not change then never pays. ``<version>`` changes with Pygments, latex2mathml, this file and
-mathml.py: the output depends on nothing else besides (language, code). One file, read and
-written whole: creating a file per block would cost about as much as highlighting it. It is in
-marshal's format (a dict of str): a 2 MB file reads in ~1 ms, against ~7 ms as JSON.
+with a NUL, which no fence's can hold), so the one-note build of a note whose formulas did not change never
+imports latex2mathml. ``<version>`` changes with Pygments, latex2mathml, this file and mathml.py: the output
+depends on nothing else besides (language, code). One file, read and written whole (a file per block would
+cost about as much as highlighting it), in marshal's format (a dict of str), which reads faster than JSON;
+the figures are in docs/BENCHMARKS.md ("What the render keeps between runs").
 """
 
 from __future__ import annotations

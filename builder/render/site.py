@@ -14,7 +14,7 @@ written atomically (temp file + ``os.replace``). A renderer or template change (
 :mod:`builder.render.stamp`), ``--full``, or ``site.title``/``render.allow_html`` changes
 re-render everything; such big renders reuse the highlighted code kept in
 ``<site>/.render-cache/`` (:mod:`builder.render.highlight`), and notes with the same text are
-rendered once where their links allow (:mod:`builder.render.jobs`).
+rendered once where their links allow (:mod:`builder.render.notepages`).
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ from builder.render import (
     drawing,
     graph,
     highlight,
-    jobs,
+    manifest,
+    notepages,
     output,
     pages,
-    state,
     toc,
     tree,
 )
@@ -195,38 +195,39 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
                 log.warn(f"{note.source_id}: {note.path}: {left_out[note.key]}")
         notes = [n for n in notes if n.key not in left_out]
         kinds = {s.id: s.kind for s in config.sources}
-        universe = state.universe(config, notes)
+        universe = manifest.universe(config, notes)
         resolver = _resolver_of_notes(config, notes)
         roots = {s.id: config.source_root(s) for s in config.sources}
         highlights = highlight.blocks_file(site)
         kept: Path | None = None  # the note bodies kept between big renders (builder.render.bodycache)
         jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds),
                                     templates.ask_target(config.answer), config.site.language)
-        jobs.set_context(jobs.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site,
-                                      max_note_bytes=config.max_note_bytes))
+        notepages.set_context(notepages.Context(resolver, roots, config.allow_html, jinja,
+                                                time.strftime("%Y-%m-%d %H:%M"), site,
+                                                max_note_bytes=config.max_note_bytes))
         try:
             with Pool(workers) as pool:
-                entries, stale = state.recheck(notes, old, trust and previous.get("universe") == universe, resolver)
+                entries, stale = manifest.recheck(notes, old, trust and previous.get("universe") == universe, resolver)
                 big = len(stale) >= BIG_RENDER
                 if big:
                     highlight.load_blocks(highlights)  # before the workers fork: they inherit it
                     kept = bodycache.cache_file(site, files, config.allow_html, config.site.language)
-                    jobs.set_context(replace(jobs.context(), kept_bodies=kept))
+                    notepages.set_context(replace(notepages.context(), kept_bodies=kept))
                 else:
                     highlight.use(highlights)
                 bodies = _bodies(pool, stale)
-                entries.update({n.key: state.entry(n, body, bodies[n.key].highlights)
+                entries.update({n.key: manifest.entry(n, body, bodies[n.key].highlights)
                                 for n in stale if (body := bodies[n.key].body)})
-                broken = state.log_broken(stale, bodies, entries, log)
+                broken = manifest.log_broken(stale, bodies, entries, log)
                 links = graph.Links(notes, entries)
                 moved, before = graph.moved(stale, set(old) - {n.key for n in notes}, old, entries)
                 affected = _affected(notes, stale, old, entries, out, links.ball(moved, 2, before)) if trust else None
-                backlinks = state.backlinks(notes, entries, affected)
+                backlinks = manifest.backlinks(notes, entries, affected)
                 pictures: dict[str, graph.Local] = {}
 
                 def fingerprint(note: pages.NoteInfo) -> str:
                     pictures[note.key] = links.local(note.key)
-                    return state.note_fp(env_fp, note, entries[note.key], backlinks.get(note.key, []),
+                    return manifest.note_fp(env_fp, note, entries[note.key], backlinks.get(note.key, []),
                                          pictures[note.key].digest())
 
                 pending = [n for n in notes if n.key in entries and not out.kept(n.url, affected is None or
@@ -240,21 +241,21 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
                 pages.settle([n for job in page_jobs for n in (job[0], *job[2])])
                 for job in page_jobs:
                     journal.add(urls.site_file(job[0].url))
-                note_pages = pool.start(jobs.page_job, page_jobs)
+                note_pages = pool.start(notepages.page_job, page_jobs)
                 out.keep(n.url for n in notes if n.key not in entries)
-                dirty = state.dirty(notes, stale, old, entries, moved) if trust else None
+                dirty = manifest.dirty(notes, stale, old, entries, moved) if trust else None
                 # the navigation trees list the notes with a page: every note's path and title, less those
                 # that could not be read (their pages stay, but a fresh render would leave them out)
-                trees = state.sha(universe, *(n.key for n in notes if n.key not in entries))
+                trees = manifest.sha(universe, *(n.key for n in notes if n.key not in entries))
                 made = _site_pages(out, env_fp, [n for n in notes if n.key in entries], kinds, dirty,
                                    SiteData(entries, links, trust and previous.get("trees") == trees))
                 failed = _note_pages(out, note_pages(), len(page_jobs), last, log)
         finally:
-            jobs.set_context(None)
+            notepages.set_context(None)
             journal.close()
 
         output.copy_static(out, templates.static_files())
-        state.log_unwritten(output.copy_attachments(out, {r[1]: roots[key.partition(":")[0]] / r[2]
+        manifest.log_unwritten(output.copy_attachments(out, {r[1]: roots[key.partition(":")[0]] / r[2]
                                                           for key, entry in entries.items() if entry.get("files", 1)
                                                           for r in entry["resolved"] if r[0] == "attachment"}), log)
         listed = output.listed_pages(saved)
@@ -302,7 +303,7 @@ def _unnamed(notes: list[pages.NoteInfo]) -> dict[str, str]:
     return found
 
 
-def _note_pages(out: output.Output, written: list[jobs.Written], attempted: int, last: bool,
+def _note_pages(out: output.Output, written: list[notepages.Written], attempted: int, last: bool,
                 log: SyncLog) -> set[str]:
     """Record the note pages written; those that failed make the render run again without their notes
     (:class:`_PagesFailed`), or on the ``last`` pass are left out here (WARN; returned). When most of
@@ -333,11 +334,11 @@ def _log_render(log: SyncLog, written: Iterable[str], note_pages: int, page_coun
 
 def _affected(notes: list[pages.NoteInfo], stale: list[pages.NoteInfo], old: dict[str, Any], entries: dict[str, Any],
               out: output.Output, pictured: set[str]) -> set[str]:
-    """Notes whose page may differ from the last render's: see :func:`builder.render.state.affected`,
+    """Notes whose page may differ from the last render's: see :func:`builder.render.manifest.affected`,
     plus ``pictured`` (their picture of links moved), pages that are missing or that an unfinished
     render touched (written whole, backlinks too) and notes whose date moved (a touched file, a new
     commit: same text), whose entries take the new date."""
-    found = state.affected(notes, stale, old, entries) | pictured
+    found = manifest.affected(notes, stale, old, entries) | pictured
     found |= {n.key for n in notes if not out.current(n.url)}
     for note in notes:
         if note.key in entries and entries[note.key].get("dates") != note.dates:
@@ -346,11 +347,11 @@ def _affected(notes: list[pages.NoteInfo], stale: list[pages.NoteInfo], old: dic
     return found
 
 
-def _bodies(pool: Pool, notes: list[pages.NoteInfo]) -> dict[str, jobs.Outcome]:
-    """Note key → its rendered body (:class:`builder.render.jobs.Outcome`); one job per text."""
+def _bodies(pool: Pool, notes: list[pages.NoteInfo]) -> dict[str, notepages.Outcome]:
+    """Note key → its rendered body (:class:`builder.render.notepages.Outcome`); one job per text."""
 
-    groups = jobs.same_text_groups(notes)
-    bodies = {note.key: outcome for group, outcomes in zip(groups, pool.map(jobs.body_job, groups), strict=True)
+    groups = notepages.same_text_groups(notes)
+    bodies = {note.key: outcome for group, outcomes in zip(groups, pool.map(notepages.body_job, groups), strict=True)
               for note, outcome in zip(group, outcomes, strict=True)}
     for outcome in bodies.values():
         if outcome.blocks:
@@ -377,12 +378,12 @@ class SitePages:
 
 
 def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], kinds: dict[str, str],
-                dirty: state.Dirty | None, data: SiteData) -> SitePages:
+                dirty: manifest.Dirty | None, data: SiteData) -> SitePages:
     """Each source's pages, tag pages, home, broken links, search, 404 and the sitemap; returns every
-    page URL and the home page. ``dirty`` (:class:`builder.render.state.Dirty`) names the pages that may have changed;
-    None: any may have. Big pages are fingerprinted from their inputs, never built to compare."""
+    page URL and the home page. ``dirty`` (:class:`builder.render.manifest.Dirty`) names the pages that may have
+    changed; None: any may have. Big pages are fingerprinted from their inputs, never built to compare."""
 
-    ctx = jobs.context()
+    ctx = notepages.context()
     render = ctx.templates.render
     by_source: dict[str, list[pages.NoteInfo]] = {sid: [] for sid in kinds}
     for note in notes:
@@ -399,7 +400,7 @@ def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], ki
         if out.kept_all(list(paged), dirty is None or dirty.tags):
             continue
         fingerprint = _tag_fp(env_fp, slug, name, members)
-        wanted = {url for number, url in enumerate(paged) if out.wants(url, state.sha(fingerprint, str(number)))}
+        wanted = {url for number, url in enumerate(paged) if out.wants(url, manifest.sha(fingerprint, str(number)))}
         for page in pages.tag_pages(slug, name, members) if wanted else ():
             if page.url in wanted:
                 out.write(page.url, render(page, ctx.built_at))
@@ -407,18 +408,18 @@ def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], ki
     broken_urls = pages.paged_urls(urls.BROKEN_LINKS_URL, sum(bool(data.entries[n.key].get("broken")) for n in notes))
     if not out.kept_all(list(broken_urls), dirty is None or dirty.broken):
         for page in pages.broken_links_pages(notes, data.entries):
-            if out.wants(page.url, state.sha(env_fp, page.data())):
+            if out.wants(page.url, manifest.sha(env_fp, page.data())):
                 out.write(page.url, render(page, ctx.built_at))
     recent = pages.recent_notes(notes)
     home = pages.home_page(list(kinds.items()), notes, groups, broken, recent)
     fixed = [pages.tags_page(groups), home, *pages.fixed_pages()]
     for page in fixed:
-        if out.wants(page.url, state.sha(env_fp, page.data())):
+        if out.wants(page.url, manifest.sha(env_fp, page.data())):
             out.write(page.url, render(page, ctx.built_at))
     page_urls = sorted([n.url for n in notes] + source_urls + tag_urls + list(broken_urls)
                        + [p.url for p in fixed if p.kind != "404"])
     for url, text in pages.sitemaps(page_urls):
-        if out.wants(url, state.sha(env_fp, text)):
+        if out.wants(url, manifest.sha(env_fp, text)):
             out.write(url, text)
     return SitePages(page_urls, home, recent)
 
@@ -429,15 +430,15 @@ def _tag_fp(env_fp: str, slug: str, name: str, members: list[pages.NoteInfo]) ->
     for note in members:
         shown, more = pages.tag_companions(note, slug)
         lines.append(f"{note.url}\x1f{note.title}\x1f{more}\x1f" + "\x1f".join(shown))
-    return state.sha(env_fp, name, *lines)
+    return manifest.sha(env_fp, name, *lines)
 
 
 def _source_pages(out: output.Output, env_fp: str, source_id: str, kind: str, notes: list[pages.NoteInfo],
-                  dirty: state.Dirty | None, data: SiteData) -> list[str]:
+                  dirty: manifest.Dirty | None, data: SiteData) -> list[str]:
     """A source's table of contents, its link graph and its navigation tree (not a page: not returned)."""
-    ctx = jobs.context()
+    ctx = notepages.context()
     toc_url = urls.toc_url(source_id)
-    if not out.kept_all(toc.old_parts(out.old, source_id), dirty is None or source_id in dirty.tocs):
+    if not out.kept_all(toc.old_toc_files(out.old, source_id), dirty is None or source_id in dirty.tocs):
         plan = toc.plan(env_fp, source_id, kind, notes, {n.key: data.entries[n.key]["toc_digest"] for n in notes})
         toc.write_page(out, ctx.templates, ctx.built_at, plan, source_id, kind)
     graph_url = urls.graph_url(source_id)
@@ -449,11 +450,11 @@ def _source_pages(out: output.Output, env_fp: str, source_id: str, kind: str, no
         legend = [{"name": f"{folder}/" if folder else f"{source_id}/", "css": f"folder{i % drawing.FOLDER_CLASSES}"}
                   for i, folder in enumerate(view.folders)]
         page = pages.graph_page(source_id, svg, {**view.stats, "legend": legend})
-        if out.wants(graph_url, state.sha(env_fp, page.data())):
+        if out.wants(graph_url, manifest.sha(env_fp, page.data())):
             out.write(graph_url, ctx.templates.render(page, ctx.built_at))
     if not out.kept_all(tree.old_parts(out.old, source_id), not data.same_trees):
         for part in tree.tree_parts(source_id, notes):
-            if out.wants(part.url, state.sha(env_fp, part.script)):
+            if out.wants(part.url, manifest.sha(env_fp, part.script)):
                 out.write(part.url, part.script)
     return [toc_url, graph_url]
 

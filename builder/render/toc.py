@@ -32,18 +32,18 @@ from builder.core.templates import Label, Page, Templates
 from builder.atomic import write_atomic
 from builder.render.output import CACHE_DIR, Output
 from builder.render.pages import NoteInfo, nav_context
-from builder.render.state import sha
+from builder.render.manifest import sha
 
 _MARK = "<!--notes-portal fragment {}-->"  # where a folder's note list goes (see splice)
 _FRAGMENT_MARK = re.compile(r"<!--notes-portal fragment ([0-9a-f]+)-->")
 OPEN_MAX = 300  # a source with at most this many notes shows every folder open; a bigger one, closed
 FRAGMENT_TEMPLATE = "toc_notes.html"
 PART_TEMPLATE = "toc_part.html"
-CALLBACK = "notesPortalToc"
+TOC_CALLBACK = "notesPortalToc"
 # Notes and folders one piece of a table of contents lists (about 0.8 kB a note with its headings): a bigger
 # source's page holds its top folders and what fits, the rest loads folder by folder when opened
 # (static/toc.js), so that no file grows with the source.
-PART_ENTRIES = 500
+TOC_ENTRIES = 500
 
 
 @dataclass
@@ -212,7 +212,7 @@ def fragment_context(source_id: str, notes: list[NoteInfo]) -> dict[str, Any]:
 @dataclass(frozen=True)
 class TocPlan:
     """A source's table of contents before it is assembled: its pieces with their fingerprints, and the
-    fingerprint of each folder's note lists (one fragment per :data:`PART_ENTRIES` notes)."""
+    fingerprint of each folder's note lists (one fragment per :data:`TOC_ENTRIES` notes)."""
 
     url: str
     parts: tuple[tuple[Part, str, str], ...]  # (piece, its URL, its fingerprint), the page itself first
@@ -229,8 +229,8 @@ def plan(env_fp: str, source_id: str, kind: str, notes: list[NoteInfo], entry_di
          entries: int | None = None) -> TocPlan:
     """Fingerprint the pieces from their inputs: each of their folders' notes (title, tags, headings: each
     note's ``sha(note.toc_entry)``, kept in its manifest entry, by key in ``entry_digests``) and shape.
-    ``entries``: a piece's size, :data:`PART_ENTRIES` unless given."""
-    entries = entries or PART_ENTRIES
+    ``entries``: a piece's size, :data:`TOC_ENTRIES` unless given."""
+    entries = entries or TOC_ENTRIES
     root = folder_tree(notes)
     folder_fps = {f.path: tuple(sha(env_fp, "toc", source_id, f.path, str(start),
                                     *(entry_digests[n.key] for n in f.notes[start:start + entries]))
@@ -249,7 +249,7 @@ def plan(env_fp: str, source_id: str, kind: str, notes: list[NoteInfo], entry_di
     return TocPlan(urls.toc_url(source_id), tuple(found), root, folder_fps, entries)
 
 
-def _node(toc: TocPlan, part: Part, folder: Folder, lone: bool = False) -> dict[str, Any]:
+def _toc_node(toc: TocPlan, part: Part, folder: Folder, lone: bool = False) -> dict[str, Any]:
     """What ``part`` shows of ``folder`` (its own folder, or one inlined in it): a marker for its note list
     (see :func:`splice`), the piece with its next notes, and its subfolders, each inlined or a piece's id."""
     entries = toc.entries
@@ -263,7 +263,7 @@ def _node(toc: TocPlan, part: Part, folder: Folder, lone: bool = False) -> dict[
     return {"path": folder.path, "name": folder.name, "anchor": urls.dir_anchor(folder.path), "count": folder.count,
             "notes_html": notes_html, "lone": lone, "more": more_of(folder, start, entries) if folder.notes else None,
             "part": None,
-            "children": [_node(toc, part, c, alone) if c.path in part.inlined
+            "children": [_toc_node(toc, part, c, alone) if c.path in part.inlined
                          else {"path": c.path, "name": c.name, "anchor": urls.dir_anchor(c.path), "count": c.count,
                                "part": part_id(c.path), "lone": False, "children": [], "notes_html": "", "more": None}
                          for c in children]}
@@ -273,7 +273,7 @@ def toc_page(source_id: str, kind: str, toc: TocPlan) -> Page:
     """The page's skeleton (its root piece): each folder's note list is a marker that :func:`splice`
     replaces."""
     part = toc.parts[0][0]
-    tree = _node(toc, part, toc.root)
+    tree = _toc_node(toc, part, toc.root)
     tree["name"] = source_id
     context = {"source_id": source_id, "kind": kind, "note_count": toc.root.count,
                "folder_count": len(toc.folder_fps), "open": toc.root.count <= OPEN_MAX, "tree": tree,
@@ -301,10 +301,10 @@ def part_script(part_id_: str, html: bytes) -> str:
     """The script of one piece of a table of contents: hands its HTML to ``static/toc.js``."""
     data = json.dumps(html.decode("utf-8"), ensure_ascii=False)
     data = data.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")  # line ends in old JavaScript
-    return f"{CALLBACK}({json.dumps(part_id_)},{data});\n"
+    return f"{TOC_CALLBACK}({json.dumps(part_id_)},{data});\n"
 
 
-def old_parts(manifest_urls: Collection[str], source_id: str) -> list[str]:
+def old_toc_files(manifest_urls: Collection[str], source_id: str) -> list[str]:
     """The URLs of ``source_id``'s table of contents and its pieces among ``manifest_urls`` (a previous render's)."""
     page, folder = urls.toc_url(source_id), urls.toc_part_url(source_id, "").removesuffix(".js")
     if page not in manifest_urls:
@@ -327,7 +327,7 @@ def write_page(out: Output, templates: Templates, built_at: str, toc: TocPlan, s
             out.write(url, splice(templates.render(toc_page(source_id, kind, toc), built_at), toc, fragments,
                                   render_fragment))
             continue
-        node = _node(toc, part, part.folder)
+        node = _toc_node(toc, part, part.folder)
         skeleton = templates.fragment(PART_TEMPLATE, node=node, open=toc.root.count <= OPEN_MAX)
         out.write(url, part_script(part.id, splice(skeleton, toc, fragments, render_fragment)))
     if wanted:

@@ -5,10 +5,10 @@ maps (every note's entry, every page's fingerprint: 10,000 of each for 10,000 no
 names them) are split by key into :data:`SHARDS` rows of ``shards``, each a marshal blob, and
 whose other values are rows of ``meta``. A one-note build changes one entry and a few page
 fingerprints, so a save rewrites only the shards that changed, in one transaction, instead of the
-whole manifest (7 MB at 10,000 notes: ~60 ms to encode and write again for one edited note); a
-render still reads every shard, as fast as one file (big blobs, one query). A reader sees the last
-complete save or the one before (SQLite's rollback journal), never half of one. Like
-:mod:`builder.core.index.jobqueue` it is its own database, with its SQL in this package.
+whole manifest (docs/BENCHMARKS.md has what that saves); a render still reads every shard, as fast
+as one file (big blobs, one query). A reader sees the last complete save or the one before (SQLite's
+rollback journal), never half of one. Like :mod:`builder.core.index.jobqueue` it is its own database,
+with its SQL in this package.
 """
 
 from __future__ import annotations

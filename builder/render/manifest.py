@@ -23,7 +23,7 @@ from builder.core.config import Config
 from builder.synclog import SyncLog
 
 if TYPE_CHECKING:
-    from builder.render.jobs import Outcome
+    from builder.render.notepages import Outcome
     from builder.render.links import Resolver
     from builder.render.markdown import Body
     from builder.render.pages import NoteInfo

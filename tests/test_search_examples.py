@@ -1,4 +1,4 @@
-"""Issue 36, the search seen from a user's seat on the example notes: an English question with a name
+"""The search on the example notes as a user sees it (found in issue 36): an English question with a name
 in it, single letters and numbers, function words alone, a word one note holds, markdown in snippets,
 and a note's other sections under a small limit."""
 

@@ -1,6 +1,6 @@
-"""What a first evening with the CLI and the API found (issue 37): the table of contents as one tree,
-no abbreviated flags, marks that cannot be mistaken for text, an unknown tag refused like an unknown
-source, a folder passed as the config."""
+"""Using the CLI and the API (what a first evening with them found, issue 37): the table of contents as one
+tree, no abbreviated flags, marks that cannot be mistaken for text, an unknown tag refused like an unknown
+source, a folder passed as the config, a plain GET of ``/mcp``, a tag filter that follows a note's tags."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.conftest import PROJECT, write_config, write_note
 
 @pytest.fixture(scope="module")
 def portal(tmp_path_factory):
-    root = tmp_path_factory.mktemp("papercuts")
+    root = tmp_path_factory.mktemp("cli-usage")
     notes = root / "notes"
     write_note(notes, "index.md", "# Rozcestník\n")
     write_note(notes, "cestovani/snezka.md", "---\ntags: [hory]\n---\n# Sněžka\n\nPowerbanka a čelovka.\n")

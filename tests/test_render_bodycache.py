@@ -169,3 +169,53 @@ os._exit(9)
     assert not path.with_name(path.name + "-journal").exists()
     assert {key: bodystore.read_body(path, key) for key in rows} == rows
     assert bodystore.read_body(path, "new") == b"x"
+
+
+def spied_spill(monkeypatch) -> list[int]:
+    """From now on, every render of at least one note spills its bodies' HTML, 3 at a time; returns the sizes of
+    the batches written."""
+    monkeypatch.setattr(bodycache, "SPILL_MIN", 1)
+    monkeypatch.setattr(bodycache, "SPILL_BATCH", 3)
+    batches: list[int] = []
+    real = bodycache.Spill.write
+
+    def spy(self, batch):
+        written = real(self, batch)
+        if written:
+            batches.append(len(batch))
+        return written
+
+    monkeypatch.setattr(bodycache.Spill, "write", spy)
+    return batches
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_big_render_that_keeps_its_bodies_on_disk_writes_the_same_site(portals, monkeypatch, workers):
+    """The HTML of a big render's bodies goes to the spill as it arrives and the page workers read it back (issue
+    47: 100,000 notes held 2 GB of it): the site, the manifest and the bodies kept for the next render are those of
+    a render that held them in memory; the spill is gone when the render ends."""
+    root, spilled, held = portals
+    monkeypatch.setattr("builder.forkpool.PARALLEL_MIN", 1)
+    for config in (spilled, held):
+        no_kept_bodies(config)
+    build_and_render(held, full=True, workers=workers)
+    batches = spied_spill(monkeypatch)
+    build_and_render(spilled, full=True, workers=workers)
+    assert batches and max(batches) == 3 and sum(batches) >= len(list(root.rglob("*.md")))
+    assert site_snapshot(spilled.site.output) == site_snapshot(held.site.output)
+    assert manifest(spilled.site.output) == manifest(held.site.output)
+    assert not (spilled.site.output / ".render-cache/spill.sqlite").exists()
+    rendered = parsed_notes(monkeypatch)
+    build_and_render(spilled, full=True, workers=workers)  # the kept bodies, written from the spill, are taken
+    assert rendered == [] and site_snapshot(spilled.site.output) == site_snapshot(held.site.output)
+
+
+def test_a_spill_that_cannot_be_written_keeps_the_bodies_in_memory(portals, monkeypatch):
+    root, spilled, held = portals
+    build_and_render(held, full=True)
+    batches = spied_spill(monkeypatch)
+    (spilled.site.output / ".render-cache/spill.sqlite").mkdir(parents=True)  # not a file it can write
+    build_and_render(spilled, full=True)
+    assert batches == []
+    assert site_snapshot(spilled.site.output) == site_snapshot(held.site.output)
+    assert (spilled.site.output / ".render-cache/spill.sqlite").is_dir()  # left as it was found

@@ -13,13 +13,14 @@ cache: one that cannot be read is none, and a render that cannot write it loses 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import marshal
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.core.index.bodystore import read_body, write_bodies
+from builder.core.index.bodystore import close_reader, read_body, write_bodies
 from builder.render.output import CACHE_DIR
 
 if TYPE_CHECKING:
@@ -79,11 +80,12 @@ def lookup(path: Path, note: NoteInfo, resolve: Callable[[str, str], Link]) -> t
     return (now, code) if now is not None else None
 
 
-def save(path: Path, made: dict[str, tuple[Body, tuple[str, ...]]], keep: set[str] | None) -> None:
-    """Keep the bodies ``made`` (key → body and the keys of its code blocks); with ``keep``, forget
-    every other key (a render that saw every note); drop other versions' files."""
+def save(path: Path, made: Callable[[], Iterable[tuple[str, Body, tuple[str, ...]]]], keep: set[str] | None) -> None:
+    """Keep the bodies ``made()`` yields (key, body, the keys of its code blocks: called once or twice, so that
+    they need not all be in memory); with ``keep``, forget every other key (a render that saw every note); drop
+    other versions' files."""
     def rows() -> Iterator[tuple[str, bytes]]:
-        for k, (body, code) in made.items():
+        for k, body, code in made():
             yield k, marshal.dumps((k, body.html, [list(link) for link in body.links],
                                     [r.as_list() for r in body.results], [list(at) for at in body.lines], list(code),
                                     body.lang, body.summary))
@@ -92,3 +94,46 @@ def save(path: Path, made: dict[str, tuple[Body, tuple[str, ...]]], keep: set[st
         for other in path.parent.glob("bodies-*.sqlite"):
             if other != path:
                 other.unlink(missing_ok=True)
+
+
+# A render of at least this many bodies keeps their HTML on disk (:class:`Spill`) rather than in memory: 100,000
+# notes held 2 GB of it.
+SPILL_MIN = 20_000
+SPILL_BATCH = 1_000  # bodies written to the spill at once
+SPILLED = "\x00spilled\x00"  # a body's HTML while it is in the spill (no sanitised HTML holds a NUL)
+
+
+class Spill:
+    """The HTML of one big render's note bodies, on disk while the render runs (``.render-cache/spill.sqlite``,
+    made empty at the start and removed at the end): the render process hands over bodies in batches and, once a
+    batch is written, keeps only their links (the HTML becomes :data:`SPILLED`); the page workers read it back by
+    the note's key. A batch the file could not take stays in memory, and nothing more is spilled: the spill saves
+    memory, never a page."""
+
+    def __init__(self, site: Path) -> None:
+        self.path = site / CACHE_DIR / "spill.sqlite"
+        self.failed = False
+        self.remove()  # a killed render's
+
+    def write(self, batch: list[tuple[str, str]]) -> bool:
+        """Write ``batch`` ((note key, HTML), …); True when it is on disk, False when it stays in memory."""
+        if self.failed or not batch:
+            return False
+        rows = [(key, html.encode("utf-8", "surrogatepass")) for key, html in batch]
+        self.failed = not write_bodies(self.path, lambda: rows, None)
+        return not self.failed
+
+    def html(self, key: str) -> str | None:
+        """The HTML written under ``key``, or None."""
+        return spilled_html(self.path, key)
+
+    def remove(self) -> None:
+        close_reader()
+        with contextlib.suppress(OSError):  # (not a file: then nothing is spilled, see write)
+            self.path.unlink(missing_ok=True)
+
+
+def spilled_html(path: Path, key: str) -> str | None:
+    """The HTML a :class:`Spill` at ``path`` holds for the note ``key`` (read in a page worker), or None."""
+    data = read_body(path, key)
+    return None if data is None else data.decode("utf-8", "surrogatepass")

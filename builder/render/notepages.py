@@ -31,6 +31,7 @@ class Context:
     built_at: str
     site: Path
     kept_bodies: Path | None = None  # the bodies kept by earlier renders (builder.render.bodycache), if used
+    spill: Path | None = None  # a big render's bodies' HTML on disk (builder.render.bodycache.Spill), if used
     max_note_bytes: int = 2_000_000  # limits.max_note_bytes: a note read for its page is read no further
 
 
@@ -84,15 +85,21 @@ def page_job(job: tuple[NoteInfo, Body, list[NoteInfo], Local]) -> Written:
     """Render and write one note page (with the picture of its links). A page that cannot be made or
     written is that note's failure (see :class:`Written`); a full disk is the render's."""
     from builder.core import language
-    from builder.render import drawing, output, pages
+    from builder.render import bodycache, drawing, output, pages
 
     ctx = context()
     note, body, backlinks, local = job
     rel = urls.site_file(note.url)
+    html = body.html
+    if html == bodycache.SPILLED:
+        read = bodycache.spilled_html(ctx.spill, note.key) if ctx.spill is not None else None
+        if read is None:  # a failed page: the render runs again without its note (builder.render.site)
+            return Written(note.url, note.key, "its page could not be made (its body could not be read back)")
+        html = read
     try:
         svg = "" if local.empty else drawing.local_svg(local, note.url, ctx.templates.language)
-        lang = body.lang or language.detect(language.prose_of_html(body.html)) or ""
-        page = pages.note_page(note, body.html, backlinks, svg, lang, body.summary or pages.summary_of(body.html))
+        lang = body.lang or language.detect(language.prose_of_html(html)) or ""
+        page = pages.note_page(note, html, backlinks, svg, lang, body.summary or pages.summary_of(html))
         html = ctx.templates.render(page, ctx.built_at)
         output.write_atomic(ctx.site / rel, html)
     except OSError as exc:

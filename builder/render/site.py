@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,6 +53,8 @@ from builder.synclog import SyncLog
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
+
+    from builder.render.markdown import Body
 
 
 # A render of this many notes forks workers; then reading and writing the site's stored highlighted code
@@ -184,6 +186,7 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
     trust = not full and previous.get("env") == env_fp
     old = previous.get("notes", {}) if trust else {}
     journal = output.Journal(site)
+    spill: bodycache.Spill | None = None  # a big render's bodies on disk while it runs
     try:  # the journal's file is closed however the render ends (a full disk, a failing page)
         recorded = journal.recorded()
         out = output.Output(site, previous.get("pages", {}) if trust else {}, output.existing_files(site), recorded,
@@ -212,10 +215,12 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
                 if big:
                     highlight.load_blocks(highlights)  # before the workers fork: they inherit it
                     kept = bodycache.cache_file(site, files, config.allow_html, config.site.language)
-                    notepages.set_context(replace(notepages.context(), kept_bodies=kept))
+                    spill = bodycache.Spill(site) if len(stale) >= bodycache.SPILL_MIN else None
+                    notepages.set_context(replace(notepages.context(), kept_bodies=kept,
+                                                  spill=spill.path if spill else None))
                 else:
                     highlight.use(highlights)
-                bodies = _bodies(pool, stale)
+                bodies = _bodies(pool, stale, spill)
                 entries.update({n.key: manifest.entry(n, body, bodies[n.key].highlights)
                                 for n in stale if (body := bodies[n.key].body)})
                 broken = manifest.log_broken(stale, bodies, entries, log)
@@ -233,7 +238,7 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
                 pending = [n for n in notes if n.key in entries and not out.kept(n.url, affected is None or
                                                                                  n.key in affected)
                            and out.wants(n.url, fingerprint(n))]
-                bodies.update(_bodies(pool, [n for n in pending if n.key not in bodies]))
+                bodies.update(_bodies(pool, [n for n in pending if n.key not in bodies], spill))
                 page_jobs = [(n, body, backlinks.get(n.key, []), pictures[n.key])
                              for n in pending if (body := bodies[n.key].body)]
                 # the workers write note pages while this process makes the others; the notes sent along
@@ -265,9 +270,7 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         removed = out.remove_stale(listed, recorded | lost, produced)
         if big and kept is not None:
             highlight.save_blocks(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
-            bodycache.save(kept, {bodycache.key(n): (outcome.body, outcome.highlights) for n in notes
-                                  if (outcome := bodies.get(n.key)) is not None and outcome.new and outcome.body},
-                           {bodycache.key(n) for n in notes})
+            bodycache.save(kept, lambda: _new_bodies(notes, bodies, spill), {bodycache.key(n) for n in notes})
         memory = delta.remember(config, content, notes, entries, links, made.recent, made.home.context, len(made.urls),
                                 produced, retry={*skip, *failed})
         out.save_manifest({"version": output.MANIFEST_VERSION, "env": env_fp, "universe": universe, "trees": trees,
@@ -279,6 +282,25 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         return RenderReport(tuple(out.written), tuple(removed), out.unchanged, len(page_jobs), broken, seconds)
     finally:
         journal.close()
+        if spill is not None:
+            spill.remove()
+
+
+def _new_bodies(notes: list[pages.NoteInfo], bodies: dict[str, notepages.Outcome],
+                spill: bodycache.Spill | None) -> Iterator[tuple[str, Body, tuple[str, ...]]]:
+    """The bodies rendered by this render (worth keeping for the next full one), their HTML read back from
+    ``spill`` where it went."""
+    for note in notes:
+        outcome = bodies.get(note.key)
+        if outcome is None or not outcome.new or outcome.body is None:
+            continue
+        body = outcome.body
+        if body.html == bodycache.SPILLED:
+            html = spill.html(note.key) if spill is not None else None
+            if html is None:
+                continue
+            body = replace(body, html=html)
+        yield bodycache.key(note), body, outcome.highlights
 
 
 def _unnamed(notes: list[pages.NoteInfo]) -> dict[str, str]:
@@ -347,15 +369,33 @@ def _affected(notes: list[pages.NoteInfo], stale: list[pages.NoteInfo], old: dic
     return found
 
 
-def _bodies(pool: Pool, notes: list[pages.NoteInfo]) -> dict[str, notepages.Outcome]:
-    """Note key → its rendered body (:class:`builder.render.notepages.Outcome`); one job per text."""
+def _bodies(pool: Pool, notes: list[pages.NoteInfo],
+            spill: bodycache.Spill | None = None) -> dict[str, notepages.Outcome]:
+    """Note key → its rendered body (:class:`builder.render.notepages.Outcome`); one job per text. With
+    ``spill``, the bodies' HTML goes to disk in batches as they arrive (see :class:`bodycache.Spill`)."""
 
     groups = notepages.same_text_groups(notes)
-    bodies = {note.key: outcome for group, outcomes in zip(groups, pool.map(notepages.body_job, groups), strict=True)
-              for note, outcome in zip(group, outcomes, strict=True)}
-    for outcome in bodies.values():
-        if outcome.blocks:
-            highlight.remember_blocks(outcome.blocks)
+    bodies: dict[str, notepages.Outcome] = {}
+    batch: list[tuple[str, str]] = []
+
+    def spilled() -> None:
+        if spill is not None and spill.write(batch):
+            for key, _ in batch:
+                outcome = bodies[key]
+                assert outcome.body is not None
+                bodies[key] = replace(outcome, body=replace(outcome.body, html=bodycache.SPILLED))
+        batch.clear()
+
+    for group, outcomes in zip(groups, pool.imap(notepages.body_job, groups), strict=True):
+        for note, outcome in zip(group, outcomes, strict=True):
+            if outcome.blocks:
+                highlight.remember_blocks(outcome.blocks)
+            bodies[note.key] = outcome
+            if spill is not None and outcome.body is not None:
+                batch.append((note.key, outcome.body.html))
+                if len(batch) >= bodycache.SPILL_BATCH:
+                    spilled()
+    spilled()
     return bodies
 
 
@@ -393,7 +433,7 @@ def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], ki
         source_urls += _source_pages(out, env_fp, sid, kinds[sid], members, dirty, data)
     toc.prune_sources(ctx.site, set(kinds))
     groups = pages.tag_groups(notes)
-    tag_urls = []
+    tag_urls: list[str] = []
     for slug, (name, members) in groups.items():
         paged = pages.paged_urls(f"tags/{slug}/index.html", len(members))
         tag_urls += paged

@@ -182,3 +182,33 @@ def pictures(rows: dict[str, dict[str, Any]], out: Path) -> list[Path]:
         plt.close(fig)
         written.append(path)
     return written
+
+
+def query_picture(queries: dict[str, dict[str, Any]], out: Path) -> Path:
+    """The queries' family: p95 in ms of each mode at each index size (``bench/run.py --steps queries``'s
+    figures), sections on a log axis."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = sorted(int(n) for n in queries)
+    lines = {"bm25 (every query set)": "bm25 all", "hybrid, the server's path, with the query embedding":
+             "server hybrid+embed", "hybrid, the server's path, precomputed vector": "server hybrid",
+             "query embedding alone": "embed", "vec0 scan": "vec0"}
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    for label, row in lines.items():
+        points = [(n, queries[str(n)]["rows"][row]["p95"]) for n in sizes if row in queries[str(n)]["rows"]]
+        if points:
+            ax.plot([n for n, _ in points], [v for _, v in points], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("sections (chunks)")
+    ax.set_ylabel("p95, ms (one client)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = out / "scale-queries.png"
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -227,10 +227,13 @@ def main() -> int:
             say(f"3 git sources of {plan.git_repo_notes} notes + {plan.git_notes:,} notes: {plan.runs} no-op builds, "
                 f"{plan.runs} after a push")
             results["git"] = bench_builds.git_builds(work / "git", plan.git_notes, plan.git_repo_notes, plan.runs)
+        if "queries" in steps and len(results.get("queries", {})) >= 2:
+            results["scale_pictures"] = [str(bench_scale.query_picture(results["queries"], ROOT / "docs"))]
         if "scale" in steps:
             pools = load_pools()
             results["scale"] = {str(n): bench_scale.scale_row(work, n, pools, plan.runs, say) for n in plan.notes}
-            results["scale_pictures"] = [str(p) for p in bench_scale.pictures(results["scale"], ROOT / "docs")]
+            results["scale_pictures"] = [*results.get("scale_pictures", ()),
+                                         *(str(p) for p in bench_scale.pictures(results["scale"], ROOT / "docs"))]
     finally:
         if args.keep:
             say(f"work folder kept: {work}")

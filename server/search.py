@@ -59,6 +59,28 @@ COMMON_SAVED = 5000  # ... once the common words are in this many chunks togethe
 
 
 @dataclass(frozen=True)
+class OtherSection:
+    """Another matching section of a shown note, listed under the note's first hit."""
+
+    breadcrumb: str
+    anchor: str
+    line_start: int
+    url: str  # its place on the note's page, site-relative
+
+
+@dataclass(frozen=True)
+class TextCopy:
+    """The same text as a hit's in another note, listed under the hit instead of shown again."""
+
+    source: str
+    path: str
+    url: str
+    breadcrumb: str
+    line_start: int
+    line_end: int
+
+
+@dataclass(frozen=True)
 class Hit:
     source: str
     path: str
@@ -71,8 +93,8 @@ class Hit:
     score: float
     ranks: dict[str, int | None]  # where each half ranked the chunk (1-based), or None
     url: str  # the note page, site-relative, with the section anchor
-    more: tuple[dict[str, Any], ...] = ()  # the note's other matching sections: breadcrumb, anchor, url
-    copies: tuple[dict[str, Any], ...] = ()  # the same text elsewhere: source, path, url, breadcrumb, lines
+    more: tuple[OtherSection, ...] = ()  # the note's other matching sections
+    copies: tuple[TextCopy, ...] = ()  # the same text elsewhere
     words: tuple[str, ...] = ()  # the chunk's words that match (snippets.excerpt): the page it leads to marks them
 
 
@@ -312,47 +334,57 @@ def _group(ranked: list[fusion.Ranked], rows: dict[int, Row], terms: list[Term],
     """The hits in fused order, at most ``limit``: at most ``max_per_note`` per note, the note's other
     sections listed under its first hit (those past the limit too: the limit shortens the list of hits,
     never what a shown note offers), one per text (copies listed under the hit that shows it)."""
-    hits: list[dict[str, Any]] = []
-    by_text: dict[str, dict[str, Any]] = {}
-    by_note: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    hits: list[_Shown] = []
+    by_text: dict[str, _Shown] = {}  # the hit that shows a text
+    by_note: dict[tuple[str, str], list[_Shown]] = {}
     for item in ranked:
         row = rows.get(item.chunk_id)
         if row is None:  # removed by a build since the lists were made
             continue
         text_key = hashlib.sha1(row["text"].encode("utf-8")).hexdigest()
         note_key = (row["source_id"], row["path"])
-        where = {"source": row["source_id"], "path": row["path"],
-                 "url": hit_url(row["source_id"], row["path"], row["anchor"])}
+        url = hit_url(row["source_id"], row["path"], row["anchor"])
         if text_key in by_text:
-            if where["path"] != by_text[text_key]["path"] or where["source"] != by_text[text_key]["source"]:
-                by_text[text_key]["copies"].append({**where, "breadcrumb": row["breadcrumb"],
-                                                    "line_start": row["line_start"], "line_end": row["line_end"]})
+            first = by_text[text_key].row
+            if row["path"] != first["path"] or row["source_id"] != first["source_id"]:
+                by_text[text_key].copies.append(TextCopy(row["source_id"], row["path"], url, row["breadcrumb"],
+                                                         row["line_start"], row["line_end"]))
             continue
         shown = by_note.setdefault(note_key, [])
         if len(shown) >= max_per_note or shown and len(hits) >= limit:  # a shown note lists it, whatever the limit
-            listed = {h["row"]["anchor"] for h in shown} | {m["anchor"] for m in shown[0]["more"]}
+            listed = {h.row["anchor"] for h in shown} | {m.anchor for m in shown[0].more}
             if row["anchor"] not in listed:  # a long section cut in several chunks is one place to go
-                shown[0]["more"].append({"breadcrumb": row["breadcrumb"], "anchor": row["anchor"],
-                                         "line_start": row["line_start"], "url": where["url"]})
+                shown[0].more.append(OtherSection(row["breadcrumb"], row["anchor"], row["line_start"], url))
             continue
         if len(hits) >= limit:
             continue
-        hit = {"row": row, "item": item, "url": where["url"], "more": [], "copies": []}
+        hit = _Shown(row, item, url)
         hits.append(hit)
         shown.append(hit)
-        by_text[text_key] = {**where, "copies": hit["copies"]}
+        by_text[text_key] = hit
     is_match = matcher(terms)  # one for all the snippets: their words recur
     return [_hit(h, terms, is_match) for h in hits]
 
 
-def _hit(found: dict[str, Any], terms: list[Term], is_match: Callable[[str], bool]) -> Hit:
-    row, item = found["row"], found["item"]
+@dataclass(frozen=True)
+class _Shown:
+    """A hit while :func:`_group` decides what goes under it (its lists grow; the record does not change)."""
+
+    row: Row
+    item: fusion.Ranked
+    url: str
+    more: list[OtherSection] = field(default_factory=list)
+    copies: list[TextCopy] = field(default_factory=list)
+
+
+def _hit(found: _Shown, terms: list[Term], is_match: Callable[[str], bool]) -> Hit:
+    row, item = found.row, found.item
     shown = excerpt(row["text"], terms, is_match=is_match)
     return Hit(source=row["source_id"], path=row["path"], title=row["title"], breadcrumb=row["breadcrumb"],
                anchor=row["anchor"], line_start=row["line_start"], line_end=row["line_end"],
                snippet=shown.snippet, score=round(item.score, 6),
-               ranks={"bm25": item.bm25_rank, "vector": item.vector_rank}, url=found["url"],
-               more=tuple(found["more"]), copies=tuple(found["copies"]), words=shown.words)
+               ranks={"bm25": item.bm25_rank, "vector": item.vector_rank}, url=found.url,
+               more=tuple(found.more), copies=tuple(found.copies), words=shown.words)
 
 
 def _earned(ranked: list[fusion.Ranked], rows: dict[int, Row], terms: list[Term]) -> list[fusion.Ranked]:

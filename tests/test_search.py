@@ -385,10 +385,10 @@ def test_results_by_note_at_most_two_sections_each_and_copies_as_one(many):
     assert paths.count("caj/velka.md") == 2
     shown = [h for h in result.hits if h.path == "caj/velka.md"]
     assert len(shown[0].more) == 3 and shown[1].more == ()  # listed under the note's first hit
-    assert {h.anchor for h in shown} | {m["anchor"] for m in shown[0].more} == {f"oddil-{i}" for i in range(5)}
-    assert all(m["url"] == f"notes/caj/velka.html#{m['anchor']}" for m in shown[0].more)
+    assert {h.anchor for h in shown} | {m.anchor for m in shown[0].more} == {f"oddil-{i}" for i in range(5)}
+    assert all(m.url == f"notes/caj/velka.html#{m.anchor}" for m in shown[0].more)
     copies = [h for h in result.hits if h.path.endswith("kopie-a.md")]
-    assert len(copies) == 1 and [c["path"] for c in copies[0].copies] == [
+    assert len(copies) == 1 and [c.path for c in copies[0].copies] == [
         ({"caj/kopie-a.md", "archiv/kopie-a.md"} - {copies[0].path}).pop()]
     wider = search(conn, config, "konvice teplota vody", mode="bm25", max_per_note=5).hits
     assert [h.path for h in wider].count("caj/velka.md") == 5 and all(h.more == () for h in wider)
@@ -608,7 +608,7 @@ def test_a_section_cut_in_several_chunks_is_listed_once(config_for, notes_dir, q
     build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
     hits = [h for h in search(conn, config, "konvice", mode="bm25").hits if h.path == "dlouha.md"]
-    anchors = [h.anchor for h in hits] + [m["anchor"] for m in hits[0].more]
+    anchors = [h.anchor for h in hits] + [m.anchor for m in hits[0].more]
     chunks = conn.execute("SELECT count(*) FROM chunks WHERE path = 'dlouha.md' AND anchor = 'jadro'").fetchone()[0]
     assert chunks >= 3 and anchors.count("jadro") == 1 and len(anchors) == len(set(anchors))
 

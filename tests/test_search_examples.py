@@ -74,7 +74,7 @@ def _ask(examples: tuple[Config, Connection], query: str, **kwargs: Any) -> Sear
 def _sections(result: SearchResult, path: str) -> tuple[list[str], list[str]]:
     """The anchors of ``path``'s sections among the hits, and those listed under them."""
     hits = [hit for hit in result.hits if hit.path == path]
-    return [hit.anchor for hit in hits], [other["anchor"] for hit in hits for other in hit.more]
+    return [hit.anchor for hit in hits], [other.anchor for hit in hits for other in hit.more]
 
 
 # 1. A name in an English question does not switch translation off.
@@ -232,4 +232,4 @@ def test_a_small_limit_keeps_each_shown_notes_other_sections(examples, query):
             assert not set(shown) & set(listed)
     alone = _ask(examples, "čaj", mode="bm25", limit=1).hits
     assert [hit.anchor for hit in alone] == ["caj-a-mleko"]
-    assert [other["anchor"] for other in alone[0].more] == ["suroviny", "teh-tarik"]  # a hit at the default limit
+    assert [other.anchor for other in alone[0].more] == ["suroviny", "teh-tarik"]  # a hit at the default limit

@@ -112,9 +112,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"    {hit.source}:{hit.path}:{hit.line_start}{anchor}")
         print(f"    {_plain_snippet(hit.snippet)}")
         for other in hit.more:
-            print(f"      also {other['breadcrumb']}  {hit.source}:{hit.path}:{other['line_start']}#{other['anchor']}")
+            print(f"      also {other.breadcrumb}  {hit.source}:{hit.path}:{other.line_start}#{other.anchor}")
         for copy in hit.copies:
-            print(f"      the same text in {copy['source']}:{copy['path']}")
+            print(f"      the same text in {copy.source}:{copy.path}")
     return 0
 
 
@@ -289,7 +289,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         result = search(conn, evaluated, query.text, limit=10, mode=mode, embedder=embedder, embedder_error=error,
                         source=query.corpus if args.per_corpus else None)
         hits = [HitRef(h.source, h.path, h.breadcrumb, h.line_start, h.line_end,
-                       tuple(HitRef(c["source"], c["path"], c["breadcrumb"], c["line_start"], c["line_end"])
+                       tuple(HitRef(c.source, c.path, c.breadcrumb, c.line_start, c.line_end)
                              for c in h.copies))
                 for h in result.hits]
         return hits, result.weak

@@ -28,6 +28,7 @@ from builder.sources import Scope
 if TYPE_CHECKING:
     from builder.core.config import Config
     from builder.core.index import NoteRow
+    from builder.render.manifest import Entries
 
 HOME = Label("page.home")
 RECENT_NOTES = 15
@@ -320,13 +321,14 @@ def home_with(context: dict[str, Any]) -> Page:
     return Page(urls.HOME_URL, "home.html", "home", HOME, context)
 
 
-def broken_links_page(notes: list[NoteInfo], entries: dict[str, Any]) -> Page:
+def broken_links_page(notes: list[NoteInfo], entries: Entries) -> Page:
     """``/broken-links.html``: per source, every note with broken links → each link's line and target
     (and why it leads nowhere)."""
     sources: dict[str, list[dict[str, Any]]] = {}
     total = 0
     for note in notes:  # in source and path order, as the index lists them
-        broken = (entries.get(note.key) or {}).get("broken")
+        entry = entries.get(note.key)
+        broken = entry.get("broken") if entry else None
         if broken:
             total += len(broken)
             sources.setdefault(note.source_id, []).append({

@@ -255,9 +255,7 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
             journal.close()
 
         output.copy_static(out, templates.static_files())
-        manifest.log_unwritten(output.copy_attachments(out, {r[1]: roots[key.partition(":")[0]] / r[2]
-                                                          for key, entry in entries.items() if entry.get("files", 1)
-                                                          for r in entry["resolved"] if r[0] == "attachment"}), log)
+        manifest.log_unwritten(output.copy_attachments(out, manifest.attachments(entries, roots)), log)
         listed = output.listed_pages(saved)
         # the manifest lost (a damaged disk, a hand) in a folder already the portal's: see unlisted_orphans
         lost = output.unlisted_orphans(out.present) if claimed and not listed else set()
@@ -332,8 +330,8 @@ def _log_render(log: SyncLog, written: Iterable[str], note_pages: int, page_coun
                  f"{len(removed)} removed, {broken} broken links, {seconds:.2f} s")
 
 
-def _affected(notes: list[pages.NoteInfo], stale: list[pages.NoteInfo], old: dict[str, Any], entries: dict[str, Any],
-              out: output.Output, pictured: set[str]) -> set[str]:
+def _affected(notes: list[pages.NoteInfo], stale: list[pages.NoteInfo], old: manifest.Entries,
+              entries: manifest.Entries, out: output.Output, pictured: set[str]) -> set[str]:
     """Notes whose page may differ from the last render's: see :func:`builder.render.manifest.affected`,
     plus ``pictured`` (their picture of links moved), pages that are missing or that an unfinished
     render touched (written whole, backlinks too) and notes whose date moved (a touched file, a new
@@ -363,7 +361,7 @@ def _bodies(pool: Pool, notes: list[pages.NoteInfo]) -> dict[str, notepages.Outc
 class SiteData:
     """What the pages besides note pages are made from, besides the notes."""
 
-    entries: dict[str, Any]  # the manifest entries of this render (broken links)
+    entries: manifest.Entries  # the manifest entries of this render (broken links)
     links: graph.Links
     same_trees: bool  # every listed note's path and title as in the last render: the navigation trees hold
 

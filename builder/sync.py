@@ -350,7 +350,7 @@ class Applied:
 def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, report: BuildReport) -> Applied:
     """Write one source's changes into the index."""
     from builder.forkpool import Pool
-    from builder.ingest import ChangedFile, Ingested, ingest_all, read_bounded, sha256_bytes, unread
+    from builder.ingest import ChangedFile, Ingested, Limits, ingest_all, read_bounded, sha256_bytes, unread
 
     source = scan.source
     root = config.source_root(source)
@@ -376,7 +376,7 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
             notes += 1
             chunks += len(result.chunks)
 
-    with Pool(None) as pool:
+    with Pool(None, Limits(config.max_note_bytes)) as pool:
         parsing: tuple[list[ChangedFile], Iterator[Ingested]] | None = None
         for start in range(0, len(scan.changed), INGEST_BATCH):
             todo: list[ChangedFile] = []
@@ -415,8 +415,9 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
                 todo.append(ChangedFile(stat.path, data, stat.mtime_ns, iso_from_ns(stat.mtime_ns), size, whole_sha))
             if todo and fits is None and config.embedding.provider == "local":
                 fits = passage_fits(config.embedding)  # loads the model's tokenizer once, and only for new text
+                pool.share(Limits(config.max_note_bytes, fits))  # before the first batch forks the workers
             # the workers parse this batch while this process stores the one before
-            ahead = (todo, ingest_all(pool, todo, max_bytes=config.max_note_bytes, fits=fits))
+            ahead = (todo, ingest_all(pool, todo))
             if parsing is not None:
                 store(*parsing)
             parsing = ahead

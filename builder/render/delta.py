@@ -154,25 +154,25 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
                                 config.site.language)
     journal = output.Journal(site)
     out = output.Output(site, stored_pages, present, set(), journal)
-    notepages.set_context(notepages.Context(resolver, roots, config.allow_html, jinja,
-                                            time.strftime("%Y-%m-%d %H:%M"), site,
-                                            max_note_bytes=config.max_note_bytes))
+    blocks = highlight.CodeBlocks()
+    blocks.use(highlight.blocks_file(site))
+    ctx = notepages.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site,
+                            blocks, max_note_bytes=config.max_note_bytes)
     try:
-        return _render_delta(config, conn, notes, old, cast(DeltaMemory, meta), out, log, env_fp, files, content)
+        return _render_delta(config, conn, notes, old, cast(DeltaMemory, meta), out, log, env_fp, files,
+                             content, ctx)
     finally:
-        notepages.set_context(None)
         journal.close()
 
 
 def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: manifest.Entries,
                   meta: DeltaMemory, out: output.Output, log: SyncLog, env_fp: str, files: list[Path],
-                  content: str) -> DeltaReport | None:
-    """Decide everything first (None: the full render must run), then write."""
+                  content: str, ctx: notepages.Context) -> DeltaReport | None:
+    """Decide everything first (None: the full render must run), then write, with the render's ``ctx``."""
     site = config.site.output
-    highlight.use(highlight.blocks_file(site))
     stale = [n for n in notes if n.sha256 != old[n.key]["sha"]]
     bodies = {n.key: outcome for group in notepages.same_text_groups(stale)
-              for n, outcome in zip(group, notepages.body_job(group), strict=True)}
+              for n, outcome in zip(group, notepages.body_job(ctx, group), strict=True)}
     entries: manifest.Entries = {n.key: {**old[n.key], "dates": n.dates} for n in notes}
     for note in stale:
         outcome = bodies[note.key]
@@ -200,22 +200,21 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
         picture = links.local(note.key)
         if out.wants(note.url, manifest.note_fp(env_fp, note, entries[note.key], backlinks, picture.digest())):
             if note.key not in bodies:  # only its date moved: its page is made again from its text
-                bodies[note.key] = notepages.body_job([note])[0]
+                bodies[note.key] = notepages.body_job(ctx, [note])[0]
             body = bodies[note.key].body
             if body is None:
                 return None
             page_jobs.append((note, body, backlinks, picture))
     for outcome in bodies.values():
         if outcome.blocks:
-            highlight.remember_blocks(outcome.blocks)
+            ctx.blocks.remember(outcome.blocks)
     for job in page_jobs:
         out.journal.add(urls.site_file(job[0].url))
-        written = notepages.page_job(job)
+        written = notepages.page_job(ctx, job)
         if written.error:
             return None  # the full render leaves that note out (the pages written are in the journal)
         out.written.append(written.rel)
     broken = manifest.log_broken(stale, bodies, entries, log)
-    ctx = notepages.context()
     home = pages.home_with({**meta["home"], "recent": [item for _, item in recent]})
     if out.wants(home.url, manifest.sha(env_fp, home.data())):
         out.write(home.url, ctx.templates.render(home, ctx.built_at))

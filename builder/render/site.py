@@ -24,8 +24,9 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
 
 
 # A render of this many notes forks workers; then reading and writing the site's stored highlighted code
-# pays off (a small render reads it only for a code block it does not remember: highlight.use).
+# pays off (a small render reads it only for a code block it does not remember: CodeBlocks.use).
 BIG_RENDER = PARALLEL_MIN
 
 
@@ -132,13 +133,9 @@ def render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog,
     The unit of failure is one note: a note whose page cannot be named, made or written is left out
     with a WARN line (its old page removed, as if it were unpublished); a full disk fails the render."""
     started = time.perf_counter()
-    # The render keeps ~10^6 objects alive (manifest, notes) and makes no reference cycles worth
-    # collecting: the collector would rescan them all again and again (~12% of an incremental render).
-    collecting = gc.isenabled()
-    gc.disable()
     claimed = output.claimed(config.site.output)
     skip: dict[str, str] = {}
-    try:
+    with _no_cycle_collection():
         for attempt in range(1, MAX_PASSES + 1):
             deferred = _Deferred(log)
             try:
@@ -150,6 +147,18 @@ def render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog,
             finally:
                 deferred.replay()
         raise AssertionError("the last pass never raises _PagesFailed")
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """The cycle collector off for the render, as it was after. The render keeps ~10^6 objects alive (the
+    manifest, the notes) and makes no reference cycles worth collecting, so the collector would only rescan
+    them again and again (what that cost is in docs/BENCHMARKS.md). Forked workers turn it on again
+    (:func:`builder.forkpool._worker_start`): they make short-lived objects."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
     finally:
         if collecting:
             gc.enable()
@@ -199,22 +208,21 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         resolver = _resolver_of_notes(config, notes)
         roots = {s.id: config.source_root(s) for s in config.sources}
         highlights = highlight.blocks_file(site)
+        blocks = highlight.CodeBlocks()
         kept: Path | None = None  # the note bodies kept between big renders (builder.render.bodycache)
         jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds),
                                     templates.ask_target(config.answer), config.site.language)
-        notepages.set_context(notepages.Context(resolver, roots, config.allow_html, jinja,
-                                                time.strftime("%Y-%m-%d %H:%M"), site,
-                                                max_note_bytes=config.max_note_bytes))
+        entries, stale = manifest.recheck(notes, old, trust and previous.get("universe") == universe, resolver)
+        big = len(stale) >= BIG_RENDER
+        if big:
+            blocks.load(highlights)  # before the workers fork: they inherit it
+            kept = bodycache.cache_file(site, files, config.allow_html, config.site.language)
+        else:
+            blocks.use(highlights)
+        ctx = notepages.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site,
+                                blocks, kept_bodies=kept, max_note_bytes=config.max_note_bytes)
         try:
-            with Pool(workers) as pool:
-                entries, stale = manifest.recheck(notes, old, trust and previous.get("universe") == universe, resolver)
-                big = len(stale) >= BIG_RENDER
-                if big:
-                    highlight.load_blocks(highlights)  # before the workers fork: they inherit it
-                    kept = bodycache.cache_file(site, files, config.allow_html, config.site.language)
-                    notepages.set_context(replace(notepages.context(), kept_bodies=kept))
-                else:
-                    highlight.use(highlights)
+            with Pool(workers, ctx) as pool:
                 bodies = _bodies(pool, stale)
                 entries.update({n.key: manifest.entry(n, body, bodies[n.key].highlights)
                                 for n in stale if (body := bodies[n.key].body)})
@@ -247,11 +255,10 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
                 # the navigation trees list the notes with a page: every note's path and title, less those
                 # that could not be read (their pages stay, but a fresh render would leave them out)
                 trees = manifest.sha(universe, *(n.key for n in notes if n.key not in entries))
-                made = _site_pages(out, env_fp, [n for n in notes if n.key in entries], kinds, dirty,
+                made = _site_pages(ctx, out, env_fp, [n for n in notes if n.key in entries], kinds, dirty,
                                    SiteData(entries, links, trust and previous.get("trees") == trees))
                 failed = _note_pages(out, note_pages(), len(page_jobs), last, log)
         finally:
-            notepages.set_context(None)
             journal.close()
 
         output.copy_static(out, templates.static_files())
@@ -262,7 +269,7 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         produced = out.files()
         removed = out.remove_stale(listed, recorded | lost, produced)
         if big and kept is not None:
-            highlight.save_blocks(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
+            blocks.save(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
             bodycache.save(kept, {bodycache.key(n): (outcome.body, outcome.highlights) for n in notes
                                   if (outcome := bodies.get(n.key)) is not None and outcome.new and outcome.body},
                            {bodycache.key(n) for n in notes})
@@ -345,15 +352,16 @@ def _affected(notes: list[pages.NoteInfo], stale: list[pages.NoteInfo], old: man
     return found
 
 
-def _bodies(pool: Pool, notes: list[pages.NoteInfo]) -> dict[str, notepages.Outcome]:
-    """Note key → its rendered body (:class:`builder.render.notepages.Outcome`); one job per text."""
+def _bodies(pool: Pool[notepages.Context], notes: list[pages.NoteInfo]) -> dict[str, notepages.Outcome]:
+    """Note key → its rendered body (:class:`builder.render.notepages.Outcome`); one job per text. The
+    code blocks a worker highlighted join the render's (``pool.shared.blocks``)."""
 
     groups = notepages.same_text_groups(notes)
     bodies = {note.key: outcome for group, outcomes in zip(groups, pool.map(notepages.body_job, groups), strict=True)
               for note, outcome in zip(group, outcomes, strict=True)}
     for outcome in bodies.values():
         if outcome.blocks:
-            highlight.remember_blocks(outcome.blocks)
+            pool.shared.blocks.remember(outcome.blocks)
     return bodies
 
 
@@ -375,20 +383,18 @@ class SitePages:
     recent: list[pages.NoteInfo]  # the notes it lists as recently changed
 
 
-def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], kinds: dict[str, str],
-                dirty: manifest.Dirty | None, data: SiteData) -> SitePages:
+def _site_pages(ctx: notepages.Context, out: output.Output, env_fp: str, notes: list[pages.NoteInfo],
+                kinds: dict[str, str], dirty: manifest.Dirty | None, data: SiteData) -> SitePages:
     """Each source's pages, tag pages, home, broken links, search, 404 and the sitemap; returns every
     page URL and the home page. ``dirty`` (:class:`builder.render.manifest.Dirty`) names the pages that may have
     changed; None: any may have. Big pages are fingerprinted from their inputs, never built to compare."""
-
-    ctx = notepages.context()
     render = ctx.templates.render
     by_source: dict[str, list[pages.NoteInfo]] = {sid: [] for sid in kinds}
     for note in notes:
         by_source[note.source_id].append(note)
     source_urls = []
     for sid, members in by_source.items():
-        source_urls += _source_pages(out, env_fp, sid, kinds[sid], members, dirty, data)
+        source_urls += _source_pages(ctx, out, env_fp, sid, kinds[sid], members, dirty, data)
     toc.prune_sources(ctx.site, set(kinds))
     groups = pages.tag_groups(notes)
     tag_urls = [f"tags/{slug}/index.html" for slug in groups]
@@ -422,10 +428,9 @@ def _tag_fp(env_fp: str, slug: str, name: str, members: list[pages.NoteInfo]) ->
     return manifest.sha(env_fp, name, *lines)
 
 
-def _source_pages(out: output.Output, env_fp: str, source_id: str, kind: str, notes: list[pages.NoteInfo],
-                  dirty: manifest.Dirty | None, data: SiteData) -> list[str]:
+def _source_pages(ctx: notepages.Context, out: output.Output, env_fp: str, source_id: str, kind: str,
+                  notes: list[pages.NoteInfo], dirty: manifest.Dirty | None, data: SiteData) -> list[str]:
     """A source's table of contents, its link graph and its navigation tree (not a page: not returned)."""
-    ctx = notepages.context()
     toc_url = urls.toc_url(source_id)
     if not out.kept(toc_url, dirty is None or source_id in dirty.tocs):
         plan = toc.plan(env_fp, source_id, kind, notes, {n.key: data.entries[n.key]["toc_digest"] for n in notes})

@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 
 Nearest = Callable[[bytes, int], "list[tuple[int, float]] | None"]
 VectorLater = Callable[[], "tuple[bytes | None, str | None]"]  # waits for the query's vector (or why not)
+# How a search gets its query's vector, asked with the query once its words are searched (so a server that
+# started embedding first overlaps the two): the vector, or None and why not (see embedded_by and made_before).
+QueryVector = Callable[[str], "tuple[bytes | None, str | None]"]
 
 MODES = ("hybrid", "bm25", "vector")
 MAX_LIMIT = 100
@@ -159,18 +162,15 @@ def unknown_tag(conn: Connection, tag: str) -> str:
 
 
 def search(conn: Connection, config: Config, query: str, *, limit: int = 10, source: str | None = None,
-           tag: str | None = None, mode: str = "hybrid", embedder: Embedder | None = None,
-           embedder_error: str | None = None, query_vector: bytes | None = None,
-           vector_later: VectorLater | None = None, nearest: Nearest | None = None,
-           max_per_note: int = MAX_PER_NOTE, correct: bool = True) -> SearchResult:
+           tag: str | None = None, mode: str = "hybrid", vector: QueryVector | None = None,
+           nearest: Nearest | None = None, max_per_note: int = MAX_PER_NOTE, correct: bool = True) -> SearchResult:
     """Answer one query. Raises :class:`ReindexNeeded` when the index speaks another embedding space.
 
-    The query's vector is ``query_vector`` when given, else what ``vector_later()`` answers once
-    the words are searched (the server starts embedding first, so the two overlap), else
-    ``embedder``'s; with none, the results are BM25-only and a note says why (``embedder_error``).
-    ``nearest`` (the server's in-memory vectors) may answer the KNN scan instead of sqlite-vec.
-    ``correct=False`` searches the words as typed (no word is replaced by a close one: the way out
-    when a correct word the notes lack was taken for a typo).
+    ``vector`` gives the query's vector (:func:`embedded_by` an embedder, :func:`made_before` one made before, or
+    the server's own); with none, the results are BM25-only and a note says why. ``nearest`` (the server's
+    in-memory vectors) may answer the KNN scan instead of sqlite-vec. ``correct=False`` searches the words as
+    typed (no word is replaced by a close one: the way out when a correct word the notes lack was taken for
+    a typo).
     """
     check_mode(mode)
     check_limit(limit)
@@ -181,9 +181,56 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     common = common_only(terms)
     if common:  # function words alone are in nearly every note: no hit would be an answer
         return SearchResult(query, mode, (), (said("said.common", words=common),), weak=True)
+    words = _words(conn, config, terms, correct)
+    notes = list(words.said)
+    within = db.tag_chunk_ids(conn, tag, source) if tag is not None else None
+    lexical = _bm25(conn, words.terms, words.stems, source, tag, words.counts, within)
+    semantic: list[tuple[int, float]] = []
+    if mode in ("hybrid", "vector"):
+        query_vector, why = vector(query) if vector is not None else (None, None)
+        semantic, note = _vector(conn, config, source, tag, query_vector, why, nearest)
+        if note:
+            notes.append(note)
+    progress = db.vector_progress(conn) if config.embedding.enabled else None
+    if progress and mode != "bm25":
+        notes.append(said("said.waiting", ready=progress[0], total=progress[1]))
+    hits, weak = _fused_hits(conn, words, lexical, semantic, mode, bool(progress), limit, max_per_note, source)
+    if tag is not None and not hits and not db.tag_exists(conn, tag):  # asked only then: it reads every note's tags
+        raise UserError(unknown_tag(conn, tag))
+    if not hits and not db.counts(conn)["chunks"]:
+        notes.append(said("said.empty"))
+    return SearchResult(query, mode, tuple(hits), tuple(notes), weak, words.corrected, tuple(marks(words.terms)),
+                        words.translated, progress)
+
+
+def embedded_by(embedder: Embedder) -> QueryVector:
+    """The query's vector made by ``embedder`` when the search asks for it."""
+    return lambda query: query_vector_of(embedder, query)
+
+
+def made_before(vector: bytes | None, error: str | None = None) -> QueryVector:
+    """A vector made before the search (or None and why not)."""
+    return lambda _query: (vector, error)
+
+
+@dataclass(frozen=True)
+class _Words:
+    """The query's words as searched: translated, respelled, and what the search says of them."""
+
+    terms: list[Term]
+    said: tuple[Said, ...]
+    counts: spelling.KeyCounts  # the words' chunk counts, for translations, the typo check and BM25
+    stems: bool  # the index holds word keys
+    translated: tuple[tuple[str, tuple[str, ...]], ...]  # English words and the translations searched too
+    corrected: str | None  # the words searched instead of the typed ones
+    unknown: tuple[str, ...]  # names no note holds
+
+
+def _words(conn: Connection, config: Config, terms: list[Term], correct: bool) -> _Words:
+    """``terms`` with their translations (English searched in Czech and Slovak too), respelled unless not
+    ``correct`` (another form of a word the notes hold, or the closest word for a typo), and the remarks."""
     notes: list[Said] = []
-    corrections: dict[str, str] = {}
-    counts = spelling.KeyCounts(conn)  # the words' chunk counts, for translations, the typo check and BM25
+    counts = spelling.KeyCounts(conn)
     stems = db.has_stems(conn)
     if config.dictionary is not None and stems and db.has_vocabulary(conn):  # translations are searched by word keys
         terms = translate.translated(terms, config.dictionary, counts)
@@ -191,6 +238,7 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     if translated:
         notes.append(said("said.translated", pairs="; ".join(f"{word} → {', '.join(found)}"
                                                             for word, found in translated)))
+    corrections: dict[str, str] = {}
     if correct:  # as typed: no word is searched as another
         terms, corrections = spelling.respell(conn, terms, counts)
         notes += [said("said.forms", word=repr(t.text), forms=", ".join(t.forms)) for t in content(terms) if t.forms]
@@ -202,41 +250,30 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     unknown = spelling.unknown_names(conn, terms)
     if unknown:
         notes.append(said("said.unknown", words=", ".join(repr(w) for w in unknown)))
-    within = db.tag_chunk_ids(conn, tag, source) if tag is not None else None
-    lexical = _bm25(conn, terms, stems, source, tag, counts, within)
-    semantic: list[tuple[int, float]] = []
-    if mode in ("hybrid", "vector"):
-        if query_vector is None and vector_later is not None:
-            query_vector, embedder_error = vector_later()
-        elif query_vector is None and embedder is not None:
-            query_vector, embedder_error = query_vector_of(embedder, query)
-        semantic, note = _vector(conn, config, source, tag, query_vector, embedder_error, nearest)
-        if note:
-            notes.append(note)
-    progress = db.vector_progress(conn) if config.embedding.enabled else None
-    if progress and mode != "bm25":
-        notes.append(said("said.waiting", ready=progress[0], total=progress[1]))
+    return _Words(terms, tuple(notes), counts, stems, translated, corrected, tuple(unknown))
+
+
+def _fused_hits(conn: Connection, words: _Words, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
+            mode: str, waiting: bool, limit: int, max_per_note: int, source: str | None) -> tuple[list[Hit], bool]:
+    """The two halves fused, grouped into hits, and whether the answer is weak (``waiting``: some chunks
+    have no vector yet)."""
+    terms = words.terms
     rows = db.chunk_details(conn, [i for i, _ in lexical] + [i for i, _ in semantic])
     texts = _best_notes_texts(lexical, rows)
     best = max((coverage(text, terms) for text in texts), default=0.0)
     unaccented = typed_without_accents("\n".join(texts), terms)
     unembedded: frozenset[int] = frozenset()
-    if progress and semantic:  # a chunk may have been removed by a build since the lists were made
+    if waiting and semantic:  # a chunk may have been removed by a build since the lists were made
         unembedded = frozenset(i for i, _ in lexical if i in rows and rows[i]["waiting"])
     # the model reads such a query poorly: typed without accents, or English over Czech and Slovak text
-    across = bool(translated) and max((coverage(text, translate.untranslated(terms)) for text in texts),
-                                      default=0.0) < fusion.OWN_WORDS
+    across = bool(words.translated) and max((coverage(text, translate.untranslated(terms)) for text in texts),
+                                            default=0.0) < fusion.OWN_WORDS
     ranked = fusion.fuse(lexical if mode != "vector" else [], semantic if mode != "bm25" else [], best,
                          words_lead=unaccented or across, unembedded=unembedded)
     hits = _group(_earned(ranked, rows, terms), rows, terms, limit, max_per_note)
-    if tag is not None and not hits and not db.tag_exists(conn, tag):  # asked only then: it reads every note's tags
-        raise UserError(unknown_tag(conn, tag))
-    weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode, unaccented,
-                                  fusion.agreement_depth(db.count_chunks_up_to(conn, fusion.SMALL_COLLECTION, source)))
-    if not hits and not db.counts(conn)["chunks"]:
-        notes.append(said("said.empty"))
-    return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected, tuple(marks(terms)), translated,
-                        progress)
+    weak = bool(words.unknown) or _weak(best, lexical, semantic, rows, mode, unaccented, fusion.agreement_depth(
+        db.count_chunks_up_to(conn, fusion.SMALL_COLLECTION, source)))
+    return hits, weak
 
 
 def waiting_for_vectors(ready: int, total: int) -> str:

@@ -22,7 +22,7 @@ from builder.sync import build
 from server import translate
 from server.app import create_app
 from server.query import parse
-from server.search import SearchResult, search
+from server.search import SearchResult, embedded_by, search
 from server.snippets import plain_text, snippet
 from tests.render_support import shown
 from tests.conftest import (
@@ -68,7 +68,7 @@ def examples(examples_template: Path, tmp_path: Path):
 
 def _ask(examples: tuple[Config, Connection], query: str, **kwargs: Any) -> SearchResult:
     config, conn = examples
-    return search(conn, config, query, embedder=HashEmbedder(), **kwargs)
+    return search(conn, config, query, vector=embedded_by(HashEmbedder()), **kwargs)
 
 
 def _sections(result: SearchResult, path: str) -> tuple[list[str], list[str]]:

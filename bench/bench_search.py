@@ -81,12 +81,12 @@ class _Timer:
 
 def _hybrid_embedding(embedder: Any, conn: Any, config: Any, query: str, nearest: Nearest) -> Any:
     """What ``/api/search`` does for a hybrid query: embed it (the server's embedder), then search."""
-    from server.search import search
+    from server.search import made_before, search
 
     vector, error = embedder.embed(query)
     if vector is None:
         raise SystemExit(f"the query embedder failed: {error}")
-    return search(conn, config, query, mode="hybrid", query_vector=vector, nearest=nearest)
+    return search(conn, config, query, mode="hybrid", vector=made_before(vector), nearest=nearest)
 
 
 class _Precomputed:
@@ -108,14 +108,14 @@ def _one_query(timer: _Timer, lease: Any, config: Any, memory: Any, embedder: An
                vector: bytes) -> None:
     """Every mode for one query on one connection, back to back (the same noise for each)."""
     from builder.core import index as db
-    from server.search import search
+    from server.search import made_before, search
     from server.engine import ALONE_THREADS
 
     nearest = functools.partial(memory.nearest, lease.conn, lease.identity)
     timer(f"bm25 {kind}", search, lease.conn, config, query, mode="bm25")
     timer("plain match", _plain_match, lease.conn, query)
-    timer("vector", search, lease.conn, config, query, mode="vector", query_vector=vector, nearest=nearest)
-    timer("hybrid", search, lease.conn, config, query, mode="hybrid", query_vector=vector, nearest=nearest)
+    timer("vector", search, lease.conn, config, query, mode="vector", vector=made_before(vector), nearest=nearest)
+    timer("hybrid", search, lease.conn, config, query, mode="hybrid", vector=made_before(vector), nearest=nearest)
     timer("hybrid+embed", _hybrid_embedding, embedder, lease.conn, config, query, nearest)
     timer("embed", embedder.embed, query)
     timer("embed every core", embedder.embed, query, ALONE_THREADS)

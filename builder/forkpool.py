@@ -1,8 +1,10 @@
 """``map`` over forked worker processes when there is enough work, else in this process.
 
-The build parses notes and the render renders them this way on every core. Workers are forked, so
-they inherit what the caller set up (a render's context, the chunker's tokenizer) instead of
-unpickling it; only the items and the results cross between processes.
+The build parses notes and the render renders them this way on every core. A pool is made with what
+every job shares (a render's context, a build's limits: ``shared``), and each job is called as
+``fn(shared, item)``, in this process or in a worker. Workers are forked, so they inherit ``shared``
+instead of unpickling it (a render's link resolver is big); only the items and the results cross
+between processes. The one module global, :data:`_WORKER`, is assigned only in a forked worker.
 """
 
 from __future__ import annotations
@@ -11,61 +13,86 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from functools import partial
+from typing import Any, Generic, TypeVar
+
+S = TypeVar("S")  # what every job shares
+T = TypeVar("T")  # an item
+R = TypeVar("R")  # a job's result
 
 PARALLEL_MIN = 150  # below this many items a process pool costs more than it saves
 JOBS_PER_ROUND_TRIP = 8  # fewer round trips to a worker, yet a short wait for the last one
 
 
-class Pool:
-    """A lazily started pool of forked workers (at most ``workers``; default: the cores, up to 4)."""
+class Pool(Generic[S]):
+    """A lazily started pool of forked workers (at most ``workers``; default: the cores, up to 4), whose
+    jobs are called with ``shared`` (see the module docstring)."""
 
-    def __init__(self, workers: int | None) -> None:
+    def __init__(self, workers: int | None, shared: S) -> None:
         self.workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
         if not hasattr(os, "fork"):  # (multiprocessing is imported only when a pool is started)
             self.workers = 1
+        self.shared = shared
         self.executor: Any = None
 
-    def __enter__(self) -> Pool:
+    def share(self, shared: S) -> None:
+        """Call the jobs from now on with ``shared``: only before the workers are forked (they keep what
+        they inherited)."""
+        if self.executor is not None:
+            raise RuntimeError("the pool's workers are forked: they would not see what it shares now")
+        self.shared = shared
+
+    def __enter__(self) -> Pool[S]:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
         if self.executor is not None:  # on an error, work not yet started is dropped, not waited for
             self.executor.shutdown(cancel_futures=kind is not None)
 
-    def map(self, fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
-        """``[fn(item) for item in items]``."""
+    def map(self, fn: Callable[[S, T], R], items: list[T]) -> list[R]:
+        """``[fn(shared, item) for item in items]``."""
         return self.start(fn, items)()
 
-    def start(self, fn: Callable[[Any], Any], items: list[Any]) -> Callable[[], list[Any]]:
+    def start(self, fn: Callable[[S, T], R], items: list[T]) -> Callable[[], list[R]]:
         """Start ``map``; call the result for its list. In workers, this process is free meanwhile."""
         if self.workers < 2 or len(items) < PARALLEL_MIN:
-            results = [fn(item) for item in items]
+            results = [fn(self.shared, item) for item in items]
             return lambda: results
-        pending = self._executor().map(fn, items, chunksize=JOBS_PER_ROUND_TRIP)
+        pending = self._executor().map(partial(_in_worker, fn), items, chunksize=JOBS_PER_ROUND_TRIP)
         return lambda: list(pending)
 
-    def imap(self, fn: Callable[[Any], Any], items: list[Any]) -> Iterator[Any]:
-        """``fn(item)`` for each item, in order, each as soon as it is ready (this process can use one
-        result while the workers make the next)."""
+    def imap(self, fn: Callable[[S, T], R], items: list[T]) -> Iterator[R]:
+        """``fn(shared, item)`` for each item, in order, each as soon as it is ready (this process can use
+        one result while the workers make the next)."""
         if self.workers < 2 or len(items) < PARALLEL_MIN:
-            return (fn(item) for item in items)
-        return self._executor().map(fn, items, chunksize=JOBS_PER_ROUND_TRIP)
+            return (fn(self.shared, item) for item in items)
+        found: Iterator[R] = self._executor().map(partial(_in_worker, fn), items, chunksize=JOBS_PER_ROUND_TRIP)
+        return found
 
     def _executor(self) -> Any:
         if self.executor is None:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
+            # forked: the initializer's arguments are inherited, never pickled
             self.executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
-                                                initializer=_worker_start, initargs=(os.getpid(),))
+                                                initializer=_worker_start, initargs=(os.getpid(), self.shared))
         return self.executor
 
 
-def _worker_start(parent: int) -> None:
-    """In each worker: collect garbage as usual (workers make short-lived objects), and die with the
-    process that forked it. A build killed by a signal (the OOM killer, a timeout) would otherwise
-    leave its workers blocked on their pipes for ever, holding the index's files open."""
+_WORKER: list[Any] = []  # in a forked worker only: the pool's ``shared``, set by _worker_start
+
+
+def _in_worker(fn: Callable[[Any, T], R], item: T) -> R:
+    return fn(_WORKER[0], item)
+
+
+def _worker_start(parent: int, shared: object) -> None:
+    """In each worker: keep the pool's ``shared`` for its jobs, collect garbage as usual (workers make
+    short-lived objects), and die with the process that forked it. A build killed by a signal (the OOM
+    killer, a timeout) would otherwise leave its workers blocked on their pipes for ever, holding the
+    index's files open."""
+    _WORKER[:] = [shared]
     gc.enable()
     if sys.platform.startswith("linux"):
         import ctypes

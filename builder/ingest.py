@@ -118,19 +118,21 @@ class ChangedFile:
     sha256: str | None = None  # the whole file's, then
 
 
-_OPTIONS: list[tuple[int, Callable[[str], bool] | None]] = []  # (max_bytes, fits): workers inherit them by fork
+@dataclass(frozen=True)
+class Limits:
+    """What every note of a build is read and chunked with (the shared part of its parsing pool)."""
+
+    max_bytes: int  # limits.max_note_bytes
+    fits: Callable[[str], bool] | None = None  # does a chunk's text fit the embedding model's input?
 
 
-def ingest_all(pool: Pool, files: list[ChangedFile], *, max_bytes: int,
-               fits: Callable[[str], bool] | None = None) -> Iterator[Ingested]:
+def ingest_all(pool: Pool[Limits], files: list[ChangedFile]) -> Iterator[Ingested]:
     """:func:`ingest` of each file, in order, each as soon as it is ready: on ``pool``'s forked
     workers (every core) when there are many, started at once, so this process can store the notes
     of an earlier call while they parse these."""
-    _OPTIONS[:] = [(max_bytes, fits)]  # the same for every call of a build: workers fork once
     return pool.imap(_ingest_job, files)
 
 
-def _ingest_job(file: ChangedFile) -> Ingested:
-    max_bytes, fits = _OPTIONS[0]
-    return ingest(file.path, file.data, mtime_ns=file.mtime_ns, changed_at=file.changed_at, max_bytes=max_bytes,
-                  fits=fits, size=file.size, sha256=file.sha256)
+def _ingest_job(limits: Limits, file: ChangedFile) -> Ingested:
+    return ingest(file.path, file.data, mtime_ns=file.mtime_ns, changed_at=file.changed_at,
+                  max_bytes=limits.max_bytes, fits=limits.fits, size=file.size, sha256=file.sha256)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -53,16 +54,13 @@ def make_markdown() -> MarkdownIt:
     return MarkdownIt("commonmark", {"html": True}).use(front_matter_plugin).enable(["table", "strikethrough"])
 
 
-_MD: MarkdownIt | None = None
-
-
+@cache
 def _outline_parser() -> MarkdownIt:
-    """:func:`make_markdown` without its inline pass (~40 % of the parsing time of a note)."""
-    global _MD
-    if _MD is None:
-        _MD = make_markdown()
-        _MD.core.ruler.disable(["inline", "text_join"])
-    return _MD
+    """:func:`make_markdown` without its inline pass (most of the parsing time of a note), made once per
+    process (it keeps no note's state)."""
+    md = make_markdown()
+    md.core.ruler.disable(["inline", "text_join"])
+    return md
 
 
 def _outline(text: str) -> list[Token]:

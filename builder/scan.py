@@ -8,6 +8,7 @@ changed since the indexed commit. Both answer a :class:`SourceChanges`, which
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -50,6 +51,30 @@ class SourceChanges:
     @property
     def empty(self) -> bool:
         return not self.changed and not self.deleted and not self.coverage_changed and not self.refresh
+
+    @property
+    def rereads(self) -> bool:
+        """Are the files read from a commit of our clone (git), which the next build starts from again
+        while this one leaves it unrecorded? Then a file that cannot be read is left for that build; a
+        folder's file is what is on disk now, and one that cannot be read is one note's problem."""
+        return self.rev is not None
+
+    def applied(self, after: Mapping[str, db.FileState], unreadable: bool, wrote: bool) -> dict[str, str]:
+        """The source row's revision once this scan is applied (``after``: what the index holds then;
+        ``wrote``: a note was written, touched or removed): the commit and the scope it was read with
+        (unless a file could not be read: the next build reads them again from the same commit), or a
+        folder's digest of its indexed notes when anything was written. Empty: the row keeps its own."""
+        if self.rev is not None:
+            return {} if unreadable else {"indexed_rev": self.rev, "scope": scope_key(self.source)}
+        return {"indexed_rev": _folder_rev(after)} if wrote else {}
+
+
+def _folder_rev(states: Mapping[str, db.FileState]) -> str:
+    """A folder's revision: a digest of its indexed (path, sha256) pairs."""
+    digest = hashlib.sha256()
+    for path, state in sorted(states.items()):
+        digest.update(f"{path}\0{state.sha256}\n".encode())
+    return digest.hexdigest()[:12]
 
 
 class SourceFailed(Exception):

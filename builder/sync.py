@@ -7,11 +7,10 @@ numpy, Jinja2 nor the embedding model.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,13 +29,15 @@ from builder.scan import (
     SourceFailed,
     scan_folder,
     scan_git,
-    scope_key,
     source_heads,
 )
 from builder.synclog import SyncLog
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
+
+    from builder.ingest import ChangedFile, Ingested
+    from builder.sources import FileStat
 
 WRITE_BATCH_S = 0.5  # the index commits a source's changes every half second, not once per note
 INGEST_BATCH = 1024  # changed files read at a time, parsed while the batch before is stored (two in memory)
@@ -347,88 +348,121 @@ class Applied:
     chunks: int  # chunks written
 
 
+@dataclass
+class _Progress:
+    """One source's changes as they are written: what the index holds of it by now, and the counts."""
+
+    after: dict[str, db.FileState]  # path → what the index holds once this is applied (a folder's revision)
+    deleted: list[str]  # files to remove: those the scan found gone, and those gone since
+    unreadable: list[str] = field(default_factory=list)  # to read again next build (SourceChanges.rereads)
+    notes: int = 0  # notes written (a note that could not be read counts: its row says so)
+    chunks: int = 0
+    touched: int = 0  # notes whose text stayed the same (their dates moved)
+
+
 def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, report: BuildReport) -> Applied:
-    """Write one source's changes into the index."""
+    """Write one source's changes into the index: each batch of changed files is classified (read, and
+    kept, touched or left out) and parsed by the pool's workers while the batch before is stored; then
+    the removals and the source's row."""
     from builder.forkpool import Pool
-    from builder.ingest import ChangedFile, Ingested, ingest_all, read_bounded, sha256_bytes, unread
+    from builder.ingest import Limits, ingest_all
 
     source = scan.source
-    root = config.source_root(source)
     db.upsert_source(conn, source.id, source.kind, redact_url(source.url), source.branch)
     states = scan.states if scan.states is not None else db.file_states(conn, source.id)
-    after = dict(states)  # what the index holds once this is applied (for a folder's revision)
-    notes = chunks = touched = 0
-    unreadable: list[str] = []  # git: files of our clone that could not be read (the next build reads them again)
-    deleted = list(scan.deleted)
+    done = _Progress(dict(states), list(scan.deleted))
     for name in scan.undecodable:
         log.warn(f"{source.id}: {name}: the file name is not valid UTF-8, so it cannot be indexed; rename it")
     fits: Callable[[str], bool] | None = None
-
-    def store(todo: list[ChangedFile], results: Iterator[Ingested]) -> None:
-        nonlocal notes, chunks
-        for file, result in zip(todo, results, strict=True):
-            for warning in result.warnings:
-                log.warn(f"{source.id}: {warning}")
-            author = scan.authors.get(file.path)
-            record = result.record if author is None else replace(result.record, changed_by=author)
-            db.replace_file(conn, source.id, record, result.chunks, now_iso())
-            after[file.path] = db.FileState(record.sha256, record.size, record.mtime_ns)
-            notes += 1
-            chunks += len(result.chunks)
-
-    with Pool(None) as pool:
+    with Pool(None, Limits(config.max_note_bytes)) as pool:
         parsing: tuple[list[ChangedFile], Iterator[Ingested]] | None = None
         for start in range(0, len(scan.changed), INGEST_BATCH):
-            todo: list[ChangedFile] = []
-            for stat in scan.changed[start:start + INGEST_BATCH]:
-                why = scan.broken.get(stat.path)
-                data, size, whole_sha = b"", 0, None
-                try:
-                    if why is None:
-                        data, size, whole_sha = read_bounded(root / stat.path, config.max_note_bytes)
-                except OSError as exc:
-                    if source.kind == "git":
-                        log.warn(f"{source.id}: {stat.path}: cannot read ({exc.strerror or exc}); "
-                                 "the next build tries again")
-                        unreadable.append(stat.path)
-                        continue
-                    if not os.path.lexists(root / stat.path):  # deleted since the scan
-                        if stat.path in states:
-                            deleted.append(stat.path)
-                        continue
-                    why = exc.strerror or str(exc)
-                if why is not None:  # one note's problem: it leaves the site until it changes or can be read
-                    skipped = unread(stat.path, stat.size, stat.mtime_ns, iso_from_ns(stat.mtime_ns), why)
-                    log.warn(f"{source.id}: {skipped.warnings[0]}")
-                    db.replace_file(conn, source.id, skipped.record, (), now_iso())
-                    after[stat.path] = db.FileState(db.UNREAD, stat.size, stat.mtime_ns)
-                    notes += 1
-                    continue
-                old = states.get(stat.path)
-                author = scan.authors.get(stat.path)
-                if old is not None and old.sha256 == (whole_sha or sha256_bytes(data)) and old.size == size:
-                    db.touch_file(conn, source.id, stat.path, stat.size, stat.mtime_ns, iso_from_ns(stat.mtime_ns))
-                    if author is not None:  # same content, but the history that last touched it moved
-                        db.set_last_change(conn, source.id, stat.path, iso_from_ns(stat.mtime_ns), author)
-                    touched += 1
-                    continue
-                todo.append(ChangedFile(stat.path, data, stat.mtime_ns, iso_from_ns(stat.mtime_ns), size, whole_sha))
+            todo = _classify(conn, config, scan, states, scan.changed[start:start + INGEST_BATCH], done, log)
             if todo and fits is None and config.embedding.provider == "local":
                 fits = passage_fits(config.embedding)  # loads the model's tokenizer once, and only for new text
+                pool.share(Limits(config.max_note_bytes, fits))  # before the first batch forks the workers
             # the workers parse this batch while this process stores the one before
-            ahead = (todo, ingest_all(pool, todo, max_bytes=config.max_note_bytes, fits=fits))
+            ahead = (todo, ingest_all(pool, todo))
             if parsing is not None:
-                store(*parsing)
+                _store(conn, scan, *parsing, done, log)
             parsing = ahead
         if parsing is not None:
-            store(*parsing)
-    for path in deleted:
+            _store(conn, scan, *parsing, done, log)
+    _finish(conn, scan, done, log, report)
+    return Applied(failed=len(done.unreadable) + len(scan.undecodable), chunks=done.chunks)
+
+
+def _classify(conn: Connection, config: Config, scan: SourceChanges, states: Mapping[str, db.FileState],
+              stats: tuple[FileStat, ...], done: _Progress, log: SyncLog) -> list[ChangedFile]:
+    """The files of ``stats`` to parse, read; the others settled here: one that cannot be read (left for the
+    next build, or recorded as unread: it leaves the site until it changes or can be read), one gone since
+    the scan (removed), one whose text is the same (its dates touched)."""
+    from builder.ingest import ChangedFile, read_bounded, sha256_bytes, unread
+
+    source, root = scan.source, config.source_root(scan.source)
+    todo: list[ChangedFile] = []
+    for stat in stats:
+        why = scan.broken.get(stat.path)
+        data, size, whole_sha = b"", 0, None
+        try:
+            if why is None:
+                data, size, whole_sha = read_bounded(root / stat.path, config.max_note_bytes)
+        except OSError as exc:
+            if scan.rereads:
+                log.warn(f"{source.id}: {stat.path}: cannot read ({exc.strerror or exc}); the next build tries again")
+                done.unreadable.append(stat.path)
+                continue
+            if not os.path.lexists(root / stat.path):  # deleted since the scan
+                if stat.path in states:
+                    done.deleted.append(stat.path)
+                continue
+            why = exc.strerror or str(exc)
+        at = iso_from_ns(stat.mtime_ns)
+        if why is not None:  # one note's problem: it leaves the site until it changes or can be read
+            skipped = unread(stat.path, stat.size, stat.mtime_ns, at, why)
+            log.warn(f"{source.id}: {skipped.warnings[0]}")
+            db.replace_file(conn, source.id, skipped.record, (), now_iso())
+            done.after[stat.path] = db.FileState(db.UNREAD, stat.size, stat.mtime_ns)
+            done.notes += 1
+            continue
+        old = states.get(stat.path)
+        if old is not None and old.sha256 == (whole_sha or sha256_bytes(data)) and old.size == size:
+            db.touch_file(conn, source.id, stat.path, stat.size, stat.mtime_ns, at)
+            author = scan.authors.get(stat.path)
+            if author is not None:  # same content, but the history that last touched it moved
+                db.set_last_change(conn, source.id, stat.path, at, author)
+            done.touched += 1
+            continue
+        todo.append(ChangedFile(stat.path, data, stat.mtime_ns, at, size, whole_sha))
+    return todo
+
+
+def _store(conn: Connection, scan: SourceChanges, todo: list[ChangedFile], results: Iterator[Ingested],
+           done: _Progress, log: SyncLog) -> None:
+    """Write the parsed notes (and their chunks) of one batch."""
+    for file, result in zip(todo, results, strict=True):
+        for warning in result.warnings:
+            log.warn(f"{scan.source.id}: {warning}")
+        author = scan.authors.get(file.path)
+        record = result.record if author is None else replace(result.record, changed_by=author)
+        db.replace_file(conn, scan.source.id, record, result.chunks, now_iso())
+        done.after[file.path] = db.FileState(record.sha256, record.size, record.mtime_ns)
+        done.notes += 1
+        done.chunks += len(result.chunks)
+
+
+def _finish(conn: Connection, scan: SourceChanges, done: _Progress, log: SyncLog, report: BuildReport) -> None:
+    """Remove the files gone, say what was written and what the scope leaves out, and record the source's
+    row: its revision (:meth:`builder.scan.SourceChanges.applied`) and its error, if any."""
+    source = scan.source
+    for path in done.deleted:
         db.delete_file(conn, source.id, path)
-        after.pop(path, None)
-    report.indexed(notes, chunks, len(deleted))
-    if notes or deleted:
-        log.info(f"{source.id}: indexed {notes} files / {chunks} chunks, removed {len(deleted)} files")
-    if notes or deleted or scan.coverage_changed:
+        done.after.pop(path, None)
+    report.indexed(done.notes, done.chunks, len(done.deleted))
+    if done.notes or done.deleted:
+        log.info(f"{source.id}: indexed {done.notes} files / {done.chunks} chunks, "
+                 f"removed {len(done.deleted)} files")
+    if done.notes or done.deleted or scan.coverage_changed:
         if scan.uncovered:
             log.info(f"{source.id}: coverage: markdown outside every paths entry in: "
                      + ", ".join(f"{d}/" for d in scan.uncovered))
@@ -436,22 +470,12 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
             log.info(f"{source.id}: coverage: every directory with markdown is covered")
     with db.transaction(conn):
         values: dict[str, Any] = {"uncovered": scan.uncovered}
-        if unreadable:  # a git source keeps its indexed_rev, so the next build reads these again
-            values.update(last_error=f"cannot read {len(unreadable)} changed files (such as {unreadable[0]}); "
-                                     "the next build tries again", last_error_at=now_iso())
+        if done.unreadable:  # a git source keeps its indexed_rev, so the next build reads these again
+            values.update(last_error=f"cannot read {len(done.unreadable)} changed files (such as "
+                                     f"{done.unreadable[0]}); the next build tries again", last_error_at=now_iso())
         elif not scan.warning:
             values["last_error"] = None
-        if source.kind == "git" and not unreadable:
-            values.update(indexed_rev=scan.rev, scope=scope_key(source), last_sync_at=now_iso())
-        elif source.kind == "folder" and (notes or deleted or touched):
-            values.update(indexed_rev=_folder_rev(after), last_sync_at=now_iso())
+        revision = scan.applied(done.after, bool(done.unreadable), bool(done.notes or done.deleted or done.touched))
+        if revision:
+            values.update(revision, last_sync_at=now_iso())
         db.update_source(conn, source.id, **values)
-    return Applied(failed=len(unreadable) + len(scan.undecodable), chunks=chunks)
-
-
-def _folder_rev(states: Mapping[str, db.FileState]) -> str:
-    """A folder's revision: a digest of its indexed (path, sha256) pairs."""
-    digest = hashlib.sha256()
-    for path, state in sorted(states.items()):
-        digest.update(f"{path}\0{state.sha256}\n".encode())
-    return digest.hexdigest()[:12]

@@ -35,6 +35,7 @@ from urllib.parse import quote
 from builder.core import index as db
 from server import verify
 from server.chat import Chat, ChatUnavailable, Message, make_chat
+from server.claims import CITE_RE, quotes
 from server.passage_text import PassageText
 
 if TYPE_CHECKING:
@@ -241,7 +242,7 @@ def answer_parts(reply: Answer) -> list[tuple[str, Citation | None]]:
     by_mark = {mark: c for c in reply.citations for mark in c.marks}
     parts: list[tuple[str, Citation | None]] = []
     at, count = 0, 0
-    for m in verify.CITE_RE.finditer(reply.answer):
+    for m in CITE_RE.finditer(reply.answer):
         parts.append((reply.answer[at:m.start()], None))
         for n in verify.citations(m.group(0)):
             parts.append((f"[{n}]", by_mark.get(count)))
@@ -254,7 +255,7 @@ def answer_parts(reply: Answer) -> list[tuple[str, Citation | None]]:
 def _marks(text: str) -> list[tuple[int, int]]:
     """(sentence, n) of each number of the answer's citation marks, in order."""
     return [(sentence, n) for sentence, found in enumerate(verify.sentences(text), start=1)
-            for m in verify.CITE_RE.finditer(found.text) for n in verify.citations(m.group(0))]
+            for m in CITE_RE.finditer(found.text) for n in verify.citations(m.group(0))]
 
 
 def _says_not_in_notes(text: str) -> bool:
@@ -264,7 +265,7 @@ def _says_not_in_notes(text: str) -> bool:
 def _citations(text: str, sources: Sequence[Passage], evidence: Sequence[verify.Evidence]) -> tuple[Citation, ...]:
     """One citation for each sentence and passage it cites, in the answer's order, with the span the check
     matched and the sentence's quotation from that passage."""
-    quoted = {number: verify.quotes(verify.CITE_RE.sub(" ", sentence.text))
+    quoted = {number: quotes(CITE_RE.sub(" ", sentence.text))
               for number, sentence in enumerate(verify.sentences(text), start=1)}
     found: dict[tuple[int, int], Citation] = {}
     for e in evidence:

@@ -152,8 +152,8 @@ class Portal:
         def present(url: str) -> bool:
             return (site / urls.site_file(url)).is_file()
 
-        hits = tuple(replace(h, more=tuple(m for m in h.more if present(m["url"])),
-                             copies=tuple(c for c in h.copies if present(c["url"])))
+        hits = tuple(replace(h, more=tuple(m for m in h.more if present(m.url)),
+                             copies=tuple(c for c in h.copies if present(c.url)))
                      for h in result.hits if present(h.url))
         return result if hits == result.hits else replace(result, hits=hits)
 

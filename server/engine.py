@@ -127,5 +127,6 @@ class Searcher:
                 return self.memory.nearest(lease.conn, lease.identity, query_vector, k, scans[0] if scans else None)
 
             return search(lease.conn, self.config, query, limit=limit, source=source, tag=tag, mode=mode,
-                          max_per_note=self.config.max_per_note, vector_later=vector_later if pending else None,
+                          max_per_note=self.config.max_per_note,
+                          vector=(lambda _query: vector_later()) if pending else None,
                           nearest=nearest, correct=correct)

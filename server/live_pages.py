@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -62,9 +63,9 @@ def page_hits(result: SearchResult, language: str = messages.DEFAULT_LANGUAGE) -
         hits.append({"url": hit.url, "href": landing(hit.url, words), "title": hit.title, "where": where,
                      "breadcrumb": hit.breadcrumb, "section": section(hit.breadcrumb, hit.title, language),
                      "snippet": hit.snippet, "provenance": provenance(hit, language),
-                     "more": [{**other, "href": landing(other["url"], words),
-                               "section": section(other["breadcrumb"], hit.title, language)} for other in hit.more],
-                     "copies": [{**copy, "href": landing(copy["url"], words)} for copy in hit.copies]})
+                     "more": [{**asdict(other), "href": landing(other.url, words),
+                               "section": section(other.breadcrumb, hit.title, language)} for other in hit.more],
+                     "copies": [{**asdict(copy), "href": landing(copy.url, words)} for copy in hit.copies]})
     return hits
 
 

@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 
 Nearest = Callable[[bytes, int], "list[tuple[int, float]] | None"]
 VectorLater = Callable[[], "tuple[bytes | None, str | None]"]  # waits for the query's vector (or why not)
+# How a search gets its query's vector, asked with the query once its words are searched (so a server that
+# started embedding first overlaps the two): the vector, or None and why not (see embedded_by and made_before).
+QueryVector = Callable[[str], "tuple[bytes | None, str | None]"]
 
 MODES = ("hybrid", "bm25", "vector")
 MAX_LIMIT = 100
@@ -56,6 +59,28 @@ MAX_PER_NOTE = 2
 CANDIDATES = 30  # each half's list, before fusion (more than the hits: grouping drops some)
 COMMON_CHUNKS = 2000  # a word key in more chunks is common: it alone does not make a chunk a candidate
 COMMON_SAVED = 5000  # ... once the common words are in this many chunks together (BM25 costs ~0.7 µs a chunk)
+
+
+@dataclass(frozen=True)
+class OtherSection:
+    """Another matching section of a shown note, listed under the note's first hit."""
+
+    breadcrumb: str
+    anchor: str
+    line_start: int
+    url: str  # its place on the note's page, site-relative
+
+
+@dataclass(frozen=True)
+class TextCopy:
+    """The same text as a hit's in another note, listed under the hit instead of shown again."""
+
+    source: str
+    path: str
+    url: str
+    breadcrumb: str
+    line_start: int
+    line_end: int
 
 
 @dataclass(frozen=True)
@@ -71,8 +96,8 @@ class Hit:
     score: float
     ranks: dict[str, int | None]  # where each half ranked the chunk (1-based), or None
     url: str  # the note page, site-relative, with the section anchor
-    more: tuple[dict[str, Any], ...] = ()  # the note's other matching sections: breadcrumb, anchor, url
-    copies: tuple[dict[str, Any], ...] = ()  # the same text elsewhere: source, path, url, breadcrumb, lines
+    more: tuple[OtherSection, ...] = ()  # the note's other matching sections
+    copies: tuple[TextCopy, ...] = ()  # the same text elsewhere
     words: tuple[str, ...] = ()  # the chunk's words that match (snippets.excerpt): the page it leads to marks them
 
 
@@ -137,18 +162,15 @@ def unknown_tag(conn: Connection, tag: str) -> str:
 
 
 def search(conn: Connection, config: Config, query: str, *, limit: int = 10, source: str | None = None,
-           tag: str | None = None, mode: str = "hybrid", embedder: Embedder | None = None,
-           embedder_error: str | None = None, query_vector: bytes | None = None,
-           vector_later: VectorLater | None = None, nearest: Nearest | None = None,
-           max_per_note: int = MAX_PER_NOTE, correct: bool = True) -> SearchResult:
+           tag: str | None = None, mode: str = "hybrid", vector: QueryVector | None = None,
+           nearest: Nearest | None = None, max_per_note: int = MAX_PER_NOTE, correct: bool = True) -> SearchResult:
     """Answer one query. Raises :class:`ReindexNeeded` when the index speaks another embedding space.
 
-    The query's vector is ``query_vector`` when given, else what ``vector_later()`` answers once
-    the words are searched (the server starts embedding first, so the two overlap), else
-    ``embedder``'s; with none, the results are BM25-only and a note says why (``embedder_error``).
-    ``nearest`` (the server's in-memory vectors) may answer the KNN scan instead of sqlite-vec.
-    ``correct=False`` searches the words as typed (no word is replaced by a close one: the way out
-    when a correct word the notes lack was taken for a typo).
+    ``vector`` gives the query's vector (:func:`embedded_by` an embedder, :func:`made_before` one made before, or
+    the server's own); with none, the results are BM25-only and a note says why. ``nearest`` (the server's
+    in-memory vectors) may answer the KNN scan instead of sqlite-vec. ``correct=False`` searches the words as
+    typed (no word is replaced by a close one: the way out when a correct word the notes lack was taken for
+    a typo).
     """
     check_mode(mode)
     check_limit(limit)
@@ -159,9 +181,56 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     common = common_only(terms)
     if common:  # function words alone are in nearly every note: no hit would be an answer
         return SearchResult(query, mode, (), (said("said.common", words=common),), weak=True)
+    words = _words(conn, config, terms, correct)
+    notes = list(words.said)
+    within = db.tag_chunk_ids(conn, tag, source) if tag is not None else None
+    lexical = _bm25(conn, words.terms, words.stems, source, tag, words.counts, within)
+    semantic: list[tuple[int, float]] = []
+    if mode in ("hybrid", "vector"):
+        query_vector, why = vector(query) if vector is not None else (None, None)
+        semantic, note = _vector(conn, config, source, tag, query_vector, why, nearest)
+        if note:
+            notes.append(note)
+    progress = db.vector_progress(conn) if config.embedding.enabled else None
+    if progress and mode != "bm25":
+        notes.append(said("said.waiting", ready=progress[0], total=progress[1]))
+    hits, weak = _fused_hits(conn, words, lexical, semantic, mode, bool(progress), limit, max_per_note, source)
+    if tag is not None and not hits and not db.tag_exists(conn, tag):  # asked only then: it reads every note's tags
+        raise UserError(unknown_tag(conn, tag))
+    if not hits and not db.counts(conn)["chunks"]:
+        notes.append(said("said.empty"))
+    return SearchResult(query, mode, tuple(hits), tuple(notes), weak, words.corrected, tuple(marks(words.terms)),
+                        words.translated, progress)
+
+
+def embedded_by(embedder: Embedder) -> QueryVector:
+    """The query's vector made by ``embedder`` when the search asks for it."""
+    return lambda query: query_vector_of(embedder, query)
+
+
+def made_before(vector: bytes | None, error: str | None = None) -> QueryVector:
+    """A vector made before the search (or None and why not)."""
+    return lambda _query: (vector, error)
+
+
+@dataclass(frozen=True)
+class _Words:
+    """The query's words as searched: translated, respelled, and what the search says of them."""
+
+    terms: list[Term]
+    said: tuple[Said, ...]
+    counts: spelling.KeyCounts  # the words' chunk counts, for translations, the typo check and BM25
+    stems: bool  # the index holds word keys
+    translated: tuple[tuple[str, tuple[str, ...]], ...]  # English words and the translations searched too
+    corrected: str | None  # the words searched instead of the typed ones
+    unknown: tuple[str, ...]  # names no note holds
+
+
+def _words(conn: Connection, config: Config, terms: list[Term], correct: bool) -> _Words:
+    """``terms`` with their translations (English searched in Czech and Slovak too), respelled unless not
+    ``correct`` (another form of a word the notes hold, or the closest word for a typo), and the remarks."""
     notes: list[Said] = []
-    corrections: dict[str, str] = {}
-    counts = spelling.KeyCounts(conn)  # the words' chunk counts, for translations, the typo check and BM25
+    counts = spelling.KeyCounts(conn)
     stems = db.has_stems(conn)
     if config.dictionary is not None and stems and db.has_vocabulary(conn):  # translations are searched by word keys
         terms = translate.translated(terms, config.dictionary, counts)
@@ -169,6 +238,7 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     if translated:
         notes.append(said("said.translated", pairs="; ".join(f"{word} → {', '.join(found)}"
                                                             for word, found in translated)))
+    corrections: dict[str, str] = {}
     if correct:  # as typed: no word is searched as another
         terms, corrections = spelling.respell(conn, terms, counts)
         notes += [said("said.forms", word=repr(t.text), forms=", ".join(t.forms)) for t in content(terms) if t.forms]
@@ -180,41 +250,30 @@ def search(conn: Connection, config: Config, query: str, *, limit: int = 10, sou
     unknown = spelling.unknown_names(conn, terms)
     if unknown:
         notes.append(said("said.unknown", words=", ".join(repr(w) for w in unknown)))
-    within = db.tag_chunk_ids(conn, tag, source) if tag is not None else None
-    lexical = _bm25(conn, terms, stems, source, tag, counts, within)
-    semantic: list[tuple[int, float]] = []
-    if mode in ("hybrid", "vector"):
-        if query_vector is None and vector_later is not None:
-            query_vector, embedder_error = vector_later()
-        elif query_vector is None and embedder is not None:
-            query_vector, embedder_error = query_vector_of(embedder, query)
-        semantic, note = _vector(conn, config, source, tag, query_vector, embedder_error, nearest)
-        if note:
-            notes.append(note)
-    progress = db.vector_progress(conn) if config.embedding.enabled else None
-    if progress and mode != "bm25":
-        notes.append(said("said.waiting", ready=progress[0], total=progress[1]))
+    return _Words(terms, tuple(notes), counts, stems, translated, corrected, tuple(unknown))
+
+
+def _fused_hits(conn: Connection, words: _Words, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
+            mode: str, waiting: bool, limit: int, max_per_note: int, source: str | None) -> tuple[list[Hit], bool]:
+    """The two halves fused, grouped into hits, and whether the answer is weak (``waiting``: some chunks
+    have no vector yet)."""
+    terms = words.terms
     rows = db.chunk_details(conn, [i for i, _ in lexical] + [i for i, _ in semantic])
     texts = _best_notes_texts(lexical, rows)
     best = max((coverage(text, terms) for text in texts), default=0.0)
     unaccented = typed_without_accents("\n".join(texts), terms)
     unembedded: frozenset[int] = frozenset()
-    if progress and semantic:  # a chunk may have been removed by a build since the lists were made
+    if waiting and semantic:  # a chunk may have been removed by a build since the lists were made
         unembedded = frozenset(i for i, _ in lexical if i in rows and rows[i]["waiting"])
     # the model reads such a query poorly: typed without accents, or English over Czech and Slovak text
-    across = bool(translated) and max((coverage(text, translate.untranslated(terms)) for text in texts),
-                                      default=0.0) < fusion.OWN_WORDS
+    across = bool(words.translated) and max((coverage(text, translate.untranslated(terms)) for text in texts),
+                                            default=0.0) < fusion.OWN_WORDS
     ranked = fusion.fuse(lexical if mode != "vector" else [], semantic if mode != "bm25" else [], best,
                          words_lead=unaccented or across, unembedded=unembedded)
     hits = _group(_earned(ranked, rows, terms), rows, terms, limit, max_per_note)
-    if tag is not None and not hits and not db.tag_exists(conn, tag):  # asked only then: it reads every note's tags
-        raise UserError(unknown_tag(conn, tag))
-    weak = bool(unknown) or _weak(best, lexical, semantic, rows, mode, unaccented,
-                                  fusion.agreement_depth(db.count_chunks_up_to(conn, fusion.SMALL_COLLECTION, source)))
-    if not hits and not db.counts(conn)["chunks"]:
-        notes.append(said("said.empty"))
-    return SearchResult(query, mode, tuple(hits), tuple(notes), weak, corrected, tuple(marks(terms)), translated,
-                        progress)
+    weak = bool(words.unknown) or _weak(best, lexical, semantic, rows, mode, unaccented, fusion.agreement_depth(
+        db.count_chunks_up_to(conn, fusion.SMALL_COLLECTION, source)))
+    return hits, weak
 
 
 def waiting_for_vectors(ready: int, total: int) -> str:
@@ -312,47 +371,57 @@ def _group(ranked: list[fusion.Ranked], rows: dict[int, Row], terms: list[Term],
     """The hits in fused order, at most ``limit``: at most ``max_per_note`` per note, the note's other
     sections listed under its first hit (those past the limit too: the limit shortens the list of hits,
     never what a shown note offers), one per text (copies listed under the hit that shows it)."""
-    hits: list[dict[str, Any]] = []
-    by_text: dict[str, dict[str, Any]] = {}
-    by_note: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    hits: list[_Shown] = []
+    by_text: dict[str, _Shown] = {}  # the hit that shows a text
+    by_note: dict[tuple[str, str], list[_Shown]] = {}
     for item in ranked:
         row = rows.get(item.chunk_id)
         if row is None:  # removed by a build since the lists were made
             continue
         text_key = hashlib.sha1(row["text"].encode("utf-8")).hexdigest()
         note_key = (row["source_id"], row["path"])
-        where = {"source": row["source_id"], "path": row["path"],
-                 "url": hit_url(row["source_id"], row["path"], row["anchor"])}
+        url = hit_url(row["source_id"], row["path"], row["anchor"])
         if text_key in by_text:
-            if where["path"] != by_text[text_key]["path"] or where["source"] != by_text[text_key]["source"]:
-                by_text[text_key]["copies"].append({**where, "breadcrumb": row["breadcrumb"],
-                                                    "line_start": row["line_start"], "line_end": row["line_end"]})
+            first = by_text[text_key].row
+            if row["path"] != first["path"] or row["source_id"] != first["source_id"]:
+                by_text[text_key].copies.append(TextCopy(row["source_id"], row["path"], url, row["breadcrumb"],
+                                                         row["line_start"], row["line_end"]))
             continue
         shown = by_note.setdefault(note_key, [])
         if len(shown) >= max_per_note or shown and len(hits) >= limit:  # a shown note lists it, whatever the limit
-            listed = {h["row"]["anchor"] for h in shown} | {m["anchor"] for m in shown[0]["more"]}
+            listed = {h.row["anchor"] for h in shown} | {m.anchor for m in shown[0].more}
             if row["anchor"] not in listed:  # a long section cut in several chunks is one place to go
-                shown[0]["more"].append({"breadcrumb": row["breadcrumb"], "anchor": row["anchor"],
-                                         "line_start": row["line_start"], "url": where["url"]})
+                shown[0].more.append(OtherSection(row["breadcrumb"], row["anchor"], row["line_start"], url))
             continue
         if len(hits) >= limit:
             continue
-        hit = {"row": row, "item": item, "url": where["url"], "more": [], "copies": []}
+        hit = _Shown(row, item, url)
         hits.append(hit)
         shown.append(hit)
-        by_text[text_key] = {**where, "copies": hit["copies"]}
+        by_text[text_key] = hit
     is_match = matcher(terms)  # one for all the snippets: their words recur
     return [_hit(h, terms, is_match) for h in hits]
 
 
-def _hit(found: dict[str, Any], terms: list[Term], is_match: Callable[[str], bool]) -> Hit:
-    row, item = found["row"], found["item"]
+@dataclass(frozen=True)
+class _Shown:
+    """A hit while :func:`_group` decides what goes under it (its lists grow; the record does not change)."""
+
+    row: Row
+    item: fusion.Ranked
+    url: str
+    more: list[OtherSection] = field(default_factory=list)
+    copies: list[TextCopy] = field(default_factory=list)
+
+
+def _hit(found: _Shown, terms: list[Term], is_match: Callable[[str], bool]) -> Hit:
+    row, item = found.row, found.item
     shown = excerpt(row["text"], terms, is_match=is_match)
     return Hit(source=row["source_id"], path=row["path"], title=row["title"], breadcrumb=row["breadcrumb"],
                anchor=row["anchor"], line_start=row["line_start"], line_end=row["line_end"],
                snippet=shown.snippet, score=round(item.score, 6),
-               ranks={"bm25": item.bm25_rank, "vector": item.vector_rank}, url=found["url"],
-               more=tuple(found["more"]), copies=tuple(found["copies"]), words=shown.words)
+               ranks={"bm25": item.bm25_rank, "vector": item.vector_rank}, url=found.url,
+               more=tuple(found.more), copies=tuple(found.copies), words=shown.words)
 
 
 def _earned(ranked: list[fusion.Ranked], rows: dict[int, Row], terms: list[Term]) -> list[fusion.Ranked]:

@@ -219,3 +219,28 @@ def test_every_package_docstring_names_its_modules():
         names = [p.stem for p in sorted((ROOT / package).glob("*.py")) if p.stem != "__init__"]
         missing[package] = [n for n in names if f":mod:`.{n}`" not in text]
     assert missing == {"builder/render": []}
+
+
+MAX_FUNCTION_LINES = 80  # a function a reader holds in mind; its docstring counts
+
+
+def long_functions(root: Path) -> list[str]:
+    """Every function of builder/ and server/ longer than :data:`MAX_FUNCTION_LINES` (nested ones too)."""
+    found = []
+    for path in sorted([*(root / "builder").rglob("*.py"), *(root / "server").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({lines} lines)")
+    return found
+
+
+def test_the_length_check_finds_a_long_function(tmp_path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    root = _tree(tmp_path, {"builder/long.py": f"def f():\n{body}", "server/short.py": "def g():\n    return 1\n"})
+    assert long_functions(root) == [f"builder/long.py:1 f ({MAX_FUNCTION_LINES + 1} lines)"]
+
+
+def test_no_function_passes_80_lines():
+    assert long_functions(ROOT) == []

@@ -16,7 +16,7 @@ import pytest
 from builder import indexfile
 from builder.core import index as db
 from builder.core.embedding import make_embedder
-from server.search import search
+from server.search import embedded_by, search
 from tests.conftest import SHARED
 from tests.realmodel import REGENERATE, VECTORS, disagreements, load_vectors
 
@@ -93,7 +93,7 @@ def test_the_live_check_fails_on_a_real_drift(examples, naucse):
 
 def _top_paths(index, query: str, k: int = 5, mode: str = "hybrid") -> list[str]:
     config, conn, embedder = index
-    result = search(conn, config, query, limit=k, mode=mode, embedder=embedder)
+    result = search(conn, config, query, limit=k, mode=mode, vector=embedded_by(embedder))
     # real vectors, no degraded mode
     assert not [n for n in result.notes if "embeddings" in n or "being prepared" in n]
     return [hit.path for hit in result.hits]
@@ -166,9 +166,9 @@ def test_a_small_collection_says_when_nothing_answers(examples):
     change, and none that the notes answer is marked."""
     config, conn, embedder = examples
     assert db.counts(conn)["chunks"] < 480
-    marked = [q for q in NOT_IN_THE_EXAMPLES if search(conn, config, q, embedder=embedder).weak]
+    marked = [q for q in NOT_IN_THE_EXAMPLES if search(conn, config, q, vector=embedded_by(embedder)).weak]
     assert len(marked) >= 8, marked
-    assert [q for q in IN_THE_EXAMPLES if search(conn, config, q, embedder=embedder).weak] == []
+    assert [q for q in IN_THE_EXAMPLES if search(conn, config, q, vector=embedded_by(embedder)).weak] == []
 
 
 def test_unpublished_example_never_surfaces(examples):
@@ -218,7 +218,7 @@ def test_a_note_still_waiting_for_its_vectors_is_not_outranked_for_the_lack_of_t
         conn.execute("DELETE FROM chunk_vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE path = :path)",
                      {"path": path})
         conn.execute("UPDATE chunks SET embedded_at = NULL WHERE path = :path", {"path": path})
-        result = search(conn, config, title, embedder=embedder)
+        result = search(conn, config, title, vector=embedded_by(embedder))
         conn.close()
         assert result.vectors is not None  # the search knows some sections wait
         if result.hits[0].path != path:

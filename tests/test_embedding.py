@@ -23,7 +23,7 @@ from builder.core.embedding import EmbeddingError, OllamaEmbedder, OpenAIEmbedde
 from builder.core.errors import ReindexNeeded
 from builder.sync import build
 from builder.synclog import SyncLog
-from server.search import search
+from server.search import embedded_by, search
 from tests.conftest import (
     DIMS,
     FakeOllama,
@@ -48,7 +48,7 @@ def test_unreachable_endpoint_then_backfill(config_for, quiet_log):
     assert f"{total} chunks wait for vectors; the next build retries" in log
 
     from builder.core.embedding import make_embedder
-    result = search(conn, config, "powerbanka", embedder=make_embedder(config.embedding))
+    result = search(conn, config, "powerbanka", vector=embedded_by(make_embedder(config.embedding)))
     assert [h.path for h in result.hits][:1] == ["cestovani/snezka.md"]
     assert all(h.ranks["vector"] is None for h in result.hits)
     assert any(n.startswith("embeddings unavailable (ollama at") and n.endswith("FTS-only results")
@@ -64,7 +64,7 @@ def test_unreachable_endpoint_then_backfill(config_for, quiet_log):
         embed_requests = [r for r in server.requests if isinstance(r.get("input"), list)]
         assert embed_requests and all(r["truncate"] is False and r["keep_alive"] == -1 for r in embed_requests)
         assert max(len(r["input"]) for r in embed_requests) <= 8  # the configured batch
-        result = search(conn, config, "powerbanka", embedder=make_embedder(config.embedding))
+        result = search(conn, config, "powerbanka", vector=embedded_by(make_embedder(config.embedding)))
         assert result.notes == () and result.hits[0].ranks["vector"] is not None
 
 
@@ -129,7 +129,7 @@ def test_model_change_refuses_search_until_full_rebuild(tmp_path, config_for, qu
     assert search(conn, old, "powerbanka").hits[0].path == "cestovani/snezka.md"
     fresh = db.connect(indexfile.resolve(new.index), readonly=True)
     from builder.core.embedding import make_embedder
-    result = search(fresh, new, "powerbanka", embedder=make_embedder(new.embedding))
+    result = search(fresh, new, "powerbanka", vector=embedded_by(make_embedder(new.embedding)))
     assert result.hits[0].path == "cestovani/snezka.md" and result.hits[0].ranks["vector"] is not None
     assert db.get_meta(fresh)["embedding_dims"] == "16"
 

@@ -564,7 +564,7 @@ def test_big_renders_keep_highlighted_code_in_the_site_for_the_next_one(tmp_path
 
     assert cache.parent.name == ".render-cache" and len(stored()) == 2  # mermaid has no lexer
     before, original = body("notes/py.html"), highlight._highlight
-    monkeypatch.setattr(highlight, "_MEMO", {})
+    # a render starts with no block in memory (highlight.CodeBlocks): it can only read them from the cache
     monkeypatch.setattr(highlight, "_highlight", lambda *a: pytest.fail("highlighted again"))
     build_and_render(config, full=True)  # every block comes from the site's cache
     assert body("notes/py.html") == before and '<span class="k">def</span>' in before
@@ -587,8 +587,7 @@ def test_big_renders_keep_highlighted_code_in_the_site_for_the_next_one(tmp_path
     cache.write_bytes(cache.read_bytes()[:40])  # cut short (a full disk): highlighted anew, same page
     for kept in cache.parent.glob("bodies-*.sqlite"):  # (a body kept whole needs no highlighting)
         kept.unlink()
-    monkeypatch.setattr(highlight, "_MEMO", {})
-    build_and_render(config, full=True)
+    build_and_render(config, full=True)  # (a render starts with no block in memory: the cut file is all it has)
     assert len(stored()) == 1 and '<span class="nf">g</span>' in body("notes/py.html")
 
 

@@ -249,8 +249,7 @@ def test_an_edited_note_takes_its_unchanged_code_from_the_stored_blocks(portal, 
     with monkeypatch.context() as big:
         big.setattr(site, "BIG_RENDER", 1)  # five notes make a big render: it stores the blocks its notes use
         build_and_render(config, full=True)
-    highlight._MEMO.clear()
-    lexed: list[str] = []
+    lexed: list[str] = []  # (a render starts with no block in memory, as a new process does)
     real = highlight._highlight
     monkeypatch.setattr(highlight, "_highlight",
                         lambda code, lexer, lang: lexed.append(code) or real(code, lexer, lang))

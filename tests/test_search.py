@@ -20,7 +20,7 @@ from builder.sync import build
 from server import fusion, spelling
 from server.fusion import fuse
 from server.query import match_all, parse
-from server.search import search
+from server.search import embedded_by, made_before, search
 from server.snippets import MAX_MARKED_WORDS, excerpt, snippet, typed_without_accents
 from tests.conftest import (
     HashEmbedder,
@@ -65,7 +65,7 @@ def test_terms_are_quoted_and_prefixed():
 
 def test_hit_shape_and_provenance(indexed):
     config, conn = indexed
-    result = search(conn, config, "dvě lžíce čaje", embedder=HashEmbedder())
+    result = search(conn, config, "dvě lžíce čaje", vector=embedded_by(HashEmbedder()))
     top = result.hits[0]
     assert (top.source, top.path, top.title, top.breadcrumb, top.anchor) == (
         "notes", "recepty/teh-tarik.md", "Teh Tarik", "Teh Tarik > Suroviny", "suroviny")
@@ -122,7 +122,7 @@ def test_a_chunk_a_build_removes_while_the_query_is_embedded_is_left_out_during_
         writer.execute("DELETE FROM chunks WHERE path = 'recepty/teh-tarik.md'")
         return HashEmbedder().embed_query("čaj mléko"), None
 
-    result = search(conn, config, "čaj mléko", vector_later=vector_later)
+    result = search(conn, config, "čaj mléko", vector=lambda _query: vector_later())
     writer.close()
     assert result.vectors is not None and result.hits
     assert "recepty/teh-tarik.md" not in {hit.path for hit in result.hits}
@@ -212,16 +212,16 @@ def test_all_words_rank_before_some_words(config_for, notes_dir, quiet_log):
 def test_modes_filters_and_limits(indexed):
     config, conn = indexed
     embedder = HashEmbedder()
-    vector = search(conn, config, "RS485 micro:bit", mode="vector", embedder=embedder)
+    vector = search(conn, config, "RS485 micro:bit", mode="vector", vector=embedded_by(embedder))
     assert vector.hits and all(h.ranks["bm25"] is None for h in vector.hits)
     bm25 = search(conn, config, "RS485", mode="bm25")
     assert bm25.hits and all(h.ranks["vector"] is None for h in bm25.hits)
-    tagged = search(conn, config, "čaj", tag="ČAJ", embedder=embedder)
+    tagged = search(conn, config, "čaj", tag="ČAJ", vector=embedded_by(embedder))
     assert {h.path for h in tagged.hits} == {"recepty/teh-tarik.md"}
-    other = search(conn, config, "čaj", source="elsewhere", embedder=embedder)
+    other = search(conn, config, "čaj", source="elsewhere", vector=embedded_by(embedder))
     assert other.hits == ()
-    assert len(search(conn, config, "čaj mléko", embedder=embedder).hits) > 1
-    assert len(search(conn, config, "čaj mléko", limit=1, embedder=embedder).hits) == 1
+    assert len(search(conn, config, "čaj mléko", vector=embedded_by(embedder)).hits) > 1
+    assert len(search(conn, config, "čaj mléko", limit=1, vector=embedded_by(embedder)).hits) == 1
     with pytest.raises(UserError, match="limit must be a whole number from 1 to 100, got .0."):
         search(conn, config, "x", limit=0)
     with pytest.raises(UserError, match="mode must be one of hybrid, bm25, vector, got .fuzzy."):
@@ -237,7 +237,7 @@ def test_hostile_queries_answer_cleanly(indexed, query):
     config, conn = indexed
     before = db.counts(conn)
     for mode in ("hybrid", "bm25", "vector"):
-        result = search(conn, config, query, mode=mode, embedder=HashEmbedder())
+        result = search(conn, config, query, mode=mode, vector=embedded_by(HashEmbedder()))
         assert {h.path for h in result.hits} <= INDEXED
         assert all(_escaped(h.snippet) for h in result.hits)
         if not parse(query):
@@ -271,7 +271,7 @@ def test_empty_index_says_so(config_for, notes_dir, quiet_log):
     config = config_for(EMBED)
     build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
-    result = search(conn, config, "cokoliv", embedder=HashEmbedder())
+    result = search(conn, config, "cokoliv", vector=embedded_by(HashEmbedder()))
     assert result.hits == () and "the index is empty: run `notes-portal build`" in result.notes
 
 
@@ -385,10 +385,10 @@ def test_results_by_note_at_most_two_sections_each_and_copies_as_one(many):
     assert paths.count("caj/velka.md") == 2
     shown = [h for h in result.hits if h.path == "caj/velka.md"]
     assert len(shown[0].more) == 3 and shown[1].more == ()  # listed under the note's first hit
-    assert {h.anchor for h in shown} | {m["anchor"] for m in shown[0].more} == {f"oddil-{i}" for i in range(5)}
-    assert all(m["url"] == f"notes/caj/velka.html#{m['anchor']}" for m in shown[0].more)
+    assert {h.anchor for h in shown} | {m.anchor for m in shown[0].more} == {f"oddil-{i}" for i in range(5)}
+    assert all(m.url == f"notes/caj/velka.html#{m.anchor}" for m in shown[0].more)
     copies = [h for h in result.hits if h.path.endswith("kopie-a.md")]
-    assert len(copies) == 1 and [c["path"] for c in copies[0].copies] == [
+    assert len(copies) == 1 and [c.path for c in copies[0].copies] == [
         ({"caj/kopie-a.md", "archiv/kopie-a.md"} - {copies[0].path}).pop()]
     wider = search(conn, config, "konvice teplota vody", mode="bm25", max_per_note=5).hits
     assert [h.path for h in wider].count("caj/velka.md") == 5 and all(h.more == () for h in wider)
@@ -412,14 +412,14 @@ def test_a_typo_is_searched_as_the_close_word_and_the_answer_says_so(indexed):
 def test_nonsense_and_absent_topics_are_weak(indexed, query):
     config, conn = indexed
     for mode in ("hybrid", "bm25", "vector"):
-        assert search(conn, config, query, mode=mode, embedder=HashEmbedder()).weak is True, mode
+        assert search(conn, config, query, mode=mode, vector=embedded_by(HashEmbedder())).weak is True, mode
 
 
 @pytest.mark.parametrize("query", ["dvě lžíce čaje", "převodník RS485", "powerbanka"])
 def test_answered_questions_are_not_weak(indexed, query):
     config, conn = indexed
     for mode in ("hybrid", "bm25", "vector"):
-        assert search(conn, config, query, mode=mode, embedder=HashEmbedder()).weak is False, mode
+        assert search(conn, config, query, mode=mode, vector=embedded_by(HashEmbedder())).weak is False, mode
 
 
 @pytest.mark.parametrize(("query", "weak"), [("čaje qxzvv kwyjibo", False), ("čaje qxzvv kwyjibo zzyzx", True)])
@@ -446,7 +446,7 @@ def test_a_query_typed_without_accents_is_judged_by_its_words(config_for, notes_
     guitars = HashEmbedder().embed_query("kytara struna akord")
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
     try:
-        result = search(conn, config, query, mode="hybrid", query_vector=guitars)
+        result = search(conn, config, query, mode="hybrid", vector=made_before(guitars))
     finally:
         conn.close()
     assert result.hits[0].path == "skola/skuska.md"
@@ -470,7 +470,7 @@ def test_the_halves_agree_when_they_share_a_note_within_their_first_chunks(tmp_p
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
     try:
         result = search(conn, config, "nástroje povolené qwrtz zxcvb", mode="hybrid",
-                        query_vector=HashEmbedder().embed_query("kytara struna akord"))
+                        vector=made_before(HashEmbedder().embed_query("kytara struna akord")))
     finally:
         conn.close()
     assert result.hits[0].path == "skola/skuska.md" and result.hits[0].ranks == {"bm25": 1, "vector": guitars + 1}
@@ -498,7 +498,7 @@ def test_a_name_no_note_holds_makes_the_answer_weak_whatever_else_matches(indexe
     """The other words find good hits (převodník, čaj), but the notes say nothing of the named thing."""
     config, conn = indexed
     for mode in ("hybrid", "bm25", "vector"):
-        result = search(conn, config, query, mode=mode, embedder=HashEmbedder())
+        result = search(conn, config, query, mode=mode, vector=embedded_by(HashEmbedder()))
         assert result.hits and result.weak is True, mode
         assert f"no note mentions {unknown}" in result.notes
 
@@ -506,7 +506,7 @@ def test_a_name_no_note_holds_makes_the_answer_weak_whatever_else_matches(indexe
 @pytest.mark.parametrize("query", ["převodník MAX485", "zapojení pro Sauter", "Převodník max485 na micro:bitu"])
 def test_a_name_the_notes_hold_in_some_form_is_no_reason_to_be_weak(indexed, query):
     config, conn = indexed
-    result = search(conn, config, query, mode="hybrid", embedder=HashEmbedder())
+    result = search(conn, config, query, mode="hybrid", vector=embedded_by(HashEmbedder()))
     assert result.weak is False and not any("mentions" in n for n in result.notes)
     assert [t.name for t in parse("Převodník max485 na micro:bitu")] == [False, False, False, False, False]
     assert [t.name for t in parse("zapojení pro Sauter a GPIO DataFrame")] == [False, False, True, False, True, True]
@@ -608,7 +608,7 @@ def test_a_section_cut_in_several_chunks_is_listed_once(config_for, notes_dir, q
     build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
     hits = [h for h in search(conn, config, "konvice", mode="bm25").hits if h.path == "dlouha.md"]
-    anchors = [h.anchor for h in hits] + [m["anchor"] for m in hits[0].more]
+    anchors = [h.anchor for h in hits] + [m.anchor for m in hits[0].more]
     chunks = conn.execute("SELECT count(*) FROM chunks WHERE path = 'dlouha.md' AND anchor = 'jadro'").fetchone()[0]
     assert chunks >= 3 and anchors.count("jadro") == 1 and len(anchors) == len(set(anchors))
 

@@ -22,7 +22,7 @@ from builder.sync import build
 from server import translate
 from server.app import create_app
 from server.query import parse
-from server.search import SearchResult, search
+from server.search import SearchResult, embedded_by, search
 from server.snippets import plain_text, snippet
 from tests.render_support import shown
 from tests.conftest import (
@@ -68,13 +68,13 @@ def examples(examples_template: Path, tmp_path: Path):
 
 def _ask(examples: tuple[Config, Connection], query: str, **kwargs: Any) -> SearchResult:
     config, conn = examples
-    return search(conn, config, query, embedder=HashEmbedder(), **kwargs)
+    return search(conn, config, query, vector=embedded_by(HashEmbedder()), **kwargs)
 
 
 def _sections(result: SearchResult, path: str) -> tuple[list[str], list[str]]:
     """The anchors of ``path``'s sections among the hits, and those listed under them."""
     hits = [hit for hit in result.hits if hit.path == path]
-    return [hit.anchor for hit in hits], [other["anchor"] for hit in hits for other in hit.more]
+    return [hit.anchor for hit in hits], [other.anchor for hit in hits for other in hit.more]
 
 
 # 1. A name in an English question does not switch translation off.
@@ -232,4 +232,4 @@ def test_a_small_limit_keeps_each_shown_notes_other_sections(examples, query):
             assert not set(shown) & set(listed)
     alone = _ask(examples, "čaj", mode="bm25", limit=1).hits
     assert [hit.anchor for hit in alone] == ["caj-a-mleko"]
-    assert [other["anchor"] for other in alone[0].more] == ["suroviny", "teh-tarik"]  # a hit at the default limit
+    assert [other.anchor for other in alone[0].more] == ["suroviny", "teh-tarik"]  # a hit at the default limit

@@ -21,7 +21,7 @@ from server import search as search_module
 from server import spelling, translate
 from server.app import create_app
 from server.query import parse
-from server.search import search
+from server.search import embedded_by, search
 from tests.conftest import (
     SHARED,
     HashEmbedder,
@@ -210,7 +210,7 @@ def test_a_translated_query_is_ordered_by_its_words(dictionary_config, quiet_log
     conn = _built(config, quiet_log, embedder_factory=HashEmbedder)
     embedder = HashEmbedder()
     # no section holds all three words (one that did would leave out what only the vectors found)
-    hybrid = search(conn, config, "milk sauce headphones", mode="hybrid", embedder=embedder)
+    hybrid = search(conn, config, "milk sauce headphones", mode="hybrid", vector=embedded_by(embedder))
     words = search(conn, config, "milk sauce headphones", mode="bm25")
     assert hybrid.translated == words.translated == (("milk", ("mléko",)), ("sauce", ("omáčka",)),
                                                      ("headphones", ("sluchátka",)))
@@ -239,10 +239,10 @@ def test_an_english_question_over_english_notes_is_fused_as_any_other(dictionary
         return real_fuse(*args, words_lead=words_lead, **kwargs)
 
     monkeypatch.setattr(search_module.fusion, "fuse", fuse)
-    over_english = search(conn, config, "milk sauce headphones", mode="hybrid", embedder=HashEmbedder())
+    over_english = search(conn, config, "milk sauce headphones", mode="hybrid", vector=embedded_by(HashEmbedder()))
     assert over_english.translated and over_english.hits[0].path == "en/sauces.md" and led == [False]
     led.clear()
-    over_czech = search(conn, config, "tea for the evening", mode="hybrid", embedder=HashEmbedder())
+    over_czech = search(conn, config, "tea for the evening", mode="hybrid", vector=embedded_by(HashEmbedder()))
     assert over_czech.translated == (("tea", ("čaj",)),) and led == [True]  # no English note holds "tea"
     conn.close()
 
@@ -318,8 +318,8 @@ def test_a_translated_query_is_judged_weak_with_the_vectors_second_opinion(dicti
     asked: list[object] = []
     real = search_module.fusion.is_weak
     monkeypatch.setattr(search_module.fusion, "is_weak", lambda *args: asked.append(args[2]) or real(*args))
-    search(conn, config, "milk sauce", mode="hybrid", embedder=HashEmbedder())
-    search(conn, config, "caj s mlekem", mode="hybrid", embedder=HashEmbedder())
+    search(conn, config, "milk sauce", mode="hybrid", vector=embedded_by(HashEmbedder()))
+    search(conn, config, "caj s mlekem", mode="hybrid", vector=embedded_by(HashEmbedder()))
     assert asked[0] is not None and asked[1] is None  # the vectors' notes; none for the unaccented query
     conn.close()
 

@@ -81,7 +81,15 @@ def parser() -> Parser:
     common.add_argument("--config", metavar="FILE",
                         help=f"the portal's YAML config (default: $NOTES_PORTAL_CONFIG, else ./{DEFAULT_CONFIG})")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+    _write_commands(sub, common)
+    _read_commands(sub, common)
+    _other_commands(sub, common)
+    top.commands = dict(sub.choices)
+    return top
 
+
+def _write_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """The commands of the write side: init, build, embed."""
     p = _command(sub, "init", "write a commented portal.yaml for a folder or a git repository",
                  "Write a commented portal.yaml (here, or --config FILE) for one source of notes: its\n"
                  "scope, the site's language guessed from the notes, the embedding model, where the\n"
@@ -116,6 +124,9 @@ def parser() -> Parser:
     p.add_argument("--background", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_embed)
 
+
+def _read_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """The commands that read the index or the notes: search, ask, toc, grep, read, status."""
     p = _command(sub, "search", "search the index by words and meaning",
                  "Search the index by words (BM25) and by meaning (vectors), fused by rank.\n"
                  "Each hit says which half found it. The index is as of the last build.", common)
@@ -182,6 +193,9 @@ def parser() -> Parser:
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_status)
 
+
+def _other_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Evaluation and the long-running commands: eval, serve, watch, mcp."""
     p = _command(sub, "eval", "measure retrieval quality over judged queries",
                  "Index the corpora beside the queries file in a folder of their own and score\n"
                  "every query in each mode: Hit@1/3/5, MRR@10 and Recall@5, per query type, for\n"
@@ -225,8 +239,7 @@ def parser() -> Parser:
                  "Run the MCP server on stdin and stdout: the tools search, toc, grep, read_note\n"
                  "and status over the same index and sources (see docs/AGENTS.md).", common)
     p.set_defaults(func=cmd_mcp)
-    top.commands = dict(sub.choices)
-    return top
+
 
 
 def _wants_json(argv: list[str]) -> bool:

@@ -119,7 +119,7 @@ def search_result(rp: ReadPath, query: str, *, limit: int = 10, source: str | No
                   tag: str | None = None, mode: str = "hybrid", correct: bool = True) -> SearchResult:
     """The search as :mod:`server.search` answers it: a server's through its searcher, a command's
     with the query embedded first (unless BM25 only)."""
-    from server.search import check_limit, check_mode, search
+    from server.search import check_limit, check_mode, made_before, search
 
     check_mode(mode)
     check_limit(limit)
@@ -131,8 +131,7 @@ def search_result(rp: ReadPath, query: str, *, limit: int = 10, source: str | No
     vector, error = rp.embed(query) if mode != "bm25" else (None, None)
     with rp.connection() as conn:
         return search(conn, rp.config, query, limit=limit, source=source, tag=tag, mode=mode,
-                      max_per_note=rp.config.max_per_note, query_vector=vector, embedder_error=error,
-                      correct=correct)
+                      max_per_note=rp.config.max_per_note, vector=made_before(vector, error), correct=correct)
 
 
 def search_result_data(result: SearchResult) -> dict[str, Any]:

@@ -112,9 +112,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"    {hit.source}:{hit.path}:{hit.line_start}{anchor}")
         print(f"    {_plain_snippet(hit.snippet)}")
         for other in hit.more:
-            print(f"      also {other['breadcrumb']}  {hit.source}:{hit.path}:{other['line_start']}#{other['anchor']}")
+            print(f"      also {other.breadcrumb}  {hit.source}:{hit.path}:{other.line_start}#{other.anchor}")
         for copy in hit.copies:
-            print(f"      the same text in {copy['source']}:{copy['path']}")
+            print(f"      the same text in {copy.source}:{copy.path}")
     return 0
 
 
@@ -263,7 +263,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from builder.core.errors import EXIT_PARTIAL
     from builder.sync import build
     from builder.synclog import SyncLog
-    from server.search import search
+    from server.search import embedded_by, made_before, search
 
     config = config_of(args)
     queries_path = Path(args.queries)
@@ -285,11 +285,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     embedder, error = query_embedder(evaluated)
     modes = [m for m in EVAL_MODES if m in args.modes.split(",")] if args.modes else list(EVAL_MODES)
 
+    vector = embedded_by(embedder) if embedder is not None else made_before(None, error)
+
     def ask(query: Query, mode: str) -> tuple[list[HitRef], bool | None]:
-        result = search(conn, evaluated, query.text, limit=10, mode=mode, embedder=embedder, embedder_error=error,
+        result = search(conn, evaluated, query.text, limit=10, mode=mode, vector=vector,
                         source=query.corpus if args.per_corpus else None)
         hits = [HitRef(h.source, h.path, h.breadcrumb, h.line_start, h.line_end,
-                       tuple(HitRef(c["source"], c["path"], c["breadcrumb"], c["line_start"], c["line_end"])
+                       tuple(HitRef(c.source, c.path, c.breadcrumb, c.line_start, c.line_end)
                              for c in h.copies))
                 for h in result.hits]
         return hits, result.weak

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,6 @@ TEMPLATE_DIR = _template_dir()
 # the Content-Security-Policy mermaid needs (server/site_files.py), and only such a page.
 DIAGRAM_MARK = '<meta name="notes-portal-diagrams" content="mermaid">'
 STATIC_SKIPPED = frozenset({"README.md", "fetch.sh"})  # a vendored library's notes and fetcher: not the site's
-_DIGESTS: dict[tuple[str, int, int], str] = {}
 
 
 def static_dir() -> Path:
@@ -51,10 +51,13 @@ def file_digest(path: Path) -> str:
     """The sha256 of a file's bytes, read once per process while its size and mtime stay (a render asks for the
     static files' three times: the code fingerprint, the asset version and the copy; mermaid is 5.5 MB)."""
     st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _DIGESTS:
-        _DIGESTS[key] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return _DIGESTS[key]
+    return _digest(str(path), st.st_size, st.st_mtime_ns)
+
+
+@cache
+def _digest(path: str, size: int, mtime_ns: int) -> str:
+    """The sha256 of the file at ``path`` while it has this size and mtime (they are the memo's key)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def asset_version() -> str:

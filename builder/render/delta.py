@@ -27,14 +27,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from builder.core import index as db
 from builder.core import templates, urls
 from builder.core.config import Config
 from builder.core.index import renderstate
 from builder.render import graph, highlight, manifest, notepages, output, pages, toc
-from builder.render.links import Resolver, SourceNotes
+from builder.render.links import LINK_KIND, LINK_TARGET, LINK_URL, Resolver, SourceNotes
 from builder.render.stamp import write_stamp
 from builder.sources import Scope
 from builder.synclog import SyncLog
@@ -43,8 +43,31 @@ if TYPE_CHECKING:
     from sqlite3 import Connection
 
 MAX_NOTES = 16  # more changed notes than this: the full render (it forks workers from 32)
-_KEYS = ("content", "scopes", "titles", "into", "file_links", "attachments", "files", "recent", "home", "page_count",
-         "unreadable")
+
+
+# A markdown link or image to a file, as :func:`remember` keeps it: [kind, raw, resolved] (kind and raw as in
+# ManifestEntry.links, resolved a StoredLink): a list, as the manifest's marshal keeps it.
+FileLink = list[Any]
+
+
+class DeltaMemory(TypedDict):
+    """What a full render stores beside its manifest for the next delta render (:func:`remember`); a stored
+    state that lacks one of these keys (an older render's) sends the build to the full render."""
+
+    content: str  # the index content it rendered (builder.core.index.content_token)
+    scopes: str  # the digest of every source's folder and scope rules
+    titles: dict[str, list[list[str]]]  # source → its published notes' [path, title, toc_digest]
+    unreadable: list[str]  # the notes it could not read or whose page failed: every full render retries them
+    into: dict[str, list[str]]  # note key → the notes linking to it
+    file_links: dict[str, list[FileLink]]  # note key → its links to files (or to nothing)
+    attachments: dict[str, list[str]]  # site URL of a copied file → [source id, path]
+    files: list[str]  # every file of the site
+    recent: list[list[str]]  # the home page's recently changed notes' order keys
+    home: dict[str, Any]  # the home page's template context
+    page_count: int  # pages of the site
+
+
+_KEYS = tuple(sorted(DeltaMemory.__required_keys__))
 
 
 @dataclass(frozen=True)
@@ -59,29 +82,31 @@ class DeltaReport:
     pages: int  # pages of the site
 
 
-def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries: dict[str, Any], links: graph.Links,
-             recent: list[pages.NoteInfo], home: dict[str, Any], page_count: int, files: set[str],
-             retry: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
+def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries: manifest.Entries,
+             links: graph.Links, recent: list[pages.NoteInfo], home: dict[str, Any], page_count: int,
+             files: set[str], retry: set[str] | frozenset[str] = frozenset()) -> DeltaMemory:
     """What a full render stores beside its manifest for the next delta render: the index content it
     rendered, the published notes' paths, titles and table of contents digests, the notes linking to
     each note, every note's links to files, the attachments copied, the home page's data (``home``)
     and its recently changed notes, how many pages the site has, every page's file (``files``) and
     the notes it could not read or whose page failed (``retry``: every full render tries them again)."""
-    file_links: dict[str, list[list[Any]]] = {}
+    file_links: dict[str, list[FileLink]] = {}
     attachments: dict[str, list[str]] = {}
     for key, entry in entries.items():
         if not entry.get("files", 1):
             continue
-        found = [[kind, raw, r] for (kind, raw), r in zip(entry["links"], entry["resolved"], strict=True)
-                 if kind != "wiki" and r[0] in ("attachment", "broken")]
+        found: list[FileLink] = [[kind, raw, r]
+                                 for (kind, raw), r in zip(entry["links"], entry["resolved"], strict=True)
+                                 if kind != "wiki" and r[LINK_KIND] in ("attachment", "broken")]
         if found:
             file_links[key] = found
         for r in entry["resolved"]:
-            if r[0] == "attachment":
-                attachments[r[1]] = [key.partition(":")[0], r[2]]
+            if r[LINK_KIND] == "attachment":
+                attachments[r[LINK_URL]] = [key.partition(":")[0], r[LINK_TARGET]]
     titles: dict[str, list[list[str]]] = {s.id: [] for s in config.sources}
     for note in notes:
-        titles[note.source_id].append([note.path, note.title, entries.get(note.key, {}).get("toc_digest", "")])
+        mine = entries.get(note.key)
+        titles[note.source_id].append([note.path, note.title, mine.get("toc_digest", "") if mine else ""])
     return {"content": content, "scopes": manifest.sha(manifest.scopes(config)), "titles": titles,
             "unreadable": sorted({n.key for n in notes if n.key not in entries} | retry),
             "into": {key: sorted(sources, key=_index_order) for key, sources in links.into.items()},
@@ -129,26 +154,26 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
                                 config.site.language)
     journal = output.Journal(site)
     out = output.Output(site, stored_pages, present, set(), journal)
-    notepages.set_context(notepages.Context(resolver, roots, config.allow_html, jinja,
-                                            time.strftime("%Y-%m-%d %H:%M"), site,
-                                            max_note_bytes=config.max_note_bytes))
+    blocks = highlight.CodeBlocks()
+    blocks.use(highlight.blocks_file(site))
+    ctx = notepages.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site,
+                            blocks, max_note_bytes=config.max_note_bytes)
     try:
-        return _render_delta(config, conn, notes, old, meta, out, log, env_fp, files, content)
+        return _render_delta(config, conn, notes, old, cast(DeltaMemory, meta), out, log, env_fp, files,
+                             content, ctx)
     finally:
-        notepages.set_context(None)
         journal.close()
 
 
-def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: dict[str, Any],
-                  meta: dict[str, Any], out: output.Output, log: SyncLog, env_fp: str, files: list[Path],
-                  content: str) -> DeltaReport | None:
-    """Decide everything first (None: the full render must run), then write."""
+def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: manifest.Entries,
+                  meta: DeltaMemory, out: output.Output, log: SyncLog, env_fp: str, files: list[Path],
+                  content: str, ctx: notepages.Context) -> DeltaReport | None:
+    """Decide everything first (None: the full render must run), then write, with the render's ``ctx``."""
     site = config.site.output
-    highlight.use(highlight.blocks_file(site))
     stale = [n for n in notes if n.sha256 != old[n.key]["sha"]]
     bodies = {n.key: outcome for group in notepages.same_text_groups(stale)
-              for n, outcome in zip(group, notepages.body_job(group), strict=True)}
-    entries = {n.key: {**old[n.key], "dates": n.dates} for n in notes}
+              for n, outcome in zip(group, notepages.body_job(ctx, group), strict=True)}
+    entries: manifest.Entries = {n.key: {**old[n.key], "dates": n.dates} for n in notes}
     for note in stale:
         outcome = bodies[note.key]
         if outcome.body is None or outcome.error:
@@ -175,22 +200,21 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
         picture = links.local(note.key)
         if out.wants(note.url, manifest.note_fp(env_fp, note, entries[note.key], backlinks, picture.digest())):
             if note.key not in bodies:  # only its date moved: its page is made again from its text
-                bodies[note.key] = notepages.body_job([note])[0]
+                bodies[note.key] = notepages.body_job(ctx, [note])[0]
             body = bodies[note.key].body
             if body is None:
                 return None
             page_jobs.append((note, body, backlinks, picture))
     for outcome in bodies.values():
         if outcome.blocks:
-            highlight.remember_blocks(outcome.blocks)
+            ctx.blocks.remember(outcome.blocks)
     for job in page_jobs:
         out.journal.add(urls.site_file(job[0].url))
-        written = notepages.page_job(job)
+        written = notepages.page_job(ctx, job)
         if written.error:
             return None  # the full render leaves that note out (the pages written are in the journal)
         out.written.append(written.rel)
     broken = manifest.log_broken(stale, bodies, entries, log)
-    ctx = notepages.context()
     home = pages.home_with({**meta["home"], "recent": [item for _, item in recent]})
     if out.wants(home.url, manifest.sha(env_fp, home.data())):
         out.write(home.url, ctx.templates.render(home, ctx.built_at))
@@ -249,13 +273,13 @@ def _toc_plan(conn: Connection, config: Config, env_fp: str, source_id: str, kin
     return plan
 
 
-def _same_face(note: pages.NoteInfo, entry: dict[str, Any]) -> bool:
+def _same_face(note: pages.NoteInfo, entry: manifest.ManifestEntry) -> bool:
     """Does the note show other pages what it showed them at the last render (URL, title, tags)?
     (Its headings, which its source's table of contents shows, are looked at separately.)"""
     return entry.get("tags_digest") == manifest.sha(note.url, note.title, *note.tags)
 
 
-def _anchors_hold(path: Path, resolver: Resolver, notes: list[pages.NoteInfo], old: dict[str, Any],
+def _anchors_hold(path: Path, resolver: Resolver, notes: list[pages.NoteInfo], old: manifest.Entries,
                   into: dict[str, list[str]]) -> bool:
     """Do the links of other notes into the notes whose headings moved still land as they did (a
     ``#fragment`` is mapped onto the target's anchors)? Those of the notes whose text changed are
@@ -271,7 +295,7 @@ def _anchors_hold(path: Path, resolver: Resolver, notes: list[pages.NoteInfo], o
     for key, entry in entries.items():
         source_id, _, from_path = key.partition(":")
         for (kind, raw), r in zip(entry["links"], entry["resolved"], strict=True):
-            if r[0] == "note" and f"{source_id}:{r[2]}" in moved and \
+            if r[LINK_KIND] == "note" and f"{source_id}:{r[LINK_TARGET]}" in moved and \
                     resolver.resolve(source_id, from_path, kind, raw).as_list() != r:
                 return False
     return True
@@ -292,20 +316,20 @@ def _resolver_of_titles(config: Config, conn: Connection, titles: dict[str, list
                                        anchors(s.id)) for s in config.sources})
 
 
-def _files_hold(resolver: Resolver, file_links: dict[str, list[list[Any]]]) -> bool:
+def _files_hold(resolver: Resolver, file_links: dict[str, list[FileLink]]) -> bool:
     """Does every link to a file still resolve as at the last render (see
     :func:`builder.render.manifest.recheck`)?"""
     for key, found in file_links.items():
         source_id, _, path = key.partition(":")
         for kind, raw, r in found:
-            if r[0] == "broken" and resolver.still_broken(source_id, path, raw, r):
+            if r[LINK_KIND] == "broken" and resolver.still_broken(source_id, path, raw, r):
                 continue  # one stat said so
             if resolver.resolve(source_id, path, kind, raw).as_list() != r:
                 return False
     return True
 
 
-def linked_files(resolver: Resolver, file_links: dict[str, list[list[Any]]]) -> list[Path]:
+def linked_files(resolver: Resolver, file_links: dict[str, list[FileLink]]) -> list[Path]:
     """The files the notes' links to files name, there or missing (see :func:`remember`): a change to one
     changes a page while no note changes (:func:`builder.render.stamp.site_is_stale` watches them)."""
     found: set[Path] = set()

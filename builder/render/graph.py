@@ -17,7 +17,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from builder.render.links import LINK_KIND, LINK_TARGET
+
 if TYPE_CHECKING:
+    from builder.render.manifest import Entries, ManifestEntry
     from builder.render.pages import NoteInfo
 
 RING1_MAX = 10
@@ -25,9 +28,9 @@ RING2_PER = 3
 RING2_MAX = 12
 
 
-def note_targets(source_id: str, entry: dict[str, Any] | None) -> set[str]:
+def note_targets(source_id: str, entry: ManifestEntry | None) -> set[str]:
     """The keys of the notes a manifest entry's links land on (its own source only, as links resolve)."""
-    return {f"{source_id}:{r[2]}" for r in (entry["resolved"] if entry else ()) if r[0] == "note"}
+    return {f"{source_id}:{r[LINK_TARGET]}" for r in (entry["resolved"] if entry else ()) if r[LINK_KIND] == "note"}
 
 
 class Node(NamedTuple):
@@ -63,7 +66,7 @@ class Local:
 class Links:
     """Links between published notes, both ways, as the render resolved them (each pair once)."""
 
-    def __init__(self, notes: Iterable[NoteInfo], entries: dict[str, Any]) -> None:
+    def __init__(self, notes: Iterable[NoteInfo], entries: Entries) -> None:
         self.notes = known = {n.key: n for n in notes}
         self.out: dict[str, set[str]] = {}
         self.into: dict[str, set[str]] = {}
@@ -72,8 +75,8 @@ class Links:
             entry = entries.get(key)
             targets: set[str] | None = None
             for r in entry["resolved"] if entry else ():
-                if r[0] == "note":
-                    target = f"{note.source_id}:{r[2]}"
+                if r[LINK_KIND] == "note":
+                    target = f"{note.source_id}:{r[LINK_TARGET]}"
                     if target != key and target in known:
                         if targets is None:
                             targets = self.out[key] = set()
@@ -153,8 +156,8 @@ class Links:
         return len(self.out.get(key, ())) + len(self.into.get(key, ()))
 
 
-def moved(stale: Iterable[NoteInfo], removed: Iterable[str], old: dict[str, Any],
-          entries: dict[str, Any]) -> tuple[set[str], dict[str, set[str]]]:
+def moved(stale: Iterable[NoteInfo], removed: Iterable[str], old: Entries,
+          entries: Entries) -> tuple[set[str], dict[str, set[str]]]:
     """Notes whose place in the graph may have changed since the last render (they appeared, vanished,
     link elsewhere or have another title), and their links before (key → targets)."""
     found: set[str] = set()

@@ -58,8 +58,14 @@ class Link:
     target: str = ""  # note: the target's path; attachment: the file's path (both in this source)
     reason: str = ""  # broken: why, for the page tooltip and the log
 
-    def as_list(self) -> list[str]:
+    def as_list(self) -> StoredLink:
         return [self.kind, self.url, self.target, self.reason]
+
+
+# A Link as the render manifest keeps it (:meth:`Link.as_list`): the manifest is marshal, which holds lists,
+# not records, and a big render reads 10^5 of them; its fields are read by these positions, never by number.
+StoredLink = list[str]
+LINK_KIND, LINK_URL, LINK_TARGET = 0, 1, 2
 
 
 class SourceNotes:
@@ -289,7 +295,7 @@ def _wiki_target(src: SourceNotes, from_path: str, name: str) -> str | None:
     key = _key(posixpath.basename(name).removesuffix(".md"))
     here = posixpath.dirname(from_path)
     for table in ("by_stem", "by_title"):  # titles are slugged only when no file name matches
-        candidates = getattr(src, table).get(key, ())
+        candidates: tuple[str, ...] = getattr(src, table).get(key, ())
         if candidates:
             same_dir = [p for p in candidates if posixpath.dirname(p) == here]
             return (same_dir or sorted(candidates, key=lambda p: (p.count("/"), p)))[0]

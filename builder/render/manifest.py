@@ -1,14 +1,7 @@
 """What the incremental render remembers between builds and what it concludes from it.
 
-The render manifest keeps, per note, an entry: the sha256 of the text it was rendered from
-(``sha``), the date and author its page shows besides its text (``dates``), its links (``links``)
-and what they resolved to (``resolved``), its broken links with their lines (``broken``, when it
-has any), digests of what other pages show of it (``toc_digest``: its table of contents entry,
-``tags_digest``: URL, title and tags, ``anchors_digest``: heading anchors, ``links_digest``: the
-link answers), whether an answer depends on the files beside the notes (``files``: a markdown
-link or image that found a file or nothing; absent in entries of older renders, meaning "maybe"),
-and the keys of the highlighted code blocks its body uses (``highlights``). These
-functions compare entries with today's notes to find what must be rendered again.
+The render manifest keeps, per note, a :class:`ManifestEntry`. These functions compare entries with
+today's notes to find what must be rendered again.
 """
 
 from __future__ import annotations
@@ -16,17 +9,46 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 from builder.core import urls
 from builder.core.config import Config
+from builder.render.links import LINK_KIND, LINK_TARGET, LINK_URL, StoredLink
 from builder.synclog import SyncLog
 
 if TYPE_CHECKING:
-    from builder.render.notepages import Outcome
     from builder.render.links import Resolver
     from builder.render.markdown import Body
+    from builder.render.notepages import Outcome
     from builder.render.pages import NoteInfo
+
+
+class _EntryKeys(TypedDict):
+    """The keys every :class:`ManifestEntry` has."""
+
+    sha: str  # the sha256 of the text the body was rendered from
+    dates: str  # the date and author its page shows besides its text (NoteInfo.dates)
+    links: list[list[str]]  # the body's links, [kind, raw]: kind is link | image | wiki
+    resolved: list[StoredLink]  # what each of them resolved to, in the same order
+    links_digest: str  # of the link answers
+    toc_digest: str  # of its table of contents entry
+    tags_digest: str  # of its URL, title and tags
+    anchors_digest: str  # of its heading anchors
+
+
+class ManifestEntry(_EntryKeys, total=False):
+    """A note's entry in the render manifest, as stored: plain dicts and lists in the marshal shards of
+    ``<site>/.render-state`` (:mod:`builder.core.index.renderstate`), so an entry written by an older render
+    reads as it was written. The keys below may be absent (``total=False``, which unlike ``NotRequired``
+    the runtime sees under postponed annotations: ``__required_keys__`` is right)."""
+
+    files: int  # 1: a markdown link or image found a file or nothing; absent (an older render's): maybe
+    broken: list[list[int | str]]  # its broken links, [line, reason], when it has any
+    highlights: list[str]  # the keys of the highlighted code blocks its body uses
+
+
+Entries = dict[str, ManifestEntry]  # note key → its entry
 
 
 @dataclass(frozen=True)
@@ -44,7 +66,7 @@ def sha(*parts: str) -> str:
     return hashlib.blake2b("\0".join(parts).encode("utf-8"), digest_size=16).hexdigest()
 
 
-def note_fp(env_fp: str, note: NoteInfo, entry: dict[str, Any], backlinks: list[NoteInfo], graph: str) -> str:
+def note_fp(env_fp: str, note: NoteInfo, entry: ManifestEntry, backlinks: list[NoteInfo], graph: str) -> str:
     """Everything a note page shows besides what its text (sha256) and the templates decide;
     ``graph``: the digest of the picture of its links (:meth:`builder.render.graph.Local.digest`)."""
     return sha(env_fp, note.sha256, note.title, note.dates, entry["links_digest"], graph,
@@ -63,14 +85,14 @@ def universe(config: Config, notes: list[NoteInfo]) -> str:
     return sha(scopes(config), *(f"{n.key}\x1f{n.title}" for n in notes))
 
 
-def entry(note: NoteInfo, body: Body, highlights: tuple[str, ...]) -> dict[str, Any]:
-    """A note's manifest entry (see the module docstring)."""
+def entry(note: NoteInfo, body: Body, highlights: tuple[str, ...]) -> ManifestEntry:
+    """A note's manifest entry."""
     resolved = [r.as_list() for r in body.results]
-    found: dict[str, Any] = {
+    found: ManifestEntry = {
         "sha": note.sha256, "dates": note.dates, "links": [list(k) for k in body.links], "resolved": resolved,
         "links_digest": sha(*("\x1f".join(r) for r in resolved)), "toc_digest": sha(note.toc_entry),
         "tags_digest": sha(note.url, note.title, *note.tags), "anchors_digest": sha(*note.anchor_list),
-        "files": int(any(kind != "wiki" and r[0] in ("attachment", "broken")
+        "files": int(any(kind != "wiki" and r[LINK_KIND] in ("attachment", "broken")
                          for (kind, _), r in zip(body.links, resolved, strict=True)))}
     broken = body.broken()
     if broken:
@@ -80,8 +102,8 @@ def entry(note: NoteInfo, body: Body, highlights: tuple[str, ...]) -> dict[str, 
     return found
 
 
-def recheck(notes: list[NoteInfo], old: dict[str, Any], same_universe: bool,
-            resolver: Resolver) -> tuple[dict[str, Any], list[NoteInfo]]:
+def recheck(notes: list[NoteInfo], old: Entries, same_universe: bool,
+            resolver: Resolver) -> tuple[Entries, list[NoteInfo]]:
     """Entries of notes whose text is unchanged and whose links still land where they did, and the
     notes whose body must be rendered. Links are re-resolved where the answer may have moved: all
     of them after a note was added, removed or renamed; else links to files (a broken one only
@@ -90,17 +112,17 @@ def recheck(notes: list[NoteInfo], old: dict[str, Any], same_universe: bool,
     moved = {n.key for n in notes if n.key in old and old[n.key]["sha"] != n.sha256
              and old[n.key].get("anchors_digest") != sha(*n.anchor_list)}
 
-    def holds(note: NoteInfo, kind: str, raw: str, r: list[str]) -> bool:
+    def holds(note: NoteInfo, kind: str, raw: str, r: StoredLink) -> bool:
         """Does the link still resolve to ``r``?"""
         if same_universe:
-            if kind == "wiki" or r[0] not in ("attachment", "broken"):
-                if r[0] != "note" or f"{note.source_id}:{r[2]}" not in moved:
+            if kind == "wiki" or r[LINK_KIND] not in ("attachment", "broken"):
+                if r[LINK_KIND] != "note" or f"{note.source_id}:{r[LINK_TARGET]}" not in moved:
                     return True  # only the notes decide it, and they are the same
-            elif r[0] == "broken" and resolver.still_broken(note.source_id, note.path, raw, r):
+            elif r[LINK_KIND] == "broken" and resolver.still_broken(note.source_id, note.path, raw, r):
                 return True
         return r == resolver.resolve(note.source_id, note.path, kind, raw).as_list()
 
-    entries: dict[str, Any] = {}
+    entries: Entries = {}
     stale = []
     settled = same_universe and not moved  # then only links to files can answer otherwise
     for note in notes:
@@ -115,7 +137,7 @@ def recheck(notes: list[NoteInfo], old: dict[str, Any], same_universe: bool,
     return entries, stale
 
 
-def affected(notes: list[NoteInfo], stale: list[NoteInfo], old: dict[str, Any], entries: dict[str, Any]) -> set[str]:
+def affected(notes: list[NoteInfo], stale: list[NoteInfo], old: Entries, entries: Entries) -> set[str]:
     """Notes whose page may differ from the last render: the re-rendered ones and every note that one
     of them (or a removed note) links to, before or after (its "linked from" list may have changed).
     Every other page's inputs are its unchanged text and unchanged backlinks."""
@@ -124,24 +146,25 @@ def affected(notes: list[NoteInfo], stale: list[NoteInfo], old: dict[str, Any], 
     for key in changed:
         source_id = key.partition(":")[0]
         for item in (old.get(key), entries.get(key)):
-            found.update(f"{source_id}:{r[2]}" for r in (item["resolved"] if item else ()) if r[0] == "note")
+            found.update(f"{source_id}:{r[LINK_TARGET]}" for r in (item["resolved"] if item else ())
+                         if r[LINK_KIND] == "note")
     return found
 
 
-def backlinks(notes: list[NoteInfo], entries: dict[str, Any], only: set[str] | None) -> dict[str, list[NoteInfo]]:
+def backlinks(notes: list[NoteInfo], entries: Entries, only: set[str] | None) -> dict[str, list[NoteInfo]]:
     """Target note key → the notes linking to it (each once, never itself); for ``only`` these targets."""
     found: dict[str, dict[str, NoteInfo]] = {}
     for note in notes:
         item = entries.get(note.key)
         for r in item["resolved"] if item else ():
-            if r[0] == "note":
-                target = f"{note.source_id}:{r[2]}"
+            if r[LINK_KIND] == "note":
+                target = f"{note.source_id}:{r[LINK_TARGET]}"
                 if target != note.key and (only is None or target in only):
                     found.setdefault(target, {})[note.key] = note
     return {key: list(sources.values()) for key, sources in found.items()}
 
 
-def dirty(notes: list[NoteInfo], stale: list[NoteInfo], old: dict[str, Any], entries: dict[str, Any],
+def dirty(notes: list[NoteInfo], stale: list[NoteInfo], old: Entries, entries: Entries,
           graphs: set[str]) -> Dirty:
     """Which tables of contents and whether tag pages may have changed: only a note that was added,
     removed, or re-rendered with another outline (``toc_digest``) or title/tags (``tags_digest``)
@@ -150,22 +173,28 @@ def dirty(notes: list[NoteInfo], stale: list[NoteInfo], old: dict[str, Any], ent
     tocs: set[str] = set()
     tags = broken = False
     for key in {n.key for n in stale} | (set(old) - {n.key for n in notes}):
-        before, now = old.get(key) or {}, entries.get(key) or {}
+        before, now = old.get(key), entries.get(key)
         source_id = key.partition(":")[0]
-        if not before or not now or before.get("toc_digest") != now.get("toc_digest"):
+        if before is None or now is None:  # added or removed: every list it is on changes
             tocs.add(source_id)
-        tags = tags or not before or not now or before.get("tags_digest") != now.get("tags_digest")
+            tags = True
+            either = before or now
+            broken = broken or bool(either and either.get("broken"))
+            continue
+        if before.get("toc_digest") != now.get("toc_digest"):
+            tocs.add(source_id)
+        tags = tags or before.get("tags_digest") != now.get("tags_digest")
         broken = broken or before.get("broken") != now.get("broken") or (
             bool(before.get("broken")) and before.get("tags_digest") != now.get("tags_digest"))  # its title, URL
     return Dirty(frozenset(tocs), tags, frozenset(key.partition(":")[0] for key in graphs), broken)
 
 
-def log_broken(stale: list[NoteInfo], bodies: dict[str, Outcome], entries: dict[str, Any], log: SyncLog) -> int:
+def log_broken(stale: list[NoteInfo], bodies: dict[str, Outcome], entries: Entries, log: SyncLog) -> int:
     """A WARN line per note that could not be rendered, and one line per source for the broken links
     of the notes rendered now (not again while they stay unchanged): how many, the first, and where
     the site lists them all. Returns the number of broken links of the notes rendered now."""
     count = 0
-    per_source: dict[str, list[tuple[str, list[Any]]]] = {}
+    per_source: dict[str, list[tuple[str, list[list[int | str]]]]] = {}
     for note in stale:
         if bodies[note.key].error:
             log.warn(f"{note.source_id}: {note.path}: {bodies[note.key].error}")
@@ -180,6 +209,12 @@ def log_broken(stale: list[NoteInfo], bodies: dict[str, Outcome], entries: dict[
         many = f"{links} broken links in {notes}, such as" if links > 1 else "a broken link:"
         log.warn(f"{source_id}: {many} {path}:{line}: {reason}; every broken link is listed on {urls.BROKEN_LINKS_URL}")
     return count
+
+
+def attachments(entries: Entries, roots: dict[str, Path]) -> dict[str, Path]:
+    """The files the notes' links copied into the site: each one's site URL → where it is on disk."""
+    return {r[LINK_URL]: roots[key.partition(":")[0]] / r[LINK_TARGET] for key, entry in entries.items()
+            if entry.get("files", 1) for r in entry["resolved"] if r[LINK_KIND] == "attachment"}
 
 
 def log_unwritten(failed: list[tuple[str, str]], log: SyncLog) -> None:

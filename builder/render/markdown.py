@@ -19,11 +19,12 @@ import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import nh3
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+from markdown_it.utils import OptionsDict
 from mdit_py_plugins.deflist import deflist_plugin
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
@@ -35,9 +36,12 @@ from builder.core.textdecode import decode_note
 from builder.parse import inline_text
 from builder.render.callouts import callout_plugin, grav_notice_plugin
 from builder.render.diagrams import mermaid_plugin
-from builder.render.highlight import highlight_code
+from builder.render.highlight import CodeBlocks
 from builder.render.links import Link
 from builder.render.mathml import MATH_ATTRIBUTES, MATH_TAGS, math_plugin
+
+if TYPE_CHECKING:
+    from markdown_it.utils import OptionsType
 
 _WIKILINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")  # [[target]], [[target#section]], [[target|label]]
 
@@ -149,8 +153,9 @@ class Body:
 
 
 def make_renderer() -> MarkdownIt:
-    """The markdown-it instance for note pages (per-note state travels in ``env``)."""
-    md = (MarkdownIt("commonmark", {"html": True, "highlight": highlight_code})
+    """The markdown-it instance for note pages (per-note state travels in ``env``, the render's code blocks
+    in the options of :func:`render_body`)."""
+    md = (MarkdownIt("commonmark", {"html": True})
           .use(front_matter_plugin).enable(["table", "strikethrough"])
           .use(footnote_plugin).use(tasklists_plugin).use(deflist_plugin).use(table_alignment_plugin))
     wikilink_plugin(md, resolve=_wiki_href)
@@ -176,14 +181,18 @@ def note_text(data: bytes) -> str:
 
 
 def render_body(md: MarkdownIt, text: str, *, page_url: str, anchors: dict[int, str],
-                resolve: Callable[[str, str], Link], trusted: bool, language: str = "en") -> Body:
+                resolve: Callable[[str, str], Link], trusted: bool, language: str = "en",
+                blocks: CodeBlocks | None = None) -> Body:
     """Render one note. ``anchors`` maps the 0-based line of each top-level heading to its anchor;
-    ``resolve(kind, raw)`` answers links of this note; ``language``: the site's (a broken link's tooltip)."""
+    ``resolve(kind, raw)`` answers links of this note; ``language``: the site's (a broken link's tooltip);
+    ``blocks``: the render's highlighted code and formulas (None: a new set, as for a render of its own)."""
+    blocks = blocks if blocks is not None else CodeBlocks()
     env: dict[str, Any] = {"page_url": page_url, "anchors": anchors, "links": {}, "lines": {}, "emitted": set(),
-                           "resolve": resolve, "language": language}
+                           "resolve": resolve, "language": language, "blocks": blocks}
     tokens = md.parse(text, env)
     lang, summary = _declared(tokens)
-    out = md.renderer.render(tokens, md.options, env)
+    options = OptionsDict(cast("OptionsType", {**md.options, "highlight": blocks.highlight_code}))
+    out = md.renderer.render(tokens, options, env)
     missing = [a for a in anchors.values() if a not in env["emitted"]]
     if missing:  # a heading the indexer saw that this grammar nests differently: keep its target alive
         out = "".join(f'<span id="{html.escape(a)}"></span>' for a in missing) + out

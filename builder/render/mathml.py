@@ -25,6 +25,7 @@ from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from builder.render import highlight
+from builder.render.highlight import CodeBlocks
 
 if TYPE_CHECKING:
     from markdown_it.renderer import RendererHTML
@@ -73,7 +74,7 @@ def math_plugin(md: MarkdownIt) -> None:
 
     def render_fence(self: Any, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
         if tokens[idx].info.split(maxsplit=1)[:1] == [MATH_FENCE]:
-            return display_math(tokens[idx].content, "")
+            return display_math(tokens[idx].content, "", env["blocks"])
         return fence(tokens, idx, options, env)
 
     md.add_render_rule("fence", render_fence)
@@ -85,7 +86,7 @@ def _render_inline(self: Any, tokens: list[Token], idx: int, options: Any, env: 
     tex = token.content
     if len(tex) > 2 and tex[0] == tex[-1] == "`":  # GitHub's $`x`$
         tex = tex[1:-1]
-    found = _converted(tex.strip(), token.type == "math_inline_double")
+    found = _converted(tex.strip(), token.type == "math_inline_double", env["blocks"])
     if not found:
         source = html.escape(f"{token.markup}{token.content}{token.markup}")
         return f'<code class="math-error" title="{_NOT_RENDERED}">{source}</code>'
@@ -93,21 +94,21 @@ def _render_inline(self: Any, tokens: list[Token], idx: int, options: Any, env: 
 
 
 def _render_block(self: Any, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
-    return display_math(tokens[idx].content, "$$")
+    return display_math(tokens[idx].content, "$$", env["blocks"])
 
 
-def display_math(tex: str, delimiter: str) -> str:
+def display_math(tex: str, delimiter: str, blocks: CodeBlocks) -> str:
     """A displayed formula (a block), or its source between ``delimiter`` in a ``<pre>`` when it does not convert."""
-    found = _converted(tex.strip(), True)
+    found = _converted(tex.strip(), True, blocks)
     if not found:
         source = f"{delimiter}{tex}{delimiter}" if delimiter else tex.rstrip("\n")
         return f'<pre class="math-error" title="{_NOT_RENDERED}"><code>{html.escape(source)}</code></pre>\n'
     return found + "\n"
 
 
-def _converted(tex: str, display: bool) -> str:
+def _converted(tex: str, display: bool, blocks: CodeBlocks) -> str:
     """:func:`to_mathml`, remembered and stored with the highlighted code (``""``: it does not convert)."""
-    return highlight.remembered(_BLOCK if display else _INLINE, tex, lambda: to_mathml(tex, display) or "") or ""
+    return blocks.remembered(_BLOCK if display else _INLINE, tex, lambda: to_mathml(tex, display) or "") or ""
 
 
 def to_mathml(tex: str, display: bool) -> str | None:

@@ -1,18 +1,24 @@
 """The per-note work of a render (note bodies, note pages), in forked worker processes when there
-is enough of it. Workers inherit the render's :class:`Context` by fork instead of unpickling it.
+is enough of it. Each job gets the render's :class:`Context` as its first argument: from the render in
+this process, from the pool in a worker (:class:`builder.forkpool.Pool`, which workers inherit by fork
+instead of unpickling it).
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from builder.core import urls
 
 if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+
     from builder.core.templates import Templates
+    from builder.render.highlight import CodeBlocks
     from builder.render.graph import Local
     from builder.render.links import Link, Resolver
     from builder.render.markdown import Body
@@ -30,6 +36,7 @@ class Context:
     templates: Templates
     built_at: str
     site: Path
+    blocks: CodeBlocks  # the render's highlighted code and formulas (a worker's: its copy, made at the fork)
     kept_bodies: Path | None = None  # the bodies kept by earlier renders (builder.render.bodycache), if used
     spill: Path | None = None  # a big render's bodies' HTML on disk (builder.render.bodycache.Spill), if used
     max_note_bytes: int = 2_000_000  # limits.max_note_bytes: a note read for its page is read no further
@@ -44,18 +51,12 @@ class Outcome:
     new: bool = False  # rendered now from the text the index saw: worth keeping for the next full render
 
 
-_CTX: list[Context] = []  # set for the duration of a render (and inherited by forked workers)
-_RENDERER: list[Any] = []  # the markdown-it instance, made on first use in each process
+@cache
+def _renderer() -> MarkdownIt:
+    """The markdown-it instance of this process (made on first use; it keeps no note's state)."""
+    from builder.render import markdown
 
-
-def set_context(context: Context | None) -> None:
-    """The context of the render that starts (None: the render is over)."""
-    _CTX[:] = [context] if context is not None else []
-
-
-def context() -> Context:
-    """The context of the render in progress."""
-    return _CTX[0]
+    return markdown.make_renderer()
 
 
 def same_text_groups(notes: list[NoteInfo]) -> list[list[NoteInfo]]:
@@ -81,13 +82,12 @@ class Written:
         return urls.site_file(self.url)
 
 
-def page_job(job: tuple[NoteInfo, Body, list[NoteInfo], Local]) -> Written:
+def page_job(ctx: Context, job: tuple[NoteInfo, Body, list[NoteInfo], Local]) -> Written:
     """Render and write one note page (with the picture of its links). A page that cannot be made or
     written is that note's failure (see :class:`Written`); a full disk is the render's."""
     from builder.core import language
     from builder.render import bodycache, drawing, output, pages
 
-    ctx = context()
     note, body, backlinks, local = job
     rel = urls.site_file(note.url)
     html = body.html
@@ -111,36 +111,35 @@ def page_job(job: tuple[NoteInfo, Body, list[NoteInfo], Local]) -> Written:
     return Written(note.url, note.key)
 
 
-def body_job(notes: list[NoteInfo]) -> list[Outcome]:
+def body_job(ctx: Context, notes: list[NoteInfo]) -> list[Outcome]:
     """The bodies of notes that share one text: the first readable one is rendered, the others
     reuse its HTML wherever their links render the same (kemt-wiki keeps copies of whole courses)."""
     outcomes: list[Outcome] = []
     model: tuple[NoteInfo, Outcome] | None = None  # a note rendered from its indexed text, and its body
     for note in notes:
-        data, outcome = _note_bytes(note)
+        data, outcome = _note_bytes(ctx, note)
         indexed = outcome is None and hashlib.sha256(data).hexdigest() == note.sha256
         if outcome is None and not indexed:  # changed since the index saw it: shown only if a build would publish it
             from builder.publication import judge
 
-            verdict = judge(note.path, data, max_bytes=context().max_note_bytes)
+            verdict = judge(note.path, data, max_bytes=ctx.max_note_bytes)
             if not verdict.published:
                 outcome = Outcome(None, f"changed since this build indexed it, and not published as it is now "
                                         f"({verdict.reason}); the next build takes its page down")
         if indexed and model is not None and note.headings_json == model[0].headings_json:
-            outcome = _reuse(note, *model)
+            outcome = _reuse(ctx, note, *model)
         if indexed and outcome is None:
-            outcome = _kept(note)
+            outcome = _kept(ctx, note)
         if outcome is None:
-            outcome, indexed = _render_body(note, data)
+            outcome, indexed = _render_body(ctx, note, data)
             if indexed and outcome.body is not None and model is None:
                 model = (note, outcome)
         outcomes.append(outcome)
     return outcomes
 
 
-def _kept(note: NoteInfo) -> Outcome | None:
+def _kept(ctx: Context, note: NoteInfo) -> Outcome | None:
     """The body an earlier render kept for this text and page, when its links still render the same."""
-    ctx = context()
     if ctx.kept_bodies is None:
         return None
     from builder.render import bodycache
@@ -150,32 +149,31 @@ def _kept(note: NoteInfo) -> Outcome | None:
     return Outcome(found[0], None, found[1]) if found is not None else None
 
 
-def _reuse(note: NoteInfo, first: NoteInfo, done: Outcome) -> Outcome | None:
+def _reuse(ctx: Context, note: NoteInfo, first: NoteInfo, done: Outcome) -> Outcome | None:
     """``first``'s body as ``note``'s (same text and anchors), if its links render the same there."""
     from builder.render import markdown
 
     if done.body is None:
         return None
-    resolve = context().resolver.resolve
+    resolve = ctx.resolver.resolve
     results = tuple(resolve(note.source_id, note.path, kind, raw) for kind, raw in done.body.links)
     body = markdown.same_body(done.body, first.url, note.url, results)
     return Outcome(body, done.error, done.highlights, new=done.new) if body is not None else None  # blocks: done's
 
 
-def _note_bytes(note: NoteInfo) -> tuple[bytes, Outcome | None]:
+def _note_bytes(ctx: Context, note: NoteInfo) -> tuple[bytes, Outcome | None]:
     try:
-        with open(context().roots[note.source_id] / note.path, "rb") as handle:
-            return handle.read(context().max_note_bytes + 1), None  # more: over the limit, never a page
+        with open(ctx.roots[note.source_id] / note.path, "rb") as handle:
+            return handle.read(ctx.max_note_bytes + 1), None  # more: over the limit, never a page
     except OSError as exc:
         return b"", Outcome(None, f"cannot read the note for its page ({exc.strerror or exc})")
 
 
-def _render_body(note: NoteInfo, data: bytes) -> tuple[Outcome, bool]:
+def _render_body(ctx: Context, note: NoteInfo, data: bytes) -> tuple[Outcome, bool]:
     """Render one note's body (and whether from the text the index saw); problems become a message
     and a plain-text body, never an exception."""
-    from builder.render import highlight, markdown
+    from builder.render import markdown
 
-    ctx = context()
     text = markdown.note_text(data)
     indexed = hashlib.sha256(data).hexdigest() == note.sha256
     if indexed:
@@ -184,24 +182,23 @@ def _render_body(note: NoteInfo, data: bytes) -> tuple[Outcome, bool]:
         from builder.parse import headings_of, make_markdown
 
         anchors = {h.line: h.anchor for h in headings_of(make_markdown().parse(text))}
-    if not _RENDERER:
-        _RENDERER.append(markdown.make_renderer())
     resolver = ctx.resolver
 
     def resolve(kind: str, raw: str) -> Link:
         return resolver.resolve(note.source_id, note.path, kind, raw)
 
-    highlight.take_used()
-    highlight.take_new()
+    blocks = ctx.blocks
+    blocks.take_used()
+    blocks.take_new()
     try:
-        body = markdown.render_body(_RENDERER[0], text, page_url=note.url, anchors=anchors, resolve=resolve,
-                                    trusted=ctx.trusted, language=ctx.templates.language)
-        return Outcome(body, None, highlight.take_used(), highlight.take_new() or None, new=indexed), indexed
+        body = markdown.render_body(_renderer(), text, page_url=note.url, anchors=anchors, resolve=resolve,
+                                    trusted=ctx.trusted, language=ctx.templates.language, blocks=blocks)
+        return Outcome(body, None, blocks.take_used(), blocks.take_new() or None, new=indexed), indexed
     except Exception as exc:  # e.g. RecursionError on absurd nesting: show the text, keep the build going
         import html
 
         fallback = markdown.Body(f"<pre>{html.escape(text)}</pre>", (), ())
-        highlight.take_used()
-        highlight.take_new()
+        blocks.take_used()
+        blocks.take_new()
         error = f"could not render the markdown ({type(exc).__name__}); shown as plain text"
         return Outcome(fallback, error), indexed

@@ -28,6 +28,7 @@ from builder.sources import Scope
 if TYPE_CHECKING:
     from builder.core.config import Config
     from builder.core.index import NoteRow
+    from builder.render.manifest import Entries
 
 HOME = Label("page.home")
 RECENT_NOTES = 15
@@ -358,14 +359,15 @@ def home_with(context: dict[str, Any]) -> Page:
     return Page(urls.HOME_URL, "home.html", "home", HOME, context)
 
 
-def broken_links_pages(notes: list[NoteInfo], entries: dict[str, Any]) -> list[Page]:
+def broken_links_pages(notes: list[NoteInfo], entries: Entries) -> list[Page]:
     """``/broken-links.html``: per source, every note with broken links → each link's line and target
     (and why it leads nowhere); :data:`LIST_PAGE` notes a page (``broken-links-2.html``, …)."""
     found: list[tuple[str, dict[str, Any]]] = []
     total = 0
     counts: dict[str, int] = {}
     for note in notes:  # in source and path order, as the index lists them
-        broken = (entries.get(note.key) or {}).get("broken")
+        entry = entries.get(note.key)
+        broken = entry.get("broken") if entry else None
         if broken:
             total += len(broken)
             counts[note.source_id] = counts.get(note.source_id, 0) + len(broken)

@@ -25,6 +25,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
 
 
 # A render of this many notes forks workers; then reading and writing the site's stored highlighted code
-# pays off (a small render reads it only for a code block it does not remember: highlight.use).
+# pays off (a small render reads it only for a code block it does not remember: CodeBlocks.use).
 BIG_RENDER = PARALLEL_MIN
 
 
@@ -134,13 +135,9 @@ def render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog,
     The unit of failure is one note: a note whose page cannot be named, made or written is left out
     with a WARN line (its old page removed, as if it were unpublished); a full disk fails the render."""
     started = time.perf_counter()
-    # The render keeps ~10^6 objects alive (manifest, notes) and makes no reference cycles worth
-    # collecting: the collector would rescan them all again and again (~12% of an incremental render).
-    collecting = gc.isenabled()
-    gc.disable()
     claimed = output.claimed(config.site.output)
     skip: dict[str, str] = {}
-    try:
+    with _no_cycle_collection():
         for attempt in range(1, MAX_PASSES + 1):
             deferred = _Deferred(log)
             try:
@@ -152,6 +149,18 @@ def render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog,
             finally:
                 deferred.replay()
         raise AssertionError("the last pass never raises _PagesFailed")
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """The cycle collector off for the render, as it was after. The render keeps ~10^6 objects alive (the
+    manifest, the notes) and makes no reference cycles worth collecting, so the collector would only rescan
+    them again and again (what that cost is in docs/BENCHMARKS.md). Forked workers turn it on again
+    (:func:`builder.forkpool._worker_start`): they make short-lived objects."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
     finally:
         if collecting:
             gc.enable()
@@ -165,142 +174,194 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
     output.claim(site)
     content = db.content_token(conn)
     files = code_files(site / output.CACHE_DIR / "imports.json")
-    env_fp, asset_v = _code_fingerprint(config, files), templates.asset_version()
+    env_fp = _code_fingerprint(config, files)
     if not full and claimed and not skip:
-        try:
-            edits = delta.render_edits(config, conn, env_fp=env_fp, files=files, log=log)
-        except OSError:
-            raise  # as an OSError of the full render (the site cannot be written): see builder.sync._update_site
-        except Exception as exc:  # a shortcut must never cost a build: the full render repairs what it wrote
-            log.warn(f"render: the render of the changed notes alone failed ({type(exc).__name__}: {exc}); "
-                     "rendering the whole site")
-            edits = None
+        edits = _delta_render(config, conn, env_fp, files, log, started)
         if edits is not None:
-            seconds = time.perf_counter() - started
-            _log_render(log, edits.written, edits.notes_rendered, edits.pages, edits.removed, edits.broken_links,
-                        seconds)
-            return RenderReport(edits.written, edits.removed, edits.unchanged, edits.notes_rendered,
-                                edits.broken_links, seconds)
+            return edits
     saved = output.read_manifest(site)
     previous = output.current_manifest(saved)
     trust = not full and previous.get("env") == env_fp
-    old = previous.get("notes", {}) if trust else {}
     journal = output.Journal(site)
-    spill: bodycache.Spill | None = None  # a big render's bodies on disk while it runs
+    spill: bodycache.Spill | None = None
     try:  # the journal's file is closed however the render ends (a full disk, a failing page)
         recorded = journal.recorded()
         out = output.Output(site, previous.get("pages", {}) if trust else {}, output.existing_files(site), recorded,
                             journal)
-        notes = pages.published_notes(config, [pages.note_from_row(r) for r in db.notes_for_render(conn)])
-        left_out = {**_unnamed(notes), **skip}
-        for note in notes:
-            if note.key in left_out:
-                log.warn(f"{note.source_id}: {note.path}: {left_out[note.key]}")
-        notes = [n for n in notes if n.key not in left_out]
-        kinds = {s.id: s.kind for s in config.sources}
-        universe = manifest.universe(config, notes)
+        notes = _notes_to_render(config, conn, skip, log)
         resolver = _resolver_of_notes(config, notes)
-        roots = {s.id: config.source_root(s) for s in config.sources}
-        highlights = highlight.blocks_file(site)
-        kept: Path | None = None  # the note bodies kept between big renders (builder.render.bodycache)
-        jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, asset_v, tuple(kinds),
-                                    templates.ask_target(config.answer), config.site.language)
-        notepages.set_context(notepages.Context(resolver, roots, config.allow_html, jinja,
-                                                time.strftime("%Y-%m-%d %H:%M"), site,
-                                                max_note_bytes=config.max_note_bytes))
+        universe = manifest.universe(config, notes)
+        old = previous.get("notes", {}) if trust else {}
+        entries, stale = manifest.recheck(notes, old, trust and previous.get("universe") == universe, resolver)
+        big = len(stale) >= BIG_RENDER
+        spill = bodycache.Spill(site) if big and len(stale) >= bodycache.SPILL_MIN else None
+        run = _Pass(config, log, env_fp, content, files, trust, previous, universe, big, out,
+                    _context(config, resolver, big, files, spill), spill)
         try:
-            with Pool(workers) as pool:
-                entries, stale = manifest.recheck(notes, old, trust and previous.get("universe") == universe, resolver)
-                big = len(stale) >= BIG_RENDER
-                if big:
-                    highlight.load_blocks(highlights)  # before the workers fork: they inherit it
-                    kept = bodycache.cache_file(site, files, config.allow_html, config.site.language)
-                    spill = bodycache.Spill(site) if len(stale) >= bodycache.SPILL_MIN else None
-                    notepages.set_context(replace(notepages.context(), kept_bodies=kept,
-                                                  spill=spill.path if spill else None))
-                else:
-                    highlight.use(highlights)
-                bodies = _bodies(pool, stale, spill)
-                entries.update({n.key: manifest.entry(n, body, bodies[n.key].highlights)
-                                for n in stale if (body := bodies[n.key].body)})
-                broken = manifest.log_broken(stale, bodies, entries, log)
-                links = graph.Links(notes, entries)
-                moved, before = graph.moved(stale, set(old) - {n.key for n in notes}, old, entries)
-                affected = _affected(notes, stale, old, entries, out, links.ball(moved, 2, before)) if trust else None
-                backlinks = manifest.backlinks(notes, entries, affected)
-                pictures: dict[str, graph.Local] = {}
-
-                def fingerprint(note: pages.NoteInfo) -> str:
-                    pictures[note.key] = links.local(note.key)
-                    return manifest.note_fp(env_fp, note, entries[note.key], backlinks.get(note.key, []),
-                                         pictures[note.key].digest())
-
-                pending = [n for n in notes if n.key in entries and not out.kept(n.url, affected is None or
-                                                                                 n.key in affected)
-                           and out.wants(n.url, fingerprint(n))]
-                bodies.update(_bodies(pool, [n for n in pending if n.key not in bodies], spill))
-                page_jobs = [(n, body, backlinks.get(n.key, []), pictures[n.key])
-                             for n in pending if (body := bodies[n.key].body)]
-                # the workers write note pages while this process makes the others; the notes sent along
-                # must not change meanwhile (they are pickled by another thread)
-                pages.settle([n for job in page_jobs for n in (job[0], *job[2])])
-                for job in page_jobs:
-                    journal.add(urls.site_file(job[0].url))
-                note_pages = pool.start(notepages.page_job, page_jobs)
-                out.keep(n.url for n in notes if n.key not in entries)
-                dirty = manifest.dirty(notes, stale, old, entries, moved) if trust else None
-                # the navigation trees list the notes with a page: every note's path and title, less those
-                # that could not be read (their pages stay, but a fresh render would leave them out)
-                trees = manifest.sha(universe, *(n.key for n in notes if n.key not in entries))
-                made = _site_pages(out, env_fp, [n for n in notes if n.key in entries], kinds, dirty,
-                                   SiteData(entries, links, trust and previous.get("trees") == trees))
-                failed = _note_pages(out, note_pages(), len(page_jobs), last, log)
+            rendered = _render_notes(run, notes, entries, stale, workers, last)
         finally:
-            notepages.set_context(None)
             journal.close()
-
-        output.copy_static(out, templates.static_files())
-        manifest.log_unwritten(output.copy_attachments(out, {r[1]: roots[key.partition(":")[0]] / r[2]
-                                                          for key, entry in entries.items() if entry.get("files", 1)
-                                                          for r in entry["resolved"] if r[0] == "attachment"}), log)
-        listed = output.listed_pages(saved)
-        # the manifest lost (a damaged disk, a hand) in a folder already the portal's: see unlisted_orphans
-        lost = output.unlisted_orphans(out.present) if claimed and not listed else set()
-        produced = out.files()
-        removed = out.remove_stale(listed, recorded | lost, produced)
-        if big and kept is not None:
-            highlight.save_blocks(highlights, (k for entry in entries.values() for k in entry.get("highlights", ())))
-            bodycache.save(kept, lambda: _new_bodies(notes, bodies, spill), {bodycache.key(n) for n in notes})
-        memory = delta.remember(config, content, notes, entries, links, made.recent, made.home.context, len(made.urls),
-                                produced, retry={*skip, *failed})
-        out.save_manifest({"version": output.MANIFEST_VERSION, "env": env_fp, "universe": universe, "trees": trees,
-                           **memory, "pages": out.pages, "notes": entries}, saved)
-        journal.clear()  # the manifest lists every page now
-        write_stamp(config, files, content, delta.linked_files(resolver, memory["file_links"]))
-        seconds = time.perf_counter() - started
-        _log_render(log, out.written, len(page_jobs), len(made.urls), removed, broken, seconds)
-        return RenderReport(tuple(out.written), tuple(removed), out.unchanged, len(page_jobs), broken, seconds)
+        lost = output.unlisted_orphans(out.present) if claimed and not output.listed_pages(saved) else set()
+        return _end_pass(run, notes, rendered, saved, recorded | lost, skip, started)
     finally:
         journal.close()
         if spill is not None:
             spill.remove()
 
 
-def _new_bodies(notes: list[pages.NoteInfo], bodies: dict[str, notepages.Outcome],
-                spill: bodycache.Spill | None) -> Iterator[tuple[str, Body, tuple[str, ...]]]:
-    """The bodies rendered by this render (worth keeping for the next full one), their HTML read back from
-    ``spill`` where it went."""
+@dataclass(frozen=True)
+class _Pass:
+    """What every part of one full render pass reads."""
+
+    config: Config
+    log: SyncLog
+    env_fp: str  # the fingerprint of everything that shapes every page (_code_fingerprint)
+    content: str  # the index content rendered (builder.core.index.content_token)
+    files: list[Path]  # the renderer's code files (the stamp's)
+    trust: bool  # the last render's manifest holds for this one (same renderer and settings, not --full)
+    previous: dict[str, Any]  # the last render's manifest
+    universe: str  # what finding a link's target depends on (manifest.universe)
+    big: bool  # enough notes to render for the forked workers and the stored code blocks and bodies
+    out: output.Output
+    ctx: notepages.Context
+    spill: bodycache.Spill | None  # a render of many bodies keeps their HTML on disk while it runs
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    """What the note bodies and pages of a pass made, and the pages besides them."""
+
+    entries: manifest.Entries  # every rendered note's manifest entry
+    bodies: dict[str, notepages.Outcome]  # the bodies rendered now, by note key
+    links: graph.Links
+    broken: int  # broken links of the notes rendered now
+    made: SitePages
+    failed: set[str]  # notes whose page failed on the last pass (left out)
+    note_pages: int  # note pages written
+    trees: str  # the digest the navigation trees were made from
+
+
+def _delta_render(config: Config, conn: Connection, env_fp: str, files: list[Path], log: SyncLog,
+                  started: float) -> RenderReport | None:
+    """The render of the changed notes alone (:mod:`builder.render.delta`), or None: the full render must run
+    (the delta render declined, or failed: a shortcut must never cost a build, and the full render repairs
+    what it wrote)."""
+    try:
+        edits = delta.render_edits(config, conn, env_fp=env_fp, files=files, log=log)
+    except OSError:
+        raise  # as an OSError of the full render (the site cannot be written): see builder.sync._update_site
+    except Exception as exc:
+        log.warn(f"render: the render of the changed notes alone failed ({type(exc).__name__}: {exc}); "
+                 "rendering the whole site")
+        return None
+    if edits is None:
+        return None
+    seconds = time.perf_counter() - started
+    _log_render(log, edits.written, edits.notes_rendered, edits.pages, edits.removed, edits.broken_links, seconds)
+    return RenderReport(edits.written, edits.removed, edits.unchanged, edits.notes_rendered, edits.broken_links,
+                        seconds)
+
+
+def _notes_to_render(config: Config, conn: Connection, skip: dict[str, str], log: SyncLog) -> list[pages.NoteInfo]:
+    """The published notes, less those left out (a WARN each): those of ``skip`` and those that cannot be named."""
+    notes = pages.published_notes(config, [pages.note_from_row(r) for r in db.notes_for_render(conn)])
+    left_out = {**_unnamed(notes), **skip}
     for note in notes:
-        outcome = bodies.get(note.key)
-        if outcome is None or not outcome.new or outcome.body is None:
-            continue
-        body = outcome.body
-        if body.html == bodycache.SPILLED:
-            html = spill.html(note.key) if spill is not None else None
-            if html is None:
-                continue
-            body = replace(body, html=html)
-        yield bodycache.key(note), body, outcome.highlights
+        if note.key in left_out:
+            log.warn(f"{note.source_id}: {note.path}: {left_out[note.key]}")
+    return [n for n in notes if n.key not in left_out]
+
+
+def _context(config: Config, resolver: Resolver, big: bool, files: list[Path],
+             spill: bodycache.Spill | None) -> notepages.Context:
+    """What rendering a note needs besides the note; a ``big`` render starts from the stored code blocks (before
+    the workers fork: they inherit them) and keeps note bodies, a small one reads the blocks on a miss; the page
+    workers read the bodies' HTML back from ``spill``."""
+    site = config.site.output
+    blocks = highlight.CodeBlocks()
+    kept: Path | None = None  # the note bodies kept between big renders (builder.render.bodycache)
+    if big:
+        blocks.load(highlight.blocks_file(site))
+        kept = bodycache.cache_file(site, files, config.allow_html, config.site.language)
+    else:
+        blocks.use(highlight.blocks_file(site))
+    jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, templates.asset_version(),
+                                tuple(s.id for s in config.sources), templates.ask_target(config.answer),
+                                config.site.language)
+    return notepages.Context(resolver, {s.id: config.source_root(s) for s in config.sources}, config.allow_html,
+                             jinja, time.strftime("%Y-%m-%d %H:%M"), site, blocks, kept_bodies=kept,
+                             spill=spill.path if spill is not None else None, max_note_bytes=config.max_note_bytes)
+
+
+def _render_notes(run: _Pass, notes: list[pages.NoteInfo], entries: manifest.Entries, stale: list[pages.NoteInfo],
+                  workers: int | None, last: bool) -> _Rendered:
+    """Render the bodies of the ``stale`` notes, then every note page that may differ from the last render's (on
+    the workers, while this process makes the other pages)."""
+    old: manifest.Entries = run.previous.get("notes", {}) if run.trust else {}
+    out = run.out
+    with Pool(workers, run.ctx) as pool:
+        bodies = _bodies(pool, stale, run.spill)
+        entries.update({n.key: manifest.entry(n, body, bodies[n.key].highlights)
+                        for n in stale if (body := bodies[n.key].body)})
+        broken = manifest.log_broken(stale, bodies, entries, run.log)
+        links = graph.Links(notes, entries)
+        moved, before = graph.moved(stale, set(old) - {n.key for n in notes}, old, entries)
+        affected = _affected(notes, stale, old, entries, out, links.ball(moved, 2, before)) if run.trust else None
+        backlinks = manifest.backlinks(notes, entries, affected)
+        pictures: dict[str, graph.Local] = {}
+
+        def fingerprint(note: pages.NoteInfo) -> str:
+            pictures[note.key] = links.local(note.key)
+            return manifest.note_fp(run.env_fp, note, entries[note.key], backlinks.get(note.key, []),
+                                    pictures[note.key].digest())
+
+        pending = [n for n in notes if n.key in entries and not out.kept(n.url, affected is None or n.key in affected)
+                   and out.wants(n.url, fingerprint(n))]
+        bodies.update(_bodies(pool, [n for n in pending if n.key not in bodies], run.spill))
+        page_jobs = [(n, body, backlinks.get(n.key, []), pictures[n.key])
+                     for n in pending if (body := bodies[n.key].body)]
+        # the workers write note pages while this process makes the others; the notes sent along
+        # must not change meanwhile (they are pickled by another thread)
+        pages.settle([n for job in page_jobs for n in (job[0], *job[2])])
+        for job in page_jobs:
+            out.journal.add(urls.site_file(job[0].url))
+        note_pages = pool.start(notepages.page_job, page_jobs)
+        out.keep(n.url for n in notes if n.key not in entries)
+        dirty = manifest.dirty(notes, stale, old, entries, moved) if run.trust else None
+        # the navigation trees list the notes with a page: every note's path and title, less those
+        # that could not be read (their pages stay, but a fresh render would leave them out)
+        trees = manifest.sha(run.universe, *(n.key for n in notes if n.key not in entries))
+        made = _site_pages(run.ctx, out, run.env_fp, [n for n in notes if n.key in entries],
+                           {s.id: s.kind for s in run.config.sources}, dirty,
+                           SiteData(entries, links, run.trust and run.previous.get("trees") == trees))
+        failed = _note_pages(out, note_pages(), len(page_jobs), last, run.log)
+    return _Rendered(entries, bodies, links, broken, made, failed, len(page_jobs), trees)
+
+
+def _end_pass(run: _Pass, notes: list[pages.NoteInfo], done: _Rendered, saved: dict[str, Any], unlisted: set[str],
+              skip: dict[str, str], started: float) -> RenderReport:
+    """Copy the static files and attachments, remove what this render did not write (listed in the last
+    manifest, or ``unlisted`` files of an unfinished or lost one), keep the code blocks and bodies of a big
+    render, and save the manifest and the stamp."""
+    config, out, ctx = run.config, run.out, run.ctx
+    output.copy_static(out, templates.static_files())
+    manifest.log_unwritten(output.copy_attachments(out, manifest.attachments(done.entries, ctx.roots)), run.log)
+    produced = out.files()
+    removed = out.remove_stale(output.listed_pages(saved), unlisted, produced)
+    if run.big and ctx.kept_bodies is not None:
+        ctx.blocks.save(highlight.blocks_file(config.site.output),
+                        (k for entry in done.entries.values() for k in entry.get("highlights", ())))
+        bodycache.save(ctx.kept_bodies, lambda: _new_bodies(notes, done.bodies, run.spill),
+                       {bodycache.key(n) for n in notes})
+    memory = delta.remember(config, run.content, notes, done.entries, done.links, done.made.recent,
+                            done.made.home.context, len(done.made.urls), produced, retry={*skip, *done.failed})
+    out.save_manifest({"version": output.MANIFEST_VERSION, "env": run.env_fp, "universe": run.universe,
+                       "trees": done.trees, **memory, "pages": out.pages, "notes": done.entries}, saved)
+    out.journal.clear()  # the manifest lists every page now
+    write_stamp(config, run.files, run.content, delta.linked_files(ctx.resolver, memory["file_links"]))
+    seconds = time.perf_counter() - started
+    _log_render(run.log, out.written, done.note_pages, len(done.made.urls), removed, done.broken, seconds)
+    return RenderReport(tuple(out.written), tuple(removed), out.unchanged, done.note_pages, done.broken, seconds)
 
 
 def _unnamed(notes: list[pages.NoteInfo]) -> dict[str, str]:
@@ -354,8 +415,8 @@ def _log_render(log: SyncLog, written: Iterable[str], note_pages: int, page_coun
                  f"{len(removed)} removed, {broken} broken links, {seconds:.2f} s")
 
 
-def _affected(notes: list[pages.NoteInfo], stale: list[pages.NoteInfo], old: dict[str, Any], entries: dict[str, Any],
-              out: output.Output, pictured: set[str]) -> set[str]:
+def _affected(notes: list[pages.NoteInfo], stale: list[pages.NoteInfo], old: manifest.Entries,
+              entries: manifest.Entries, out: output.Output, pictured: set[str]) -> set[str]:
     """Notes whose page may differ from the last render's: see :func:`builder.render.manifest.affected`,
     plus ``pictured`` (their picture of links moved), pages that are missing or that an unfinished
     render touched (written whole, backlinks too) and notes whose date moved (a touched file, a new
@@ -369,10 +430,11 @@ def _affected(notes: list[pages.NoteInfo], stale: list[pages.NoteInfo], old: dic
     return found
 
 
-def _bodies(pool: Pool, notes: list[pages.NoteInfo],
+def _bodies(pool: Pool[notepages.Context], notes: list[pages.NoteInfo],
             spill: bodycache.Spill | None = None) -> dict[str, notepages.Outcome]:
-    """Note key → its rendered body (:class:`builder.render.notepages.Outcome`); one job per text. With
-    ``spill``, the bodies' HTML goes to disk in batches as they arrive (see :class:`bodycache.Spill`)."""
+    """Note key → its rendered body (:class:`builder.render.notepages.Outcome`); one job per text. The
+    code blocks a worker highlighted join the render's (``pool.shared.blocks``). With ``spill``, the bodies'
+    HTML goes to disk in batches as they arrive (see :class:`builder.render.bodycache.Spill`)."""
 
     groups = notepages.same_text_groups(notes)
     bodies: dict[str, notepages.Outcome] = {}
@@ -389,7 +451,7 @@ def _bodies(pool: Pool, notes: list[pages.NoteInfo],
     for group, outcomes in zip(groups, pool.imap(notepages.body_job, groups), strict=True):
         for note, outcome in zip(group, outcomes, strict=True):
             if outcome.blocks:
-                highlight.remember_blocks(outcome.blocks)
+                pool.shared.blocks.remember(outcome.blocks)
             bodies[note.key] = outcome
             if spill is not None and outcome.body is not None:
                 batch.append((note.key, outcome.body.html))
@@ -399,11 +461,28 @@ def _bodies(pool: Pool, notes: list[pages.NoteInfo],
     return bodies
 
 
+def _new_bodies(notes: list[pages.NoteInfo], bodies: dict[str, notepages.Outcome],
+                spill: bodycache.Spill | None) -> Iterator[tuple[str, Body, tuple[str, ...]]]:
+    """The bodies rendered by this render (worth keeping for the next full one), their HTML read back from
+    ``spill`` where it went."""
+    for note in notes:
+        outcome = bodies.get(note.key)
+        if outcome is None or not outcome.new or outcome.body is None:
+            continue
+        body = outcome.body
+        if body.html == bodycache.SPILLED:
+            html = spill.html(note.key) if spill is not None else None
+            if html is None:
+                continue
+            body = replace(body, html=html)
+        yield bodycache.key(note), body, outcome.highlights
+
+
 @dataclass(frozen=True)
 class SiteData:
     """What the pages besides note pages are made from, besides the notes."""
 
-    entries: dict[str, Any]  # the manifest entries of this render (broken links)
+    entries: manifest.Entries  # the manifest entries of this render (broken links)
     links: graph.Links
     same_trees: bool  # every listed note's path and title as in the last render: the navigation trees hold
 
@@ -417,20 +496,18 @@ class SitePages:
     recent: list[pages.NoteInfo]  # the notes it lists as recently changed
 
 
-def _site_pages(out: output.Output, env_fp: str, notes: list[pages.NoteInfo], kinds: dict[str, str],
-                dirty: manifest.Dirty | None, data: SiteData) -> SitePages:
+def _site_pages(ctx: notepages.Context, out: output.Output, env_fp: str, notes: list[pages.NoteInfo],
+                kinds: dict[str, str], dirty: manifest.Dirty | None, data: SiteData) -> SitePages:
     """Each source's pages, tag pages, home, broken links, search, 404 and the sitemap; returns every
     page URL and the home page. ``dirty`` (:class:`builder.render.manifest.Dirty`) names the pages that may have
     changed; None: any may have. Big pages are fingerprinted from their inputs, never built to compare."""
-
-    ctx = notepages.context()
     render = ctx.templates.render
     by_source: dict[str, list[pages.NoteInfo]] = {sid: [] for sid in kinds}
     for note in notes:
         by_source[note.source_id].append(note)
     source_urls = []
     for sid, members in by_source.items():
-        source_urls += _source_pages(out, env_fp, sid, kinds[sid], members, dirty, data)
+        source_urls += _source_pages(ctx, out, env_fp, sid, kinds[sid], members, dirty, data)
     toc.prune_sources(ctx.site, set(kinds))
     groups = pages.tag_groups(notes)
     tag_urls: list[str] = []
@@ -473,10 +550,9 @@ def _tag_fp(env_fp: str, slug: str, name: str, members: list[pages.NoteInfo]) ->
     return manifest.sha(env_fp, name, *lines)
 
 
-def _source_pages(out: output.Output, env_fp: str, source_id: str, kind: str, notes: list[pages.NoteInfo],
-                  dirty: manifest.Dirty | None, data: SiteData) -> list[str]:
+def _source_pages(ctx: notepages.Context, out: output.Output, env_fp: str, source_id: str, kind: str,
+                  notes: list[pages.NoteInfo], dirty: manifest.Dirty | None, data: SiteData) -> list[str]:
     """A source's table of contents, its link graph and its navigation tree (not a page: not returned)."""
-    ctx = notepages.context()
     toc_url = urls.toc_url(source_id)
     if not out.kept_all(toc.old_toc_files(out.old, source_id), dirty is None or source_id in dirty.tocs):
         plan = toc.plan(env_fp, source_id, kind, notes, {n.key: data.entries[n.key]["toc_digest"] for n in notes})

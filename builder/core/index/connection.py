@@ -30,21 +30,18 @@ if TYPE_CHECKING:
 # first statements) and every close of a connection made here takes this process-wide lock: both are
 # rare and short. tests/test_sqlite_gate.py reproduces the deadlock without it.
 OPEN_CLOSE = threading.RLock()
-_GATED: dict[ModuleType, type] = {}
-
-
+@cache
 def _gated_class(sqlite3: ModuleType) -> type:
-    """``sqlite3.Connection`` whose ``close()`` takes :data:`OPEN_CLOSE`."""
-    if sqlite3 not in _GATED:
-        class GatedConnection(sqlite3.Connection):  # type: ignore[name-defined]
-            batch: Any = None  # the open batch.WriteBatch that each transaction() joins
+    """``sqlite3.Connection`` whose ``close()`` takes :data:`OPEN_CLOSE` (one class per sqlite3 module)."""
 
-            def close(self) -> None:
-                with OPEN_CLOSE:
-                    super().close()
+    class GatedConnection(sqlite3.Connection):  # type: ignore[name-defined]
+        batch: Any = None  # the open batch.WriteBatch that each transaction() joins
 
-        _GATED[sqlite3] = GatedConnection
-    return _GATED[sqlite3]
+        def close(self) -> None:
+            with OPEN_CLOSE:
+                super().close()
+
+    return GatedConnection
 
 
 def sqlite_module() -> ModuleType:

@@ -1,15 +1,22 @@
-"""A source's table of contents: one page with every folder and every note, each note's headings as
-deep links, folders collapsible with plain ``<details>`` (a filter box narrows it, ``static/toc.js``).
+"""A source's table of contents: every folder and every note, each note's headings as deep links,
+folders collapsible with plain ``<details>`` (a filter box narrows it, ``static/toc.js``).
 
-The page of a big source is large (about 0.6 kB per note), so it is never rendered whole again for
-one edit: the list of each folder's own notes is a fragment, rendered once and kept in
+What a reader downloads must not grow with the source: the folder tree is cut into pieces of about
+:data:`TOC_ENTRIES` entries (:func:`partition`, which the navigation tree, :mod:`builder.render.tree`,
+uses too). The page (``<source>/index.html``) is the root piece; every other piece is a script
+(``static/toc/<source>/<id>.js``) that ``static/toc.js`` loads when its folder is opened, and a folder's
+notes past a piece's worth come in continuation pieces. Each piece is fingerprinted by what it shows, so
+an edit rewrites the piece that shows the note.
+
+Pieces hold many notes, so they are never rendered whole again for one edit: the list of each
+folder's own notes is a fragment, rendered once and kept in
 ``<site>/.render-cache/toc/<source>/<fingerprint>.frag``, named by a hash of everything it shows;
 a render reads the fragments it already has, renders the few that changed and joins them inside a
 small skeleton of folders. A fragment file is written atomically and named by its inputs, so a
 render killed at any point leaves only correct fragments (and perhaps unused ones, deleted by the
 next render that assembles the page). The skeleton is rendered with a marker where each folder's
 list goes and the page is joined as bytes (:func:`splice`): the templates joining the fragments
-themselves copied the whole page once per level of folders (270 ms of the 340 ms a 6 MB page took).
+themselves copied the whole page once per level of folders (docs/BENCHMARKS.md has what that cost).
 """
 
 from __future__ import annotations

@@ -367,6 +367,29 @@ def test_a_big_source_s_table_of_contents_loads_folder_by_folder(big_folders_ser
         "Člověk 58, zápis 3"]
 
 
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_a_big_source_s_pieces_and_buttons_have_no_axe_violation(big_folders_server, browser, scheme):
+    """The buttons and pieces only a big source has (the tree's and the table of contents' "Další poznámky…",
+    a piece loaded into the page) under axe-core, as tests/test_a11y.py checks every page type."""
+    from tests.a11y_support import require_axe
+    from tests.test_a11y import violations
+
+    require_axe()
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme, bypass_csp=True)
+    try:
+        page = context.new_page()
+        page.goto(f"{big_folders_server}/notes/index.html", wait_until="networkidle")
+        page.locator("#toc-tree summary", has_text="denik/").click()
+        page.locator("#toc-tree .toc-more button").wait_for()
+        found = {"toc": violations(page)}
+        page.goto(f"{big_folders_server}/notes/denik/den-001.html", wait_until="networkidle")
+        page.locator("#site-nav .tree-more button").wait_for()
+        found["note"] = violations(page)
+    finally:
+        context.close()
+    assert {kind: v for kind, v in found.items() if v} == {}
+
+
 def test_on_a_phone_the_tree_is_a_drawer(server, browser):
     context = browser.new_context(viewport={"width": 390, "height": 844}, reduced_motion="reduce")
     page = context.new_page()

@@ -195,7 +195,8 @@ def query_picture(queries: dict[str, dict[str, Any]], out: Path) -> Path:
     sizes = sorted(int(n) for n in queries)
     lines = {"bm25 (every query set)": "bm25 all", "hybrid, the server's path, with the query embedding":
              "server hybrid+embed", "hybrid, the server's path, precomputed vector": "server hybrid",
-             "query embedding alone": "embed", "vec0 scan": "vec0"}
+             "query embedding alone": "embed", "one plain FTS5 MATCH (the engine alone)": "plain match",
+             "vec0 scan": "vec0"}
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
     for label, row in lines.items():
         points = [(n, queries[str(n)]["rows"][row]["p95"]) for n in sizes if row in queries[str(n)]["rows"]]

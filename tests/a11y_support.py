@@ -65,3 +65,11 @@ def example_portal(work: Path) -> Iterator[str]:
         subprocess.run([sys.executable, "-m", "builder.cli", "build", "--config", str(config)], check=True,
                        capture_output=True, cwd=PROJECT)
         yield from serve(config, "--no-mcp")
+
+
+def violations(page) -> list[str]:
+    """axe-core's violations of the page as it is now: ``rule (impact): where`` each."""
+    page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
+    found = page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations'],"
+                          " rules: {'target-size': {enabled: true}}})).violations")
+    return [f"{v['id']} ({v['impact']}): {', '.join(str(n['target']) for n in v['nodes'][:3])}" for v in found]

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from tests.a11y_support import PAGES, QUERY, example_portal, require_axe
+from tests.a11y_support import PAGES, QUERY, example_portal, require_axe, violations
 from tests.conftest import require_browser
 
 pytestmark = pytest.mark.slow
@@ -27,16 +27,6 @@ def portal(tmp_path_factory):
     require_browser()
     require_axe()
     yield from example_portal(tmp_path_factory.mktemp("a11y"))
-
-
-def violations(page) -> list[str]:
-    """axe-core's violations of the page as it is now: ``rule (impact): where`` each."""
-    from tests.a11y_support import AXE
-
-    page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
-    found = page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations'],"
-                          " rules: {'target-size': {enabled: true}}})).violations")
-    return [f"{v['id']} ({v['impact']}): {', '.join(str(n['target']) for n in v['nodes'][:3])}" for v in found]
 
 
 def _context(browser, view: str, scheme: str):

@@ -371,8 +371,7 @@ def test_a_big_source_s_table_of_contents_loads_folder_by_folder(big_folders_ser
 def test_a_big_source_s_pieces_and_buttons_have_no_axe_violation(big_folders_server, browser, scheme):
     """The buttons and pieces only a big source has (the tree's and the table of contents' "Další poznámky…",
     a piece loaded into the page) under axe-core, as tests/test_a11y.py checks every page type."""
-    from tests.a11y_support import require_axe
-    from tests.test_a11y import violations
+    from tests.a11y_support import require_axe, violations
 
     require_axe()
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme, bypass_csp=True)

@@ -211,7 +211,7 @@ def grep_data(rp: ReadPath, pattern: str, *, source: str | None = None, ignore_c
               max_results: int | None = None) -> dict[str, Any]:
     """``grep``: lines of the sources' files on disk now (every file in ``paths`` and not ``exclude``d,
     markdown or not), never of an unpublished note; at most ``max_results`` of them."""
-    from builder.grep import MAX_LINE_CHARS, find
+    from builder.notes.grep import MAX_LINE_CHARS, find
 
     config = rp.config
     sources = [config.source(source)] if source else list(config.sources)
@@ -231,7 +231,7 @@ def grep_data(rp: ReadPath, pattern: str, *, source: str | None = None, ignore_c
 def _unpublished(rp: ReadPath) -> Callable[[str, str], bool]:
     """Is a file an unpublished note: so the index says, or its front matter on disk now."""
     from builder.cli.notefile import published_on_disk
-    from builder.sources import Scope
+    from builder.notes.sources import Scope
 
     try:
         with rp.connection() as conn:

@@ -74,7 +74,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_embed(args: argparse.Namespace) -> int:
     from builder.embed_run import backfill
-    from builder.synclog import SyncLog
+    from builder.core.synclog import SyncLog
 
     config = config_of(args)
     if args.background:  # started by a build (builder/embed_run.start_backfill): after it, niced, silent
@@ -262,7 +262,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from builder.core.errors import ReindexNeeded
     from builder.core.errors import EXIT_PARTIAL
     from builder.sync import build
-    from builder.synclog import SyncLog
+    from builder.core.synclog import SyncLog
     from server.search import embedded_by, made_before, search
 
     config = config_of(args)

@@ -2,7 +2,7 @@
 Streamable HTTP at ``/mcp`` of the web app (``notes-portal serve``), on the official ``mcp`` SDK.
 
 It lives in the composition root, not in ``server/``: grep and read_note read the sources' files
-through the write path's scope rules (:mod:`builder.sources`), which the read path never imports.
+through the write path's scope rules (:mod:`builder.notes.sources`), which the read path never imports.
 The web app receives it as a factory (:data:`server.mcp_mount.McpFactory`, made by
 :mod:`builder.cli.mcp_http`, which imports this module on the first MCP request) and hands it its
 own index reader and query embedder, so the tools and ``/api/search`` share them.

@@ -15,7 +15,7 @@ from builder.cli import command_data
 from builder.cli.command_data import MAX_READ_LINES, READ_LINES, ReadPath
 from builder.core.config import Config
 from builder.core.errors import UserError
-from builder.grep import MAX_LINE_CHARS
+from builder.notes.grep import MAX_LINE_CHARS
 from server.query import MAX_QUERY_CHARS
 
 TOC_NOTES = 200  # toc: notes returned by default …

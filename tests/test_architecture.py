@@ -202,10 +202,12 @@ def test_the_project_keeps_its_layers():
 
 
 def test_the_project_has_a_notes_layer_below_the_renderer_and_the_read_path():
-    """The renderer and the notes layer exist and are used, so their rows in :data:`ALLOWED` check something."""
+    """The notes layer exists and the renderer, the build and the read path use it, so their rows in
+    :data:`ALLOWED` check something."""
     found = edges(ROOT)
     assert any(layer(e.source) == "render" and layer(e.target) == "notes" for e in found)
     assert any(layer(e.source) == "write" and layer(e.target) == "notes" for e in found)
+    assert any(layer(e.source) == "read" and layer(e.target) == "notes" for e in found)
     assert any(layer(e.source) == "notes" for e in found)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from builder.cli import main
-from builder.cli.command_data import MAX_READ_CHARS
+from server.read_commands import MAX_READ_CHARS
 from builder.core.config import Config
 from builder.notes.grep import MAX_LINE_CHARS
 from builder.sync import build

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builder.cli import main
-from builder.cli.command_data import for_command, grep_data, read_data, search_data
+from server.read_commands import for_command, grep_data, read_data, search_data
 from builder.cli.mcp_server import answer
 from builder.cli.mcp_tools import tools
 from builder.core import urls

@@ -1,7 +1,7 @@
 """Is a note published? One answer, from the note's bytes, for every reader.
 
 The build (:mod:`builder.ingest`, so ``serve``'s and ``watch``'s builds too), ``read`` and ``grep`` (the CLI
-and the MCP tools, :mod:`builder.cli.notefile`) hand :func:`judge` the bytes they read, and it answers as the
+and the MCP tools, :mod:`builder.notes.notefile`) hand :func:`judge` the bytes they read, and it answers as the
 build does, whatever the bytes hold: a UTF-8 byte order mark, a note in a Central European code page
 (:func:`builder.core.textdecode.decode_note`), CRLF or CR line ends, front matter fences with trailing
 spaces or closed by ``...``, front matter without its closing fence or that YAML refuses

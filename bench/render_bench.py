@@ -82,7 +82,7 @@ def index(config: Path) -> float:
     """Index the config's sources in this process without rendering; the seconds it took."""
     from builder.core.config import load_config
     from builder.sync import build
-    from builder.synclog import SyncLog
+    from builder.core.synclog import SyncLog
 
     cfg = load_config(config)
     start = time.perf_counter()
@@ -97,7 +97,7 @@ def render_once(config: Path, full: bool) -> dict[str, float]:
     from builder.core import index as db
     from builder.core.config import load_config
     from builder.render.site import render_site
-    from builder.synclog import SyncLog
+    from builder.core.synclog import SyncLog
 
     cfg = load_config(config)
     conn = db.connect(indexfile.resolve(cfg.index), vec=False)

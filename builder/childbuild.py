@@ -4,7 +4,7 @@ Their threads (uvicorn's, the query embedder's, the KNN scan's) may hold locks a
 build forks its parsing and render workers, and a child forked while another thread holds a lock
 can wait for it forever. So those processes run each build as ``notes-portal build --wait`` in a
 process of its own (started with ``exec``, which inherits no locks; the portal's code, never the
-working folder's: :mod:`builder.interpreter`) and follow it through the lines
+working folder's: :mod:`builder.core.interpreter`) and follow it through the lines
 it prints: ``--progress`` makes the build print its phase and counts as JSON lines on stdout, and
 its WARN lines reach stderr as usual. The child leaves when its parent does (its stdin closes): no
 build outlives the server that started it, and the next one's job runner runs the job again.
@@ -22,9 +22,9 @@ from typing import IO
 
 from builder.core.config import Config
 from builder.core.embedding import EmbedderFactory
-from builder.interpreter import child_environment, python_command
+from builder.core.interpreter import child_environment, python_command
 from builder.report import BuildReport
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 
 LEVELS = ("WARN ", "ERROR ")
 

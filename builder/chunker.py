@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from builder.core.slug import fold
 
 if TYPE_CHECKING:  # chunks are made from parsed notes; the parser is imported by whoever parses
-    from builder.parse import Heading, Note
+    from builder.notes.parse import Heading, Note
 
 CHARS_PER_TOKEN = 4
 MIN_TOKENS = 200

@@ -32,7 +32,7 @@ from builder.core.embedding import (
 )
 from builder.embed_cache import EmbeddingCache
 from builder.lock import BuildLock
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
@@ -205,7 +205,7 @@ def start_backfill(config: Config) -> bool:
     with BuildLock(config.embed_lock_path) as lock:  # a look only: released at once, the child takes it again
         if not lock.acquired:
             return False
-    from builder.interpreter import child_environment, python_command
+    from builder.core.interpreter import child_environment, python_command
 
     subprocess.Popen(python_command("-m", "builder.cli", "embed", "--background", "--config", str(config.path)),
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -2,7 +2,7 @@
 
 Bad input becomes a status and a warning: binary data, invalid UTF-8, a note
 over the size limit, a name too long for its page, broken front matter, ``published: false``
-(:func:`builder.publication.judge` decides, as it does for every reader).
+(:func:`builder.notes.publication.judge` decides, as it does for every reader).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.core.index import UNREAD, FileRecord, chunk_stems
-from builder.publication import judge
+from builder.notes.publication import judge
 
 if TYPE_CHECKING:
-    from builder.forkpool import Pool
+    from builder.core.forkpool import Pool
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | No
            max_bytes: int, fits: Callable[[str], bool] | None = None, size: int | None = None,
            sha256: str | None = None) -> Ingested:
     """Parse and chunk one note given its bytes; problems become a status and warnings. Whether it is
-    published is :func:`builder.publication.judge`'s answer, as for every reader. ``fits`` (see
+    published is :func:`builder.notes.publication.judge`'s answer, as for every reader. ``fits`` (see
     :func:`builder.chunker.chunk_note`) sizes chunks by the embedding model's own tokens. ``size`` and
     ``sha256``: the whole file's, when ``data`` is only its beginning (:func:`read_bounded`)."""
     size = len(data) if size is None else size

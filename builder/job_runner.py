@@ -25,7 +25,7 @@ from builder.lock import BuildLock
 from builder.report import BuildReport
 from builder.core.errors import EXIT_OK
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 
 BACKOFF_S = (10.0, 60.0, 300.0)  # the wait before the first, second and third retry
 DIED = "the process running this job stopped before it finished"

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 from builder.core import index as db
 from builder.core.config import Config, SourceConfig
-from builder.listings import Listings
-from builder.sources import FileStat, Scope, is_hidden, uncovered_dirs, walk
-from builder.synclog import SyncLog
+from builder.notes.listings import Listings
+from builder.notes.sources import FileStat, Scope, is_hidden, uncovered_dirs, walk
+from builder.core.synclog import SyncLog
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
@@ -90,7 +90,7 @@ def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None
     (recorded as skipped, read again once it changes or can be read); a folder that cannot be listed
     keeps its notes.
     ``held``: whether an index holds notes of the source (default: this one has its row). ``listings``:
-    the file of the source's folder listings kept between builds (:mod:`builder.listings`)."""
+    the file of the source's folder listings kept between builds (:mod:`builder.notes.listings`)."""
     assert source.root is not None
     scope = Scope.of(source)
     if not os.path.isdir(source.root):

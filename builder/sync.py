@@ -31,13 +31,13 @@ from builder.scan import (
     scan_git,
     source_heads,
 )
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
     from builder.ingest import ChangedFile, Ingested
-    from builder.sources import FileStat
+    from builder.notes.sources import FileStat
 
 WRITE_BATCH_S = 0.5  # the index commits a source's changes every half second, not once per note
 INGEST_BATCH = 1024  # changed files read at a time, parsed while the batch before is stored (two in memory)
@@ -364,7 +364,7 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
     """Write one source's changes into the index: each batch of changed files is classified (read, and
     kept, touched or left out) and parsed by the pool's workers while the batch before is stored; then
     the removals and the source's row."""
-    from builder.forkpool import Pool
+    from builder.core.forkpool import Pool
     from builder.ingest import Limits, ingest_all
 
     source = scan.source

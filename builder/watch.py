@@ -20,7 +20,7 @@ from typing import Any
 from builder.core.config import Config, SourceConfig
 from builder.core.errors import UserError
 from builder.core.terminal import printable
-from builder.sources import Scope, is_hidden
+from builder.notes.sources import Scope, is_hidden
 from builder.sync import build
 
 Enqueue = Callable[[str | None, str], Any]  # JobRunner.enqueue(source, reason)

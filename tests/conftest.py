@@ -40,7 +40,7 @@ from builder.core.config import Config, load_config
 from builder.core.slug import fold
 from builder.render import output
 from builder.render.site import render_site
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from tests.render_support import build_and_render
 
 if TYPE_CHECKING:

@@ -121,10 +121,10 @@ class Recorder:
 
 
 def _steady_rotation() -> None:
-    """The folder listings' rotation (``builder.listings``: an eleventh of the folders listed again,
+    """The folder listings' rotation (``builder.notes.listings``: an eleventh of the folders listed again,
     another each minute) at one minute, so that the dry run and the run killed at its N-th event take
     the same path when the clock's minute turns between them."""
-    from builder import listings
+    from builder.notes import listings
 
     made = listings.Listings.__init__
 

@@ -6,7 +6,7 @@ from builder import indexfile
 from builder.core import index as db
 from builder.core.config import Config
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 
 
 def run(config: Config, *, full: bool = False) -> tuple[int, list[str]]:

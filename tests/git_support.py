@@ -19,7 +19,7 @@ from builder import indexfile
 from builder.core import index as db
 from builder.core.config import Config, load_config
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from tests.conftest import DIMS, HashEmbedder, ollama_yaml, write_config
 
 EMBED = ollama_yaml("http://127.0.0.1:9", DIMS)  # never contacted: the tests pass an embedder

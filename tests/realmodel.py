@@ -29,7 +29,7 @@ from builder.core.config import Config, load_config
 from builder.core.embedding import fingerprint
 from builder.embed_cache import EmbeddingCache
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 
 # How far a live vector may be from its committed one: the bundled model's 4-bit kernels sum in another
 # order on another CPU (or build) of the engine; the bounds and the spread they were chosen from are in

@@ -22,7 +22,7 @@ from builder.render import output
 from builder.render.site import RenderReport, render_site
 from builder.render.stamp import site_is_stale
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 KEMT = SHARED / "corpora" / "kemt-wiki" / "pages"

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from builder.core.config import Config, load_config
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from tests.conftest import HashEmbedder, copy_config, ollama_yaml, write_config, write_note
 from tests.git_support import Upstream
 

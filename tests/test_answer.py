@@ -24,7 +24,8 @@ import anyio
 import pytest
 from mcp import Client
 
-from builder.cli import command_data, main
+from builder.cli import main
+from server import read_commands
 from builder.cli.mcp_server import make_server
 from builder.cli.mcp_tools import tools
 from builder.core.config import Config, load_config
@@ -318,7 +319,7 @@ def test_the_mcp_tool_ask_returns_the_cli_json(home, tmp_path, capsys):
         config = configured(home, tmp_path, chat.yaml())
         cli = ask_json(capsys, config, QUESTION)
 
-        server = make_server(config, command_data.for_command(config))
+        server = make_server(config, read_commands.for_command(config))
         assert server.instructions.endswith('"not_in_notes" means the notes do not say.')
 
         async def talk() -> Any:

@@ -1,10 +1,14 @@
 """The layers the folders show, checked on the source's own imports (read with :mod:`ast`).
 
 - ``builder/core/`` is shared pure code: it imports nothing else of the project;
-- ``server/`` (the read path) imports only ``server/`` and ``builder/core/``: never build
-  orchestration, the renderer, sources or git;
-- the rest of ``builder/`` (the write path) never imports ``server/``;
-- ``builder/cli/`` is the composition root and may import both sides;
+- ``builder/notes/`` (the notes on disk: scope, walk, listings, parse, publication, grep) imports only
+  ``builder/core/``: never the build, the renderer, the server or the CLI;
+- ``builder/render/`` (the renderer) imports only ``builder/core/`` and ``builder/notes/``: never the
+  build's modules;
+- ``server/`` (the read path) imports only ``server/``, ``builder/notes/`` and ``builder/core/``: never
+  build orchestration, the renderer or git;
+- the rest of ``builder/`` (the build, the write path) never imports ``server/``;
+- ``builder/cli/`` is the composition root and may import every side; no module outside it imports it;
 - no import cycle between modules (imports inside functions count; ``if TYPE_CHECKING:`` ones do not
   run, so they count for the layers only).
 
@@ -25,17 +29,20 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("builder", "server")
 ALLOWED = {  # layer → the layers it may import
     "core": {"core"},
-    "write": {"core", "write"},
-    "read": {"core", "read"},
-    "cli": {"core", "write", "read", "cli"},
+    "notes": {"core", "notes"},
+    "render": {"core", "notes", "render"},
+    "write": {"core", "notes", "render", "write"},
+    "read": {"core", "notes", "read"},
+    "cli": {"core", "notes", "render", "write", "read", "cli"},
 }
+SUBPACKAGE_LAYERS = {"builder.core": "core", "builder.notes": "notes", "builder.render": "render",
+                     "builder.cli": "cli"}
 
 
 def layer(module: str) -> str:
-    if module == "builder.core" or module.startswith("builder.core."):
-        return "core"
-    if module == "builder.cli" or module.startswith("builder.cli."):
-        return "cli"
+    for package, name in SUBPACKAGE_LAYERS.items():
+        if module == package or module.startswith(package + "."):
+            return name
     return "read" if module.split(".")[0] == "server" else "write"
 
 
@@ -148,7 +155,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
      ["server.app (read) imports builder.sync (write) at line 2"]),
     ({"server/pages.py": "from builder.render import pages\n", "builder/render/__init__.py": "",
       "builder/render/pages.py": ""},
-     ["server.pages (read) imports builder.render.pages (write) at line 1"]),
+     ["server.pages (read) imports builder.render.pages (render) at line 1"]),
     ({"builder/core/index.py": "import builder.sync\n", "builder/sync.py": ""},
      ["builder.core.index (core) imports builder.sync (write) at line 1"]),
     ({"builder/sync.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from server import app\n",
@@ -156,6 +163,25 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
      ["builder.sync (write) imports server.app (read) at line 3"]),
     ({"builder/cli/__init__.py": "from server.app import create_app\nfrom builder.sync import build\n",
       "server/app.py": "", "builder/sync.py": ""}, []),
+    ({"builder/render/__init__.py": "", "builder/render/site.py": "def f():\n    from builder import synclog\n",
+      "builder/synclog.py": ""},
+     ["builder.render.site (render) imports builder.synclog (write) at line 2"]),
+    ({"builder/notes/__init__.py": "", "builder/notes/parse.py": "from builder.render.links import x\n",
+      "builder/render/__init__.py": "", "builder/render/links.py": ""},
+     ["builder.notes.parse (notes) imports builder.render.links (render) at line 1"]),
+    ({"builder/notes/__init__.py": "", "builder/notes/grep.py": "import server.search\n", "server/search.py": ""},
+     ["builder.notes.grep (notes) imports server.search (read) at line 1"]),
+    ({"builder/notes/__init__.py": "", "builder/notes/sources.py": "from builder import scan\n",
+      "builder/scan.py": ""},
+     ["builder.notes.sources (notes) imports builder.scan (write) at line 1"]),
+    ({"builder/cli/__init__.py": "", "server/mcp.py": "from builder.cli import tools\n",
+      "builder/cli/tools.py": ""},
+     ["server.mcp (read) imports builder.cli.tools (cli) at line 1"]),
+    ({"builder/notes/__init__.py": "", "builder/render/__init__.py": "", "builder/notes/grep.py": "",
+      "builder/render/site.py": "from builder.notes.sources import Scope\nfrom builder.core import atomic\n",
+      "builder/core/atomic.py": "", "builder/notes/sources.py": "",
+      "server/read.py": "from builder.notes import grep\n",
+      "builder/sync.py": "from builder.render import site\n"}, []),
 ])
 def test_the_layer_check_finds_a_wrong_import(tmp_path, files, expected):
     assert layer_violations(_tree(tmp_path, files)) == expected
@@ -173,6 +199,32 @@ def test_the_cycle_check_finds_a_cycle_through_a_lazy_import(tmp_path):
 def test_the_project_keeps_its_layers():
     assert len(modules(ROOT)) > 40 and len(edges(ROOT)) > 100  # the checker sees the real tree
     assert layer_violations(ROOT) == []
+
+
+def test_the_project_has_a_notes_layer_below_the_renderer_and_the_read_path():
+    """The notes layer exists and the renderer, the build and the read path use it, so their rows in
+    :data:`ALLOWED` check something."""
+    found = edges(ROOT)
+    assert any(layer(e.source) == "render" and layer(e.target) == "notes" for e in found)
+    assert any(layer(e.source) == "write" and layer(e.target) == "notes" for e in found)
+    assert any(layer(e.source) == "read" and layer(e.target) == "notes" for e in found)
+    assert any(layer(e.source) == "notes" for e in found)
+
+
+def cli_importers(root: Path) -> list[str]:
+    """Every import of ``builder.cli`` (or a module in it) by a module outside ``builder/cli/``."""
+    return [f"{e.source} imports {e.target} at line {e.line}" for e in edges(root)
+            if layer(e.target) == "cli" and layer(e.source) != "cli"]
+
+
+def test_the_cli_check_finds_an_import_of_the_cli(tmp_path):
+    root = _tree(tmp_path, {"builder/cli/__init__.py": "", "builder/cli/tools.py": "",
+                            "builder/sync.py": "def f():\n    import builder.cli.tools\n"})
+    assert cli_importers(root) == ["builder.sync imports builder.cli.tools at line 2"]
+
+
+def test_no_module_outside_the_cli_imports_it():
+    assert cli_importers(ROOT) == []
 
 
 def test_the_project_has_no_import_cycle():

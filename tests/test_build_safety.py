@@ -15,7 +15,7 @@ from builder import indexfile
 from builder.core import index as db
 from builder.core.config import load_config
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from tests.conftest import write_config, write_note
 
 
@@ -75,7 +75,7 @@ def test_an_unreadable_folder_as_root_too(tmp_path, notes, monkeypatch):
             raise PermissionError(13, "Permission denied", str(path))
         return real_scandir(path)
 
-    monkeypatch.setattr("builder.sources.os.scandir", failing)
+    monkeypatch.setattr("builder.notes.sources.os.scandir", failing)
     assert run(config) == 3
     assert len(indexed_paths(config)) == 13
     assert log_lines(config)[-1] == "notes: cannot read deniky/: Permission denied; its notes stay as they were indexed"
@@ -198,7 +198,7 @@ def test_a_full_build_keeps_the_notes_of_a_folder_it_cannot_read(tmp_path, notes
             raise PermissionError(13, "Permission denied", str(path))
         return real_scandir(path)
 
-    monkeypatch.setattr("builder.sources.os.scandir", failing)
+    monkeypatch.setattr("builder.notes.sources.os.scandir", failing)
     assert build(config, full=True, log=SyncLog(config.log_path, echo_info=False)) == 3
     assert indexfile.resolve(config.index) != before and len(indexed_paths(config)) == 13
     assert log_lines(config) == ["notes: cannot read deniky/: Permission denied; its notes stay as they were indexed"]

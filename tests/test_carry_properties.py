@@ -16,7 +16,7 @@ from builder import indexfile
 from builder.core import index as db
 from builder.core import urls
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from tests.render_support import make_config
 
 pytestmark = pytest.mark.slow

@@ -1,6 +1,6 @@
 """Every child process of the portal runs the portal's code, never a module of the folder the user runs it
 from (issue 44): the background backfill a build starts, the builds ``serve`` queues, ``watch``'s builds and
-grep's Python engine all start in safe-path mode (builder/interpreter.py).
+grep's Python engine all start in safe-path mode (builder/core/interpreter.py).
 
 Each test runs the real CLI, through its installed entry point, from a folder holding a hostile
 ``builder.py``, ``builder/``, ``server/`` and ``yaml.py``, each of which leaves a marker when imported, and
@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from builder.core import index as db
-from builder.interpreter import PROJECT, child_environment
+from builder.core.interpreter import PROJECT, child_environment
 from tests.conftest import FakeOllama, free_port, listens, ollama_yaml, write_config, write_note
 
 

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-import builder.forkpool
+import builder.core.forkpool
 import builder.sync
 from builder.childbuild import build_in_child
 from builder.core.config import load_config
 from builder.job_runner import JobRunner
 from builder.report import BuildReport
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from tests.conftest import PROJECT, write_config, write_note
 
 
@@ -37,7 +37,7 @@ def test_a_job_s_build_runs_in_a_child_and_the_job_follows_its_phases_and_counts
         raise AssertionError("the build ran in the job runner's process")
 
     monkeypatch.setattr(builder.sync, "build", in_this_process)
-    monkeypatch.setattr(builder.forkpool.Pool, "__init__", in_this_process)
+    monkeypatch.setattr(builder.core.forkpool.Pool, "__init__", in_this_process)
     phases: list[str] = []
     runner = JobRunner(config, build_function=build_in_child)
     original = runner.queue.progress

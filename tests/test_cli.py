@@ -126,7 +126,7 @@ def test_grep_reads_every_file_of_the_tree(built, notes_dir, capsys, monkeypatch
     if use_rg:
         require_ripgrep()
     if not use_rg:
-        monkeypatch.setattr("builder.grep.shutil.which", lambda name: None)
+        monkeypatch.setattr("builder.notes.grep.shutil.which", lambda name: None)
     write_note(notes_dir, "projekty/capture.txt", "0x7e 0xA1 RS485 frame\n")
     write_note(notes_dir, ".git/config", "RS485 hidden\n")
     assert main(["grep", "RS48[0-9]", "--config", str(built.path)]) == 0
@@ -143,7 +143,7 @@ def test_grep_reads_notes_in_a_code_page_as_the_build_does(built, notes_dir, cap
     if use_rg:
         require_ripgrep()
     else:
-        monkeypatch.setattr("builder.grep.shutil.which", lambda name: None)
+        monkeypatch.setattr("builder.notes.grep.shutil.which", lambda name: None)
     (notes_dir / "stare").mkdir()
     (notes_dir / "stare/kun.md").write_bytes("# Kůň\n\nŽluťoučký kůň úpěl ďábelské ódy.\ncat\n".encode("cp1250"))
     (notes_dir / "stare/lad.md").write_bytes("# Ľad\n\nŽltý ľad a šťava.\n".encode("iso8859_2"))
@@ -185,8 +185,8 @@ def test_grep_invalid_pattern(built, capsys):
 def test_grep_stops_a_pattern_that_backtracks(built, notes_dir, capsys, monkeypatch):
     """Without ripgrep, Python's regular expressions backtrack: `(a+)+$` over thirty a's and a b runs
     for about a minute (a longer line, for ages); grep stops it at its time limit with one line."""
-    monkeypatch.setattr("builder.grep.shutil.which", lambda name: None)
-    monkeypatch.setattr("builder.grep.TIME_LIMIT_S", 1.0)
+    monkeypatch.setattr("builder.notes.grep.shutil.which", lambda name: None)
+    monkeypatch.setattr("builder.notes.grep.TIME_LIMIT_S", 1.0)
     write_note(notes_dir, "projekty/aaa.txt", "a" * 30 + "b\n")
     assert main(["grep", "(a+)+$", "--config", str(built.path)]) == 2
     assert capsys.readouterr().err == ("notes-portal: grep stopped after 1 s: the pattern is too slow to match "

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from builder.cli import main
-from builder.cli.command_data import MAX_READ_CHARS
+from server.read_commands import MAX_READ_CHARS
 from builder.core.config import Config
-from builder.grep import MAX_LINE_CHARS
+from builder.notes.grep import MAX_LINE_CHARS
 from builder.sync import build
 from tests.conftest import (
     copy_config,
@@ -95,7 +95,7 @@ def test_grep(built, notes_dir, capsys, monkeypatch, use_rg):
     if use_rg:
         require_ripgrep()
     else:
-        monkeypatch.setattr("builder.grep.shutil.which", lambda name: None)
+        monkeypatch.setattr("builder.notes.grep.shutil.which", lambda name: None)
     write_note(notes_dir, "projekty/capture.txt", "0x7e 0xA1 RS485 frame\n" + "RS485 " + "x" * 600 + "\n")
     write_note(notes_dir, "projekty/z-tajne.md", "---\npublished: false\n---\nRS485 heslo\n")
     code, body, err = run(capsys, "grep", "RS48[0-9]", "--config", str(built.path))

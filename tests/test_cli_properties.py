@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from builder.cli import main
 from builder.core.config import load_config
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from tests.conftest import write_config, write_note
 
 pytestmark = pytest.mark.slow

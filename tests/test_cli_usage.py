@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from builder.cli import main
 from builder.core.config import load_config
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from server.app import create_app
 from tests.conftest import PROJECT, write_config, write_note
 

@@ -15,7 +15,7 @@ import pytest
 from builder.core.index.renderstate import shard_of
 from builder.render import output
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from tests.conftest import copy_config
 from tests.render_support import make_config, site_snapshot, write
 

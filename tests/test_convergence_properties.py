@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from builder import indexfile
 from builder.core import index as db
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from tests.render_support import make_config, site_snapshot
 
 pytestmark = pytest.mark.slow

@@ -31,7 +31,7 @@ from builder import indexfile
 from builder.core import index as db
 from builder.core.config import Config, load_config
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from server.app import create_app
 from tests.conftest import PROJECT, FakeOllama, HashEmbedder, ollama_yaml
 from tests.render_support import site_snapshot

@@ -22,7 +22,7 @@ from builder.core.config import load_config
 from builder.core.embedding import EmbeddingError, OllamaEmbedder, OpenAIEmbedder
 from builder.core.errors import ReindexNeeded
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from server.search import embedded_by, search
 from tests.conftest import (
     DIMS,

@@ -18,7 +18,7 @@ from builder.core import index as db
 from builder.core import urls
 from builder.core.config import load_config
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from tests.failure_support import ALIAS_BOMB
 
 pytestmark = pytest.mark.slow

@@ -87,7 +87,7 @@ def test_a_note_whose_page_cannot_be_named_is_skipped_with_one_warning(tmp_path,
 
 
 def test_a_note_indexed_before_names_were_checked_is_left_out_of_the_site(tmp_path, monkeypatch):
-    from builder import publication
+    from builder.notes import publication
 
     name = long_name(NAME_MAX)
     write_note(tmp_path / "notes", name, "# Dlouhý\n\nSlovo kvazikrystal.\n")

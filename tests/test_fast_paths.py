@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from builder.sources import Scope, _glob_regex, matches
+from builder.notes.sources import Scope, _glob_regex, matches
 
 PATTERNS = ["**", "*.md", "notes/**", "notes", "**/inbox/**", "*.markdown", "a/*/c.md", "drafts", "x?y.md",
             "projekty/**", "**/*.txt", "deep/**/q.md", "x**.md"]
@@ -44,7 +44,7 @@ def test_a_folders_revision_follows_the_index_as_a_fresh_read_would(tmp_path):
     from builder.core import index as db
     from builder.core.config import load_config
     from builder.sync import build
-    from builder.synclog import SyncLog
+    from builder.core.synclog import SyncLog
     from tests.conftest import write_config, write_note
 
     for i in range(5):
@@ -79,12 +79,13 @@ def test_notes_parsed_on_every_core_are_indexed_as_one_process_indexes_them(tmp_
     equals the one-process build's, row for row and in the same order of ids."""
     import os
 
-    from builder import forkpool, indexfile
+    from builder import indexfile
+    from builder.core import forkpool
     from builder.core import index as db
     from builder.core.config import load_config
     from builder import sync
     from builder.sync import build
-    from builder.synclog import SyncLog
+    from builder.core.synclog import SyncLog
     from tests.conftest import write_config, write_note
 
     notes = {f"d{i % 3}/n{i}.md": f"---\ntags: [t{i % 4}]\n---\n# Pozn {i}\n\nText {i} o čaji.\n\n## Oddíl\n\n"
@@ -301,7 +302,7 @@ def test_the_any_word_query_with_common_words_is_the_reference_query_over_chunks
     from builder.core import index as db
     from builder.core.config import load_config
     from builder.sync import build
-    from builder.synclog import SyncLog
+    from builder.core.synclog import SyncLog
     from server import search as search_module
     from server.query import match_any, parse
     from tests.conftest import write_config, write_note

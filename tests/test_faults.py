@@ -38,7 +38,7 @@ from builder import gitsource, indexfile
 from builder.core import index as db
 from builder.core.config import Config, load_config
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from server.app import create_app
 from tests.conftest import DIMS, PROJECT, hashed_vector, write_config, write_note
 from tests.git_support import (

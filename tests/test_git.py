@@ -514,7 +514,7 @@ def test_status_shows_url_branch_rev_last_sync_and_last_error(tmp_path: Path) ->
 @pytest.mark.parametrize("engine", ["rg", "python"])
 def test_grep_reads_the_clone_including_non_markdown(engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    from builder import grep as grep_module
+    from builder.notes import grep as grep_module
 
     if engine == "rg":
         require_ripgrep()

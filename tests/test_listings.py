@@ -1,4 +1,4 @@
-"""Folder listings kept between builds (builder/listings.py): a no-op build lists only what changed,
+"""Folder listings kept between builds (builder/notes/listings.py): a no-op build lists only what changed,
 and nothing a folder holds stays unseen for long, even where its mtime does not move."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from builder import listings as listings_module
+from builder.notes import listings as listings_module
 from builder.core.config import SourceConfig, load_config
-from builder.listings import ROTATION, Listings
-from builder.sources import Scope, walk
+from builder.notes.listings import ROTATION, Listings
+from builder.notes.sources import Scope, walk
 from tests.failure_support import found, run
 
 OLD = time.time() - 3600  # a folder last changed an hour ago: its listing can be trusted
@@ -36,7 +36,7 @@ def age(root: Path) -> None:
 
 @pytest.fixture
 def counted(monkeypatch) -> list[str]:
-    """The folders ``os.scandir`` lists (as builder.listings calls it)."""
+    """The folders ``os.scandir`` lists (as builder.notes.listings calls it)."""
     listed: list[str] = []
     real = os.scandir
 

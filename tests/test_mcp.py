@@ -2,7 +2,7 @@
 SDK's own client, and ``/mcp`` of the real web app on 127.0.0.1 (uvicorn), with and without the key.
 
 Every tool's answer is compared with the CLI's ``--json`` for the same question (they come from one
-function, :mod:`builder.cli.command_data`); errors are exact one-line messages; ``read_note`` shows the disk
+function, :mod:`server.read_commands`); errors are exact one-line messages; ``read_note`` shows the disk
 as it is now, before a build has seen it. Queries are embedded by the stand-in Ollama server, so the
 vector half runs in both processes.
 """

@@ -7,7 +7,7 @@ module) that a function of the module changes: a container's mutating method (``
 ``clear`` …) or any method of such an instance, an item assigned or deleted, a slice assigned. A memo of a
 pure function is ``functools.cache`` (what it keeps is the function's, not a module global), a render's or
 a build's state is passed as an argument (the render's :class:`builder.render.notepages.Context`, a build's
-:class:`builder.ingest.Limits`), and what forked workers share is given to :class:`builder.forkpool.Pool`,
+:class:`builder.ingest.Limits`), and what forked workers share is given to :class:`builder.core.forkpool.Pool`,
 whose one global is assigned in a forked worker only.
 """
 
@@ -23,7 +23,7 @@ MUTATORS = {"append", "extend", "insert", "pop", "popitem", "remove", "clear", "
 _CONTAINERS = {"dict", "list", "set", "OrderedDict", "defaultdict", "deque"}
 ALLOWED = {
     # forked-worker state: assigned in a forked worker only (what the pool's jobs share)
-    "builder/forkpool.py": {"_WORKER"},
+    "builder/core/forkpool.py": {"_WORKER"},
     # this process's reading connection to the kept bodies, by pid: a forked worker opens its own, and a
     # connection is never used across a fork
     "builder/core/index/bodystore.py": {"_READERS"},

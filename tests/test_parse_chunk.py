@@ -8,7 +8,7 @@ import pytest
 
 from builder.chunker import CHARS_PER_TOKEN, HARD_MAX_TOKENS, MAX_TOKENS, chunk_note
 from builder.core.slug import Slugger, slugify
-from builder.parse import Heading, headings_of, make_markdown, parse_note
+from builder.notes.parse import Heading, headings_of, make_markdown, parse_note
 from tests.conftest import SHARED, require_shared
 
 

@@ -1,4 +1,4 @@
-"""One decision whether a note is published (builder/publication.py), and every reader keeps to it (issue 44).
+"""One decision whether a note is published (builder/notes/publication.py), and every reader keeps to it (issue 44).
 
 The build (and so the site, search and the answer pipeline's passages, which read the index it writes),
 ``grep`` and ``read`` (the CLI and the MCP tools) decide from the same bytes: a byte order mark, a note in
@@ -25,13 +25,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builder.cli import main
-from builder.cli.command_data import for_command, grep_data, read_data, search_data
+from server.read_commands import for_command, grep_data, read_data, search_data
 from builder.cli.mcp_server import answer
 from builder.cli.mcp_tools import tools
 from builder.core import urls
 from builder.core.config import Config, load_config
 from builder.core.errors import UserError
-from builder.publication import judge
+from builder.notes.publication import judge
 from builder.sync import build
 from tests.conftest import quiet, require_ripgrep, write_config
 
@@ -95,7 +95,7 @@ def test_grep_leaves_out_a_note_whose_front_matter_follows_a_byte_order_mark(tmp
     if engine == "ripgrep":
         require_ripgrep()
     else:
-        monkeypatch.setattr("builder.grep.shutil.which", lambda name: None)
+        monkeypatch.setattr("builder.notes.grep.shutil.which", lambda name: None)
     config = make_portal(tmp_path)
     notes = tmp_path / "notes"
     (notes / "old.md").write_bytes(b"# Old\n\nOLDWORD here\n")
@@ -244,7 +244,7 @@ def test_a_note_unpublished_between_its_indexing_and_its_render_gets_no_page_of_
     from builder import indexfile
     from builder.core import index as db
     from builder.render.site import render_site
-    from builder.synclog import SyncLog
+    from builder.core.synclog import SyncLog
 
     config = make_portal(tmp_path)
     notes = tmp_path / "notes"

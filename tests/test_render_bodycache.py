@@ -195,7 +195,7 @@ def test_a_big_render_that_keeps_its_bodies_on_disk_writes_the_same_site(portals
     47: 100,000 notes held 2 GB of it): the site, the manifest and the bodies kept for the next render are those of
     a render that held them in memory; the spill is gone when the render ends."""
     root, spilled, held = portals
-    monkeypatch.setattr("builder.forkpool.PARALLEL_MIN", 1)
+    monkeypatch.setattr("builder.core.forkpool.PARALLEL_MIN", 1)
     for config in (spilled, held):
         no_kept_bodies(config)
     build_and_render(held, full=True, workers=workers)

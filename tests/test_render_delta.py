@@ -18,7 +18,7 @@ from builder.core.config import load_config
 from builder.render import delta, output
 from builder.render.site import render_site
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from tests.conftest import copy_portal
 from tests.render_support import (
     DAY,

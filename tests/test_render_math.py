@@ -21,7 +21,7 @@ from builder import indexfile
 from builder.chunker import chunk_note
 from builder.core import index as db
 from builder.core.templates import DIAGRAM_MARK
-from builder.parse import parse_note
+from builder.notes.parse import parse_note
 from builder.render.diagrams import MERMAID_JS, has_diagram
 from builder.render.links import Link
 from builder.render.markdown import make_renderer, render_body

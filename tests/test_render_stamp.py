@@ -24,7 +24,7 @@ from builder.core.config import load_config
 from builder.core import index as db
 from builder.render.stamp import site_is_stale
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 
 config = load_config(sys.argv[1])
 content = db.content_token(db.open_index(config.index, vec=False)) if config.index.exists() else "none"
@@ -61,7 +61,7 @@ def project(tmp_path: Path):
 @pytest.mark.parametrize("changed", [
     "builder/render/output.py",  # a renderer module no hand-kept list named
     "builder/core/urls.py",  # a shared module the renderer imports
-    "builder/parse.py",  # imported lazily, inside a function
+    "builder/notes/parse.py",  # imported lazily, inside a function
     "templates/note.html",
 ])
 def test_a_change_to_code_the_renderer_uses_makes_the_site_stale(project, changed):
@@ -77,7 +77,7 @@ def test_a_change_to_code_the_renderer_uses_makes_the_site_stale(project, change
 
 def test_a_change_to_code_the_renderer_does_not_use_leaves_the_site_alone(project):
     copy, probe, page = project
-    with (copy / "builder/grep.py").open("a", encoding="utf-8") as handle:
+    with (copy / "builder/notes/grep.py").open("a", encoding="utf-8") as handle:
         handle.write("\n# not the renderer's business\n")
     assert probe() == {"stale": False, "heavy": [False, False]}
 
@@ -86,9 +86,9 @@ def test_a_module_that_starts_importing_another_brings_it_into_the_fingerprint(p
     copy, probe, page = project
     assert (tmp_path / "site/.render-cache/imports.json").is_file()  # each module's imports, kept by stat
     with (copy / "builder/render/output.py").open("a", encoding="utf-8") as handle:
-        handle.write("\n\ndef _later() -> None:\n    import builder.grep  # noqa: F401\n")
+        handle.write("\n\ndef _later() -> None:\n    import builder.notes.grep  # noqa: F401\n")
     assert probe("build")["stale"] is True
     assert probe()["stale"] is False
-    with (copy / "builder/grep.py").open("a", encoding="utf-8") as handle:
+    with (copy / "builder/notes/grep.py").open("a", encoding="utf-8") as handle:
         handle.write("\n# now the renderer's business\n")
     assert probe()["stale"] is True

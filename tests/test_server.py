@@ -16,7 +16,7 @@ from builder import indexfile
 from builder.core import index as db
 from builder.core.config import Config, load_config
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from server.app import SECURITY_HEADERS, create_app
 from tests.conftest import HashEmbedder, copy_config, free_port, ollama_yaml, write_note
 from tests.render_support import build_and_render, shown

@@ -19,7 +19,7 @@ import pytest
 
 from builder.core.config import Config
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from server.app import create_app
 from tests.conftest import HashEmbedder, ollama_yaml
 from tests.render_support import build_and_render

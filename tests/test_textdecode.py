@@ -8,7 +8,7 @@ from builder.core.config import load_config
 from builder.core.index import open_index
 from builder.core.textdecode import decode_note
 from builder.sync import build
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 from server.search import search
 from tests.conftest import write_config
 

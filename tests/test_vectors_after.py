@@ -125,7 +125,7 @@ def test_a_killed_backfill_resumes_with_what_it_had_computed(tmp_path):
 def test_a_vector_of_text_replaced_meanwhile_is_never_stored(tmp_path):
     config = portal(tmp_path, "http://127.0.0.1:9", notes=2)
     from builder.sync import build
-    from builder.synclog import SyncLog
+    from builder.core.synclog import SyncLog
 
     assert build(config, log=SyncLog(config.log_path, echo_info=False), vectors="later") == 0
     conn = db.connect(indexfile.resolve(config.index))

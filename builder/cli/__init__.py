@@ -31,8 +31,8 @@ from builder.cli.commands import (
     cmd_toc,
     cmd_watch,
 )
-from builder.cli.package import version
-from builder.cli.command_data import MAX_READ_LINES, READ_LINES, SCHEMA_VERSION, error_body
+from builder.core.package import version
+from server.read_commands import MAX_READ_LINES, READ_LINES, SCHEMA_VERSION, error_body
 from builder.core.errors import IndexUnreadable, UserError
 from builder.core.terminal import PrintableStream, printable
 

@@ -1,6 +1,6 @@
 """The commands behind ``notes-portal``: each composes the write path (``builder``) and the read path
 (``server``) it needs, importing them inside the command so the every-minute no-op build loads only
-what it needs. The read commands get their data from :mod:`builder.cli.command_data` (the same data the MCP
+what it needs. The read commands get their data from :mod:`server.read_commands` (the same data the MCP
 tools return) and print it as text or, with ``--json``, as it is."""
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_embed(args: argparse.Namespace) -> int:
     from builder.embed_run import backfill
-    from builder.synclog import SyncLog
+    from builder.core.synclog import SyncLog
 
     config = config_of(args)
     if args.background:  # started by a build (builder/embed_run.start_backfill): after it, niced, silent
@@ -90,13 +90,13 @@ def _open_index(config: Config) -> Connection:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from builder.cli import command_data
+    from server import read_commands
     from server.search import WEAK, provenance
 
-    result = command_data.search_result(command_data.for_command(config_of(args)), args.query, limit=args.limit,
-                                        source=args.source, tag=args.tag, mode=args.mode, correct=not args.as_typed)
+    result = read_commands.search_result(read_commands.for_command(config_of(args)), args.query, limit=args.limit,
+                                         source=args.source, tag=args.tag, mode=args.mode, correct=not args.as_typed)
     if args.json:
-        print_json(command_data.search_result_data(result))
+        print_json(read_commands.search_result_data(result))
         return 0
     for note in result.notes:
         print(f"note: {note}")
@@ -119,9 +119,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from builder.cli import command_data
+    from server import read_commands
 
-    data = command_data.answer_data(command_data.for_command(config_of(args)), args.question, source=args.source)
+    data = read_commands.answer_data(read_commands.for_command(config_of(args)), args.question, source=args.source)
     if args.json:
         print_json(data)
     else:
@@ -166,10 +166,10 @@ def _plain_snippet(snippet: str) -> str:
 
 
 def cmd_toc(args: argparse.Namespace) -> int:
-    from builder.cli import command_data
+    from server import read_commands
 
-    data = command_data.toc_data(command_data.for_command(config_of(args)), source=args.source, tag=args.tag,
-                                 folder=args.folder)
+    data = read_commands.toc_data(read_commands.for_command(config_of(args)), source=args.source, tag=args.tag,
+                                  folder=args.folder)
     if args.json:
         print_json(data)
         return 0
@@ -202,12 +202,12 @@ def _as_the_toc_page_shows(notes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def cmd_grep(args: argparse.Namespace) -> int:
-    from builder.cli import command_data
+    from server import read_commands
 
     if args.max_results is not None and args.max_results < 1:
         raise ConfigError(f"--max-results must be at least 1, got {args.max_results}")
-    data = command_data.grep_data(command_data.for_command(config_of(args)), args.pattern, source=args.source,
-                                  ignore_case=args.ignore_case, max_results=args.max_results)
+    data = read_commands.grep_data(read_commands.for_command(config_of(args)), args.pattern, source=args.source,
+                                   ignore_case=args.ignore_case, max_results=args.max_results)
     if args.json:
         print_json(data)
     else:
@@ -221,10 +221,10 @@ def cmd_grep(args: argparse.Namespace) -> int:
 
 
 def cmd_read(args: argparse.Namespace) -> int:
-    from builder.cli import command_data
+    from server import read_commands
 
-    data = command_data.read_data(command_data.for_command(config_of(args)), args.source, args.path,
-                                  section=args.section, start_line=args.from_line, max_lines=args.max_lines)
+    data = read_commands.read_data(read_commands.for_command(config_of(args)), args.source, args.path,
+                                   section=args.section, start_line=args.from_line, max_lines=args.max_lines)
     if args.json:
         print_json(data)
     elif data["text"]:
@@ -233,10 +233,10 @@ def cmd_read(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from builder.cli import command_data
-    from builder.status import format_status
+    from builder.status import collect_status, format_status
+    from server.read_commands import envelope
 
-    data = command_data.status_data(command_data.for_command(config_of(args)))
+    data = envelope("status", collect_status(config_of(args)))
     if args.json:
         print_json(data)
     else:
@@ -257,12 +257,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
         format_report,
         load_queries,
     )
-    from builder.cli.command_data import envelope, query_embedder
+    from server.read_commands import envelope, query_embedder
     from builder.core import index as db
     from builder.core.errors import ReindexNeeded
     from builder.core.errors import EXIT_PARTIAL
     from builder.sync import build
-    from builder.synclog import SyncLog
+    from builder.core.synclog import SyncLog
     from server.search import embedded_by, made_before, search
 
     config = config_of(args)

@@ -2,7 +2,7 @@
 Streamable HTTP at ``/mcp`` of the web app (``notes-portal serve``), on the official ``mcp`` SDK.
 
 It lives in the composition root, not in ``server/``: grep and read_note read the sources' files
-through the write path's scope rules (:mod:`builder.sources`), which the read path never imports.
+through the write path's scope rules (:mod:`builder.notes.sources`), which the read path never imports.
 The web app receives it as a factory (:data:`server.mcp_mount.McpFactory`, made by
 :mod:`builder.cli.mcp_http`, which imports this module on the first MCP request) and hands it its
 own index reader and query embedder, so the tools and ``/api/search`` share them.
@@ -32,9 +32,9 @@ from mcp.server.streamable_http_manager import (
 )
 from mcp.server.transport_security import TransportSecuritySettings
 
-from builder.cli import command_data
+from server import read_commands
 from builder.cli.mcp_tools import ASK_INSTRUCTIONS, INSTRUCTIONS, Tool, tools
-from builder.cli.package import version
+from builder.core.package import version
 from builder.core import index as db
 from builder.core.config import Config
 from builder.core.errors import IndexUnreadable, UserError
@@ -51,7 +51,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 log = logging.getLogger("notes_portal.mcp")
 
 
-def make_server(config: Config, read_path: command_data.ReadPath) -> Server:
+def make_server(config: Config, read_path: read_commands.ReadPath) -> Server:
     """The low-level MCP server with the tools of :func:`tools` (``ask`` among them when an answer provider
     is configured) over ``read_path``."""
     known = tools(config)
@@ -77,7 +77,7 @@ def make_server(config: Config, read_path: command_data.ReadPath) -> Server:
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-def answer(tool: Tool, read_path: command_data.ReadPath, arguments: dict[str, Any] | None) -> types.CallToolResult:
+def answer(tool: Tool, read_path: read_commands.ReadPath, arguments: dict[str, Any] | None) -> types.CallToolResult:
     """One tool call: its data as JSON text and structured content, or an error result."""
     command = "read" if tool.name == "read_note" else tool.name
     try:
@@ -98,7 +98,7 @@ def answer(tool: Tool, read_path: command_data.ReadPath, arguments: dict[str, An
 
 def _failed(command: str, exc: UserError) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=str(exc))],
-                                structured_content=command_data.error_body(command, exc), is_error=True)
+                                structured_content=read_commands.error_body(command, exc), is_error=True)
 
 
 def _json_text(data: dict[str, Any]) -> str:
@@ -116,7 +116,7 @@ def run_stdio(config: Config) -> None:
     reader = IndexReader(config.index, time_limit_s=QUERY_TIME_LIMIT_S)
     embedder = QueryEmbedder(config.embedding, time_limit_s=EMBED_TIME_LIMIT_S, cache_size=config.query_cache)
     searcher = Searcher(config, reader, embedder, VectorMemory(reader.open_fresh))
-    server = make_server(config, command_data.for_server(searcher))
+    server = make_server(config, read_commands.for_server(searcher))
 
     async def serve() -> None:
         async with stdio_server() as (read_stream, write_stream):
@@ -156,4 +156,4 @@ def endpoint(config: Config, searcher: Searcher, asker: Asker | None, *, host: s
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
     else:
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return HttpEndpoint(make_server(config, command_data.for_server(searcher, asker)), security)
+    return HttpEndpoint(make_server(config, read_commands.for_server(searcher, asker)), security)

@@ -1,5 +1,5 @@
 """The MCP tools as data: name, description, parameters (one list gives both the JSON Schema the
-client sees and the validation of what it sends) and the :mod:`builder.cli.command_data` function each runs.
+client sees and the validation of what it sends) and the :mod:`server.read_commands` function each runs.
 
 The descriptions are written for the agent that reads them: which layer each tool asks (the index,
 as of the last build; or the files on disk now), what the answer holds, and what ``weak`` means.
@@ -11,11 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from builder.cli import command_data
-from builder.cli.command_data import MAX_READ_LINES, READ_LINES, ReadPath
+from server import read_commands
+from server.read_commands import MAX_READ_LINES, READ_LINES, ReadPath
 from builder.core.config import Config
 from builder.core.errors import UserError
-from builder.grep import MAX_LINE_CHARS
+from builder.notes.grep import MAX_LINE_CHARS
 from server.query import MAX_QUERY_CHARS
 
 TOC_NOTES = 200  # toc: notes returned by default …
@@ -117,7 +117,7 @@ class Tool:
     title: str
     description: str
     params: tuple[Param, ...]
-    run: Callable[..., dict[str, Any]]  # run(read_path, **arguments) → a command_data.* dict
+    run: Callable[..., dict[str, Any]]  # run(read_path, **arguments) → a read_commands.* dict
 
     def input_schema(self) -> dict[str, Any]:
         return {"type": "object", "properties": {p.name: p.schema() for p in self.params},
@@ -157,7 +157,7 @@ def tools(config: Config) -> dict[str, Tool]:
                   "only; vector: meaning only.", default="hybrid", choices=("hybrid", "bm25", "vector")),
             Param("as_typed", "boolean", "Search the words as typed: a word no note holds is not replaced by "
                   "the close word the notes hold (see 'corrected' in the answer).", default=False),
-        ), lambda rp, **a: command_data.search_data(rp, **a)),
+        ), lambda rp, **a: read_commands.search_data(rp, **a)),
         Tool("toc", "List the notes", TOC, (
             source("Only this source (default: every source)."),
             Param("folder", "string", "Only the notes below this folder of the source, e.g. 'projekty' "
@@ -165,7 +165,7 @@ def tools(config: Config) -> dict[str, Tool]:
             Param("tag", "string", "Only notes with this tag."),
             Param("max_notes", "integer", "How many notes to return at most.", default=TOC_NOTES, minimum=1,
                   maximum=MAX_TOC_NOTES),
-        ), lambda rp, **a: command_data.toc_data(rp, max_chars=TOC_CHARS, **a)),
+        ), lambda rp, **a: read_commands.toc_data(rp, max_chars=TOC_CHARS, **a)),
         Tool("grep", "Grep the files", GREP, (
             Param("pattern", "string", "A regular expression (Python syntax), e.g. 'MAX485' or 'RS4\\d\\d'.",
                   required=True, max_length=MAX_PATTERN_CHARS),
@@ -173,7 +173,7 @@ def tools(config: Config) -> dict[str, Tool]:
             Param("ignore_case", "boolean", "Ignore case (default: false).", default=False),
             Param("max_results", "integer", "How many matching lines to return at most.", default=GREP_RESULTS,
                   minimum=1, maximum=MAX_GREP_RESULTS),
-        ), lambda rp, **a: command_data.grep_data(rp, **a)),
+        ), lambda rp, **a: read_commands.grep_data(rp, **a)),
         Tool("read_note", "Read a note", READ_NOTE, (
             source("The note's source, as search, toc and grep give it.", required=True),
             Param("path", "string", "The note's path inside the source, as search, toc and grep give it.",
@@ -184,16 +184,24 @@ def tools(config: Config) -> dict[str, Tool]:
                   default=1, minimum=1, maximum=10_000_000),
             Param("max_lines", "integer", "How many lines to return at most.", default=READ_LINES, minimum=1,
                   maximum=MAX_READ_LINES),
-        ), lambda rp, **a: command_data.read_data(rp, **a)),
-        Tool("status", "Index status", STATUS, (), lambda rp: command_data.status_data(rp)),
+        ), lambda rp, **a: read_commands.read_data(rp, **a)),
+        Tool("status", "Index status", STATUS, (), _status),
     ]
     if config.answer.enabled:  # no provider configured: no tool that would only say so
         found.append(Tool("ask", "Ask the notes", ASK, (
             Param("question", "string", "The question, in any language.", required=True,
                   max_length=MAX_QUERY_CHARS),
             source("Only this source (default: every source)."),
-        ), lambda rp, **a: command_data.answer_data(rp, **a)))
+        ), lambda rp, **a: read_commands.answer_data(rp, **a)))
     return {tool.name: tool for tool in found}
+
+
+def _status(rp: ReadPath) -> dict[str, Any]:
+    """``status``: the index, the embedding model and, per source, notes, chunks, pending vectors, the last
+    sync, the indexed revision and the last render's broken links (the build's view, so made here)."""
+    from builder.status import collect_status
+
+    return read_commands.envelope("status", collect_status(rp.config))
 
 
 SEARCH = """\
@@ -234,7 +242,7 @@ READ_NOTE = f"""\
 Read one note as it is on disk now (not as the index has it), each line as "N: text" with its line number \
 (the numbers search, toc and grep give). The whole note, or one section (`section`: the anchor from \
 search or toc, or the heading's text), from start_line on, at most max_lines lines and \
-{command_data.MAX_READ_CHARS:,} characters. `truncated: true` means more follows: call again with \
+{read_commands.MAX_READ_CHARS:,} characters. `truncated: true` means more follows: call again with \
 start_line=next_line. `index` says whether the index has seen this version: "current", "changed since \
 the last build" or "not indexed yet".
 Only notes inside a source's configured scope can be read: a path outside it, a hidden file, a link that \

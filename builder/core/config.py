@@ -168,7 +168,7 @@ class Config:
         return self.data_dir / "jobs.sqlite"
 
     def listings_path(self, source_id: str) -> Path:
-        """A folder source's folder listings kept between builds (see builder.listings)."""
+        """A folder source's folder listings kept between builds (see builder.notes.listings)."""
         return self.data_dir / "listings" / source_id
 
     def source_root(self, source: SourceConfig) -> Path:

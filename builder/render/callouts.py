@@ -15,7 +15,7 @@ Two ways people write them, both rendered as ``<div class="callout callout-{fami
       ! Cieľ:
       ! - príprava základnej sady nástrojov
 
-The index reads both as the text they hold (``builder.parse`` keeps its own grammar).
+The index reads both as the text they hold (``builder.notes.parse`` keeps its own grammar).
 """
 
 from __future__ import annotations

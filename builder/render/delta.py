@@ -36,8 +36,8 @@ from builder.core.index import renderstate
 from builder.render import graph, highlight, manifest, notepages, output, pages, toc
 from builder.render.links import LINK_KIND, LINK_TARGET, LINK_URL, Resolver, SourceNotes
 from builder.render.stamp import write_stamp
-from builder.sources import Scope
-from builder.synclog import SyncLog
+from builder.notes.sources import Scope
+from builder.core.synclog import SyncLog
 
 if TYPE_CHECKING:
     from sqlite3 import Connection

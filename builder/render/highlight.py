@@ -24,7 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from builder.atomic import write_atomic
+from builder.core.atomic import write_atomic
 from builder.render.output import CACHE_DIR
 
 _MAGIC = b"notes-portal highlighted code\n"  # then marshal data

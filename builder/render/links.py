@@ -36,7 +36,7 @@ from urllib.parse import quote, unquote
 from builder.core import filetypes, urls
 from builder.core.messages import text as say
 from builder.core.slug import NON_WORD, slugify
-from builder.sources import Scope, matches
+from builder.notes.sources import Scope, matches
 
 _MARKS = re.compile("[\u0300-\u034e\u0350-\u036f]")  # combining diacritics (U+034F joins, it is no mark)
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")

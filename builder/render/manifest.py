@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypedDict
 from builder.core import urls
 from builder.core.config import Config
 from builder.render.links import LINK_KIND, LINK_TARGET, LINK_URL, StoredLink
-from builder.synclog import SyncLog
+from builder.core.synclog import SyncLog
 
 if TYPE_CHECKING:
     from builder.render.links import Resolver

@@ -1,9 +1,9 @@
 """Markdown → safe HTML for one note page: markdown-it-py plus our plugins.
 
-- The block grammar is the indexer's (:func:`builder.parse.make_markdown`: CommonMark, HTML,
+- The block grammar is the indexer's (:func:`builder.notes.parse.make_markdown`: CommonMark, HTML,
   front matter, tables, strikethrough) plus footnotes, task lists and definition lists.
 - Heading ids: a top-level heading gets the anchor the index stored for its line (computed by
-  :func:`builder.parse.headings_of`, the chunker's function), so a search hit's ``#anchor``
+  :func:`builder.notes.parse.headings_of`, the chunker's function), so a search hit's ``#anchor``
   lands on its section; nested headings get fresh ids that cannot collide with those.
 - Links, images and ``[[wikilinks]]`` go through a resolver; broken ones become
   ``<span class="broken-link">``. Each link's lines in the file are recorded, for the site's
@@ -33,7 +33,7 @@ from mdit_py_plugins.tasklists import tasklists_plugin
 from builder.core import messages, urls
 from builder.core.slug import Slugger
 from builder.core.textdecode import decode_note
-from builder.parse import inline_text
+from builder.notes.parse import inline_text
 from builder.render.callouts import callout_plugin, grav_notice_plugin
 from builder.render.diagrams import mermaid_plugin
 from builder.render.highlight import CodeBlocks

@@ -1,6 +1,6 @@
 """The per-note work of a render (note bodies, note pages), in forked worker processes when there
 is enough of it. Each job gets the render's :class:`Context` as its first argument: from the render in
-this process, from the pool in a worker (:class:`builder.forkpool.Pool`, which workers inherit by fork
+this process, from the pool in a worker (:class:`builder.core.forkpool.Pool`, which workers inherit by fork
 instead of unpickling it).
 """
 
@@ -120,7 +120,7 @@ def body_job(ctx: Context, notes: list[NoteInfo]) -> list[Outcome]:
         data, outcome = _note_bytes(ctx, note)
         indexed = outcome is None and hashlib.sha256(data).hexdigest() == note.sha256
         if outcome is None and not indexed:  # changed since the index saw it: shown only if a build would publish it
-            from builder.publication import judge
+            from builder.notes.publication import judge
 
             verdict = judge(note.path, data, max_bytes=ctx.max_note_bytes)
             if not verdict.published:
@@ -179,7 +179,7 @@ def _render_body(ctx: Context, note: NoteInfo, data: bytes) -> tuple[Outcome, bo
     if indexed:
         anchors = {h.line - 1: h.anchor for h in note.headings}
     else:  # changed since it was indexed: the next build re-renders it; until then, same anchors as the chunker
-        from builder.parse import headings_of, make_markdown
+        from builder.notes.parse import headings_of, make_markdown
 
         anchors = {h.line: h.anchor for h in headings_of(make_markdown().parse(text))}
     resolver = ctx.resolver

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from builder.atomic import copy_atomic, write_atomic
+from builder.core.atomic import copy_atomic, write_atomic
 from builder.core import templates, urls
 from builder.core.config import SITE_MARKER
 from builder.core.index import renderstate
@@ -241,7 +241,7 @@ class Output:
 
     def copy(self, url: str, source: Path, *, link: bool = False) -> None:
         """``source`` (an attachment, a static file) at ``url``, never read into memory (see
-        :func:`builder.atomic.copy_atomic`)."""
+        :func:`builder.core.atomic.copy_atomic`)."""
         rel = urls.site_file(url)
         self.journal.add(rel)
         copy_atomic(source, self.site / rel, link=link)

@@ -23,7 +23,7 @@ from builder.core import urls
 from builder.core.slug import fold
 from builder.core.templates import Label, Page
 from builder.render.diagrams import can_draw, has_diagram
-from builder.sources import Scope
+from builder.notes.sources import Scope
 
 if TYPE_CHECKING:
     from builder.core.config import Config

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from builder.core import index as db
 from builder.core import templates, urls
 from builder.core.config import Config
-from builder.forkpool import PARALLEL_MIN, Pool
+from builder.core.forkpool import PARALLEL_MIN, Pool
 from builder.render import (
     bodycache,
     delta,
@@ -49,8 +49,8 @@ from builder.render import (
 )
 from builder.render.links import Resolver, SourceNotes
 from builder.render.stamp import RENDER_VERSION, code_files, write_stamp
-from builder.sources import Scope
-from builder.synclog import SyncLog
+from builder.notes.sources import Scope
+from builder.core.synclog import SyncLog
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
@@ -156,7 +156,7 @@ def _no_cycle_collection() -> Iterator[None]:
     """The cycle collector off for the render, as it was after. The render keeps ~10^6 objects alive (the
     manifest, the notes) and makes no reference cycles worth collecting, so the collector would only rescan
     them again and again (what that cost is in docs/BENCHMARKS.md). Forked workers turn it on again
-    (:func:`builder.forkpool._worker_start`): they make short-lived objects."""
+    (:func:`builder.core.forkpool._worker_start`): they make short-lived objects."""
     collecting = gc.isenabled()
     gc.disable()
     try:

@@ -24,7 +24,7 @@ from typing import Any
 
 from builder.core import templates
 from builder.core.config import Config
-from builder.atomic import write_atomic
+from builder.core.atomic import write_atomic
 from builder.render.output import STAMP, STATE
 
 RENDER_VERSION = "1"

@@ -36,7 +36,7 @@ from typing import Any
 from builder.core import urls
 from builder.core.slug import fold
 from builder.core.templates import Label, Page, Templates
-from builder.atomic import write_atomic
+from builder.core.atomic import write_atomic
 from builder.render.output import CACHE_DIR, Output
 from builder.render.pages import NoteInfo, nav_context
 from builder.render.manifest import sha

@@ -22,7 +22,7 @@ from builder.core.index.connection import load_vec, sqlite_module, transaction
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-# Bump whenever builder/chunker.py (or builder/parse.py) would cut a note differently: the next build
+# Bump whenever builder/chunker.py (or builder/notes/parse.py) would cut a note differently: the next build
 # then makes a new index (vectors of unchanged texts from the cache) instead of holding chunks of two
 # kinds; the old one answers queries meanwhile.
 # 2: chunks fit the local model's 512 tokens; 3: pieces name the H4–H6 they start under;

@@ -33,8 +33,8 @@ from typing import Any
 from builder.core.config import Config, SourceConfig
 from builder.core.errors import UserError
 from builder.core.textdecode import LEGACY_ENCODINGS
-from builder.interpreter import child_environment, python_command
-from builder.sources import Scope, walk
+from builder.core.interpreter import child_environment, python_command
+from builder.notes.sources import Scope, walk
 
 MAX_LINE_CHARS = 500  # a longer matching line is cut here and ends with TRIMMED
 TRIMMED = " […]"
@@ -269,5 +269,5 @@ def scan_main(argument: str) -> None:
         sys.exit(2)
 
 
-# the portal's code, never a module of the notes folder the child runs in (builder.interpreter)
-_CHILD = "import sys; from builder.grep import scan_main; scan_main(sys.argv[1])"
+# the portal's code, never a module of the notes folder the child runs in (builder.core.interpreter)
+_CHILD = "import sys; from builder.notes.grep import scan_main; scan_main(sys.argv[1])"

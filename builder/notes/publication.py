@@ -1,11 +1,11 @@
 """Is a note published? One answer, from the note's bytes, for every reader.
 
 The build (:mod:`builder.ingest`, so ``serve``'s and ``watch``'s builds too), ``read`` and ``grep`` (the CLI
-and the MCP tools, :mod:`builder.cli.notefile`) hand :func:`judge` the bytes they read, and it answers as the
+and the MCP tools, :mod:`builder.notes.notefile`) hand :func:`judge` the bytes they read, and it answers as the
 build does, whatever the bytes hold: a UTF-8 byte order mark, a note in a Central European code page
 (:func:`builder.core.textdecode.decode_note`), CRLF or CR line ends, front matter fences with trailing
 spaces or closed by ``...``, front matter without its closing fence or that YAML refuses
-(:func:`builder.parse.parse_note`: a ``published: false`` line still hides the note). What the site and
+(:func:`builder.notes.parse.parse_note`: a ``published: false`` line still hides the note). What the site and
 search show comes from the index the build wrote with it; the answer pipeline's passages are the index's
 chunks, which only a published note has. Before, ``grep`` looked for the front matter in the file's first
 three bytes, and showed a note whose ``published: false`` followed a byte order mark.
@@ -23,7 +23,7 @@ from builder.core.textdecode import decode_note
 from builder.core.urls import name_problem
 
 if TYPE_CHECKING:
-    from builder.parse import Note
+    from builder.notes.parse import Note
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def judge(path: str, data: bytes, *, max_bytes: int, size: int | None = None) ->
     decoded = decode_note(data)
     warnings: tuple[str, ...] = (f"{path}: {decoded.warning}",) if decoded.warning else ()
 
-    from builder.parse import NoteRefused, parse_note
+    from builder.notes.parse import NoteRefused, parse_note
 
     try:
         note = parse_note(path, decoded.text)

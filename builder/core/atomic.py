@@ -1,7 +1,7 @@
 """Writing a file whole or not at all: a reader sees the old file or the new one, never half of either.
 
 The site's pages (:mod:`builder.render.output`), the render's caches and the folder listings a no-op build
-keeps (:mod:`builder.listings`) are written this way; the attachments the site publishes are copied or
+keeps (:mod:`builder.notes.listings`) are written this way; the attachments the site publishes are copied or
 linked this way (:func:`copy_atomic`), never read into memory.
 """
 

@@ -4,9 +4,9 @@ The path an agent or a user gives is checked before anything is opened: relative
 no ``.``/``..`` parts, no hidden parts, inside the source's ``paths`` and
 ``include`` and not ``exclude``d. Then the real file behind it (symlinks
 resolved) must still lie inside the source and be wanted by the scope under its
-own path, as the folder walk of a build requires (:func:`builder.sources.walk`);
+own path, as the folder walk of a build requires (:func:`builder.notes.sources.walk`);
 it must be a regular file no larger than ``limits.max_note_bytes``, text, and
-the build must publish it (:func:`builder.publication.judge`, from the bytes read). Each failure is one
+the build must publish it (:func:`builder.notes.publication.judge`, from the bytes read). Each failure is one
 :class:`UserError` line that names the rule.
 """
 
@@ -20,15 +20,15 @@ from pathlib import Path
 
 from builder.core.config import Config, SourceConfig
 from builder.core.errors import UserError
-from builder.publication import judge
-from builder.sources import Scope, is_hidden
+from builder.notes.publication import judge
+from builder.notes.sources import Scope, is_hidden
 
 MAX_PATH_CHARS = 1000
 
 
 @dataclass(frozen=True)
 class NumberedHeading:
-    """A heading as the reader numbers the note's lines (:class:`builder.parse.Heading` counts from 0)."""
+    """A heading as the reader numbers the note's lines (:class:`builder.notes.parse.Heading` counts from 0)."""
 
     level: int
     text: str
@@ -113,7 +113,7 @@ def read_note(config: Config, source: SourceConfig, path: str) -> NoteFile:
 
 
 def published_on_disk(config: Config, source: SourceConfig, path: str) -> bool:
-    """Would a build publish the note ``source:path`` as it is on disk now (:func:`builder.publication.judge`,
+    """Would a build publish the note ``source:path`` as it is on disk now (:func:`builder.notes.publication.judge`,
     from the same bytes)? For grep, which reads every file. A file that is gone, cannot be read or is not
     a regular file is not: what cannot be known is never shown."""
     try:

@@ -7,6 +7,9 @@ CLI prints it (or its text form), the MCP server returns it as a tool's
 structured result, so the two cannot drift apart. Everything here only reads:
 the index through read-only connections, the sources' files from disk.
 
+It lives on the read side, so the CLI and the MCP server only call it; ``status``, which also counts the
+last render's broken links, is made by the build's :mod:`builder.status` and stays with the CLI.
+
 The three layers: ``search`` asks the index (words and meaning, as of the last
 build), ``toc`` lists what the index holds, ``grep`` and ``read_note`` read the
 files as they are on disk now (within each source's scope, never an
@@ -186,7 +189,7 @@ def toc_data(rp: ReadPath, *, source: str | None = None, tag: str | None = None,
     notes and about ``max_chars`` characters of JSON (``truncated`` says when some were left out)."""
     import json
 
-    from builder.cli.notefile import check_relative
+    from builder.notes.notefile import check_relative
 
     _source(rp.config, source)
     prefix = check_relative(folder.strip("/"), "folder") + "/" if folder and folder.strip("/") else ""
@@ -211,7 +214,7 @@ def grep_data(rp: ReadPath, pattern: str, *, source: str | None = None, ignore_c
               max_results: int | None = None) -> dict[str, Any]:
     """``grep``: lines of the sources' files on disk now (every file in ``paths`` and not ``exclude``d,
     markdown or not), never of an unpublished note; at most ``max_results`` of them."""
-    from builder.grep import MAX_LINE_CHARS, find
+    from builder.notes.grep import MAX_LINE_CHARS, find
 
     config = rp.config
     sources = [config.source(source)] if source else list(config.sources)
@@ -230,8 +233,8 @@ def grep_data(rp: ReadPath, pattern: str, *, source: str | None = None, ignore_c
 
 def _unpublished(rp: ReadPath) -> Callable[[str, str], bool]:
     """Is a file an unpublished note: so the index says, or its front matter on disk now."""
-    from builder.cli.notefile import published_on_disk
-    from builder.sources import Scope
+    from builder.notes.notefile import published_on_disk
+    from builder.notes.sources import Scope
 
     try:
         with rp.connection() as conn:
@@ -252,20 +255,12 @@ def _unpublished(rp: ReadPath) -> Callable[[str, str], bool]:
     return skip
 
 
-def status_data(rp: ReadPath) -> dict[str, Any]:
-    """``status``: the index, the embedding model and, per source, notes, chunks, pending vectors,
-    the last sync and the indexed revision."""
-    from builder.status import collect_status
-
-    return envelope("status", collect_status(rp.config))
-
-
 def read_data(rp: ReadPath, source: str, path: str, *, section: str | None = None, start_line: int = 1,
               max_lines: int = READ_LINES) -> dict[str, Any]:
     """``read``: the note as it is on disk now, with line numbers (``N: text``), whole or one section,
     at most ``max_lines`` lines and :data:`MAX_READ_CHARS` characters from ``start_line``; ``index``
     says whether the index has seen this version of it."""
-    from builder.cli.notefile import find_section, read_note
+    from builder.notes.notefile import find_section, read_note
 
     if not 1 <= max_lines <= MAX_READ_LINES:
         raise UserError(f"max_lines must be from 1 to {MAX_READ_LINES}, got {max_lines}")

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.core.config import SourceConfig
-from builder.listings import Known
+from builder.notes.listings import Known
 
 if TYPE_CHECKING:
-    from builder.listings import Listings
+    from builder.notes.listings import Listings
 
 
 @lru_cache(maxsize=512)
@@ -178,7 +178,7 @@ def walk(root: Path, scope: Scope, listings: Listings | None = None) -> Walk:
     (a link must not carry an excluded file past ``paths``/``exclude``); each real directory is
     visited once. An entry that cannot be read is reported by itself: a wanted name in ``broken``,
     a folder (or what may be one) in ``unread_dirs``; the rest of the walk goes on. ``listings``: the
-    folders' listings kept from the last walk, trusted where they can be (:mod:`builder.listings`)."""
+    folders' listings kept from the last walk, trusted where they can be (:mod:`builder.notes.listings`)."""
     real_root = os.path.realpath(root)
     found: dict[str, FileStat] = {}
     broken: dict[str, Broken] = {}

@@ -29,7 +29,7 @@ import zlib
 from pathlib import Path
 from typing import NamedTuple
 
-from builder.atomic import write_atomic
+from builder.core.atomic import write_atomic
 
 RACY_NS = 2_000_000_000  # coarse file-system clocks (FAT: 2 s)
 ROTATION = 11  # prime: see the module

@@ -217,19 +217,29 @@ def fragment_context(source_id: str, notes: list[NoteInfo]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Piece:
+    """One file of a table of contents: a :class:`Part` of the folder tree, where it is written and the
+    fingerprint of what it shows."""
+
+    part: Part
+    url: str
+    fingerprint: str
+
+
+@dataclass(frozen=True)
 class TocPlan:
     """A source's table of contents before it is assembled: its pieces with their fingerprints, and the
     fingerprint of each folder's note lists (one fragment per :data:`TOC_ENTRIES` notes)."""
 
     url: str
-    parts: tuple[tuple[Part, str, str], ...]  # (piece, its URL, its fingerprint), the page itself first
+    pieces: tuple[Piece, ...]  # the page itself first
     root: Folder
     folder_fps: dict[str, tuple[str, ...]]  # folder path → the fingerprints of its note lists' fragments
     entries: int  # notes of one fragment, entries of one piece
 
     @property
     def fingerprint(self) -> str:
-        return self.parts[0][2]
+        return self.pieces[0].fingerprint
 
 
 def plan(env_fp: str, source_id: str, kind: str, notes: list[NoteInfo], entry_digests: dict[str, str],
@@ -244,15 +254,15 @@ def plan(env_fp: str, source_id: str, kind: str, notes: list[NoteInfo], entry_di
                                 for start in range(0, len(f.notes), entries))
                   for f in folders_depth_first(root) if f.notes}
     opened = str(len(notes) <= OPEN_MAX)
-    found = []
+    found: list[Piece] = []
     for part in partition(root, entries):
         shown = [part.folder] + [f for f in folders_depth_first(part.folder) if f.path in part.inlined]
         shape = [f"{f.path}\x1f{f.count}\x1f{len(f.notes)}\x1f" + "\x1f".join(c.path for c in f.children)
                  for f in shown]
         lists = [folder_fps[f.path][part.start // entries if f is part.folder else 0] for f in shown if f.notes]
         url = urls.toc_url(source_id) if part.id is None else urls.toc_part_url(source_id, part.id)
-        found.append((part, url, sha(env_fp, "toc-part", source_id, kind, opened, str(part.id), str(part.start),
-                                     *shape, *lists)))
+        found.append(Piece(part, url, sha(env_fp, "toc-part", source_id, kind, opened, str(part.id), str(part.start),
+                                          *shape, *lists)))
     return TocPlan(urls.toc_url(source_id), tuple(found), root, folder_fps, entries)
 
 
@@ -279,7 +289,7 @@ def _toc_node(toc: TocPlan, part: Part, folder: Folder, lone: bool = False) -> d
 def toc_page(source_id: str, kind: str, toc: TocPlan) -> Page:
     """The page's skeleton (its root piece): each folder's note list is a marker that :func:`splice`
     replaces."""
-    part = toc.parts[0][0]
+    part = toc.pieces[0].part
     tree = _toc_node(toc, part, toc.root)
     tree["name"] = source_id
     context = {"source_id": source_id, "kind": kind, "note_count": toc.root.count,
@@ -323,7 +333,7 @@ def write_page(out: Output, templates: Templates, built_at: str, toc: TocPlan, s
     """Write the table of contents ``toc`` (see :func:`plan`): each piece whose file on disk lacks its
     fingerprint, a skeleton around the folders' fragments, of which only new ones are rendered."""
     fragments = Fragments(out.site, source_id)
-    wanted = [(part, url) for part, url, fingerprint in toc.parts if out.wants(url, fingerprint)]
+    wanted = [(piece.part, piece.url) for piece in toc.pieces if out.wants(piece.url, piece.fingerprint)]
 
     def render_fragment(folder: Folder, start: int) -> str:
         shown = folder.notes[start:start + toc.entries]

@@ -54,15 +54,10 @@
     return node;
   }
 
-  // Load one part of a source's tree once (part "": the root, at ``url``; another part sits in the folder
-  // named as the root's script without ".js"). Over HTTP it is revalidated first (its URL has no version:
-  // a page must not change when another note's title does), so a new note shows up at once.
-  function loadTree(source, url, part, done) {
-    var key = source + "\n" + part;
-    if (part) url = url.replace(/\.js$/, "/" + part + ".js");
-    if (trees[key]) { done(trees[key]); return; }
-    if (waiting[key]) { waiting[key].push(done); return; }
-    waiting[key] = [done];
+  // Run one of the site's data scripts (a piece of a tree or of a table of contents). Over HTTP it is
+  // revalidated first (its URL has no version: a page must not change when another note's title does), so a
+  // new note shows up at once; from file:// a script is all a page may load. toc.js loads its pieces so too.
+  function addScript(url) {
     function add() {
       var script = document.createElement("script");
       script.src = url;
@@ -70,6 +65,18 @@
     }
     if (window.location.protocol === "file:" || !window.fetch) add();
     else fetch(url, { cache: "no-cache" }).then(add, add);
+  }
+  window.notesPortalScript = addScript;
+
+  // Load one part of a source's tree once (part "": the root, at ``url``; another part sits in the folder
+  // named as the root's script without ".js").
+  function loadTree(source, url, part, done) {
+    var key = source + "\n" + part;
+    if (part) url = url.replace(/\.js$/, "/" + part + ".js");
+    if (trees[key]) { done(trees[key]); return; }
+    if (waiting[key]) { waiting[key].push(done); return; }
+    waiting[key] = [done];
+    addScript(url);
   }
 
   // One folder's contents: subfolders first (each a <details>), then its notes. A folder alone in

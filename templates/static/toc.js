@@ -22,20 +22,12 @@
     return text.normalize("NFD").replace(/[\u0300-\u036f]/g, "").toLowerCase();
   }
 
-  // Load a part once. Over HTTP it is revalidated first (its URL has no version: it changes when a note
-  // of its folders does).
+  // Load a part once (nav.js's notesPortalScript: revalidated over HTTP, as the tree's pieces are).
   function loadPart(base, part, done) {
     if (part in loaded) { done(loaded[part]); return; }
     if (waiting[part]) { waiting[part].push(done); return; }
     waiting[part] = [done];
-    var url = base + part + ".js";
-    function add() {
-      var script = document.createElement("script");
-      script.src = url;
-      document.head.appendChild(script);
-    }
-    if (window.location.protocol === "file:" || !window.fetch) add();
-    else fetch(url, { cache: "no-cache" }).then(add, add);
+    window.notesPortalScript(base + part + ".js");
   }
 
   // Fill a folder (its <details data-part>) or a "More notes…" button from its part; ``done`` after.

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from builder.core import urls
 from builder.render import pages, tree
+from builder.render.toc import Folder, folder_tree
 
 CALL = re.compile(r'^notesPortalTree\("(?P<source>[^"]+)",(?P<node>.*?)(?:,"(?P<part>[0-9a-f]+(?:-\d+)?)")?\);\n$',
                   re.DOTALL)
@@ -21,6 +22,20 @@ CALL = re.compile(r'^notesPortalTree\("(?P<source>[^"]+)",(?P<node>.*?)(?:,"(?P<
 def note(path: str) -> pages.NoteInfo:
     url = urls.note_url("s", path)
     return pages.NoteInfo("s", path, f"T {path}", (), "[]", None, "x", f"s:{path}", url)
+
+
+def whole_tree(notes: list[pages.NoteInfo]) -> dict:
+    """The source's tree as one node, every folder inlined (what the pieces must add up to)."""
+
+    def node(folder: Folder) -> dict:
+        found: dict = {}
+        if folder.notes:
+            found["n"] = [[n.title, n.url.rpartition("/")[2]] for n in folder.notes]
+        if folder.children:
+            found["d"] = [[c.name, urls.quote_path(c.name), node(c)] for c in folder.children]
+        return found
+
+    return node(folder_tree(notes))
 
 
 def loaded(parts: list[tree.TreePart]) -> dict[str, dict]:
@@ -100,7 +115,7 @@ def test_the_parts_followed_from_the_root_give_back_the_whole_tree_and_each_part
     parts = tree.tree_parts("s", notes, entries=entries)
     nodes = loaded(parts)
     used: set[str] = set()
-    assert followed(nodes[""], nodes, used) == tree.tree_data(notes)
+    assert followed(nodes[""], nodes, used) == whole_tree(notes)
     assert used == set(nodes) - {""}  # no part is written that nothing leads to
     for pid, node in nodes.items():
         # a folder lists its subfolders, however many: only a folder's own notes are split
@@ -115,7 +130,7 @@ def test_what_a_page_deep_in_a_big_source_loads_of_the_tree_does_not_grow_with_i
     few KB, where the whole tree is half a megabyte."""
     notes = [note(f"top{i % 8}/sub{(i // 8) % 12}/note-{i:05}.md") for i in range(count)]
     parts = tree.tree_parts("s", notes)
-    whole = len(json.dumps(tree.tree_data(notes), ensure_ascii=False))
+    whole = len(json.dumps(whole_tree(notes), ensure_ascii=False))
     sizes = {p.url: len(p.script.encode("utf-8")) for p in parts}
     assert whole > 500_000
     assert max(sizes.values()) < 40_000

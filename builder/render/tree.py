@@ -46,20 +46,6 @@ class TreePart:
     script: str
 
 
-def tree_data(notes: list[NoteInfo]) -> dict[str, Any]:
-    """The nested folders and notes of one source's ``notes``, whole (one part, whatever its size)."""
-    return _whole(folder_tree(notes))
-
-
-def _whole(folder: Folder) -> dict[str, Any]:
-    node: dict[str, Any] = {}
-    if folder.notes:
-        node["n"] = _note_entries(folder.notes)
-    if folder.children:
-        node["d"] = [[child.name, urls.quote_path(child.name), _whole(child)] for child in folder.children]
-    return node
-
-
 def _note_entries(notes: list[NoteInfo]) -> list[list[str]]:
     return [[note.title, note.url.rpartition("/")[2]] for note in notes]
 
@@ -104,7 +90,3 @@ def old_parts(manifest_urls: Collection[str], source_id: str) -> list[str]:
         return []
     return [root] + sorted(url for url in manifest_urls if url.startswith(folder))
 
-
-def tree_script(source_id: str, notes: list[NoteInfo]) -> str:
-    """The root part of ``source_id``'s tree (the whole tree when it fits in one part)."""
-    return tree_parts(source_id, notes)[0].script

@@ -45,6 +45,17 @@ def server(examples_server: str) -> str:
     return examples_server
 
 
+def built_and_served(work: Path, title: str, provider: str):
+    """The notes in ``work/notes`` as a Czech portal titled ``title`` with the embedding ``provider``, built by
+    the real CLI and served; yields the base URL."""
+    config = work / "portal.yaml"
+    config.write_text(f"site:\n  title: {title}\n  language: cs\nindex: data/index.sqlite\n"
+                      f"embedding:\n  provider: {provider}\nsources:\n  notes:\n    folder: notes\n", encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "builder.cli", "build", "--config", str(config)], check=True,
+                   capture_output=True, cwd=ROOT)
+    yield from serve(config)
+
+
 @pytest.fixture(scope="module")
 def course_server(tmp_path_factory):
     """A course's exercises year after year: two notes of one title in folders alone in their parents."""
@@ -55,12 +66,7 @@ def course_server(tmp_path_factory):
             f"# Cvičení\n\nKrystalový oscilátor a jeho zapojení, ročník {year}.\n", encoding="utf-8")
     (work / "notes" / "meteostanice.md").write_text("# Meteostanice\n\nKrystalový oscilátor hodin.\n",
                                                     encoding="utf-8")
-    config = work / "portal.yaml"
-    config.write_text("site:\n  title: Poznámky\n  language: cs\nindex: data/index.sqlite\n"
-                      "embedding:\n  provider: local\nsources:\n  notes:\n    folder: notes\n", encoding="utf-8")
-    subprocess.run([sys.executable, "-m", "builder.cli", "build", "--config", str(config)], check=True,
-                   capture_output=True, cwd=ROOT)
-    yield from serve(config)
+    yield from built_and_served(work, "Poznámky", "local")
 
 
 def test_type_a_query_pick_the_first_result_land_on_the_section(server, browser):
@@ -296,12 +302,7 @@ def big_folders_server(tmp_path_factory):
             path = work / "notes" / "lide" / f"clovek-{person:02}" / f"zapis-{k}.md"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f"# Člověk {person:02}, zápis {k}\n\nText.\n", encoding="utf-8")
-    config = work / "portal.yaml"
-    config.write_text("site:\n  title: Deník\n  language: cs\nindex: data/index.sqlite\n"
-                      "embedding:\n  provider: none\nsources:\n  notes:\n    folder: notes\n", encoding="utf-8")
-    subprocess.run([sys.executable, "-m", "builder.cli", "build", "--config", str(config)], check=True,
-                   capture_output=True, cwd=ROOT)
-    yield from serve(config)
+    yield from built_and_served(work, "Deník", "none")
 
 
 def test_a_big_source_s_tree_loads_folder_by_folder_and_finds_the_page_s_note_in_a_later_part(big_folders_server,

@@ -115,9 +115,14 @@ def dir_toc_url(source_id: str, folder: str, anchor: str) -> str:
     return f"{toc_url(source_id)}#{anchor}"
 
 
+def toc_dir(source_id: str) -> str:
+    """The folder of the pieces of a big source's table of contents (builder/render/toc.py)."""
+    return f"{STATIC_DIR}/toc/{source_id}/"
+
+
 def toc_part_url(source_id: str, part: str) -> str:
     """A piece of a big source's table of contents, loaded when its folder is opened (builder/render/toc.py)."""
-    return f"{STATIC_DIR}/toc/{source_id}/{part}.js"
+    return f"{toc_dir(source_id)}{part}.js"
 
 
 def graph_url(source_id: str) -> str:
@@ -135,9 +140,14 @@ def tree_url(source_id: str) -> str:
     return f"{TREE_DIR}/{source_id}.js"
 
 
+def tree_dir(source_id: str) -> str:
+    """The folder of the source's tree parts but its root (see :mod:`builder.render.tree`)."""
+    return f"{TREE_DIR}/{source_id}/"
+
+
 def tree_part_url(source_id: str, part: str) -> str:
     """A part of the source's tree loaded when its folder is opened (see :mod:`builder.render.tree`)."""
-    return f"{TREE_DIR}/{source_id}/{part}.js"
+    return f"{tree_dir(source_id)}{part}.js"
 
 
 @lru_cache(maxsize=8192)

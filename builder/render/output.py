@@ -225,6 +225,13 @@ class Output:
         self.unchanged += 1
         return True
 
+    def listed_with(self, first: str, folder: str) -> list[str]:
+        """``first`` and the files under ``folder`` the last render wrote with it (a source's tree or table of
+        contents and its pieces), ``first`` first; none when it wrote no ``first``."""
+        if first not in self.old:
+            return []
+        return [first, *sorted(url for url in self.old if url.startswith(folder))]
+
     def kept_all(self, page_urls: list[str], may_differ: bool) -> bool:
         """Keep every one of ``page_urls`` as it is (see :meth:`kept`): all of them, or none."""
         if may_differ or not page_urls or not all(self.current(url) for url in page_urls):

@@ -401,27 +401,35 @@ def fixed_pages() -> list[Page]:
             Page(urls.NOT_FOUND_URL, "404.html", "404", Label("page.not_found"), {})]
 
 
-# Locations in one sitemap file: past it the sitemap is an index of files of this many (the protocol allows
-# 50,000; this keeps each file near 1.5 MB).
+# Locations and bytes in one sitemap file: past either the sitemap is an index of files (the protocol allows
+# 50,000 and 50 MB; a page's address percent-encodes its letters with diacritics, three bytes each, so the
+# bytes are bounded too).
 SITEMAP_URLS = 20_000
+SITEMAP_BYTES = 1_000_000
 
 
 def sitemaps(page_urls: list[str]) -> list[tuple[str, str]]:
     """``sitemap.xml`` with root-relative locations (the config has no public base URL), as (URL, text): one
-    file, or, past :data:`SITEMAP_URLS` locations, an index of ``sitemap-1.xml``, ``sitemap-2.xml``, … (the
-    sitemaps protocol's own way to split; the files sit beside the index, as the protocol asks)."""
+    file, or, past :data:`SITEMAP_URLS` locations or :data:`SITEMAP_BYTES`, an index of ``sitemap-1.xml``,
+    ``sitemap-2.xml``, … (the sitemaps protocol's own way to split; the files sit beside the index, as the
+    protocol asks)."""
 
     def escape(url: str) -> str:  # as xml.sax.saxutils.escape, without importing urllib.request
         return url.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
-    ordered = sorted(page_urls)
-    chunks = [ordered[start:start + SITEMAP_URLS] for start in range(0, len(ordered), SITEMAP_URLS)] or [[]]
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for url in sorted(page_urls):
+        line = f"  <url><loc>/{escape(url)}</loc></url>"
+        if chunks[-1] and (len(chunks[-1]) >= SITEMAP_URLS or size + len(line) + 1 > SITEMAP_BYTES - 200):
+            chunks.append([])
+            size = 0
+        chunks[-1].append(line)
+        size += len(line) + 1  # the addresses are ASCII (percent-encoded)
 
     def urlset(chunk: list[str]) -> str:
         lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-                 '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">']
-        lines += [f"  <url><loc>/{escape(url)}</loc></url>" for url in chunk]
-        lines.append("</urlset>")
+                 '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">', *chunk, "</urlset>"]
         return "\n".join(lines) + "\n"
 
     if len(chunks) == 1:

@@ -554,7 +554,7 @@ def _source_pages(ctx: notepages.Context, out: output.Output, env_fp: str, sourc
                   notes: list[pages.NoteInfo], dirty: manifest.Dirty | None, data: SiteData) -> list[str]:
     """A source's table of contents, its link graph and its navigation tree (not a page: not returned)."""
     toc_url = urls.toc_url(source_id)
-    if not out.kept_all(toc.old_toc_files(out.old, source_id), dirty is None or source_id in dirty.tocs):
+    if not out.kept_all(out.listed_with(toc_url, urls.toc_dir(source_id)), dirty is None or source_id in dirty.tocs):
         plan = toc.plan(env_fp, source_id, kind, notes, {n.key: data.entries[n.key]["toc_digest"] for n in notes})
         toc.write_page(out, ctx.templates, ctx.built_at, plan, source_id, kind)
     graph_url = urls.graph_url(source_id)
@@ -568,7 +568,7 @@ def _source_pages(ctx: notepages.Context, out: output.Output, env_fp: str, sourc
         page = pages.graph_page(source_id, svg, {**view.stats, "legend": legend})
         if out.wants(graph_url, manifest.sha(env_fp, page.data())):
             out.write(graph_url, ctx.templates.render(page, ctx.built_at))
-    if not out.kept_all(tree.old_parts(out.old, source_id), not data.same_trees):
+    if not out.kept_all(out.listed_with(urls.tree_url(source_id), urls.tree_dir(source_id)), not data.same_trees):
         for part in tree.tree_parts(source_id, notes):
             if out.wants(part.url, manifest.sha(env_fp, part.script)):
                 out.write(part.url, part.script)

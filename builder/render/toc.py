@@ -27,7 +27,7 @@ import json
 import os
 import re
 from collections import deque
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -294,7 +294,7 @@ def toc_page(source_id: str, kind: str, toc: TocPlan) -> Page:
     tree["name"] = source_id
     context = {"source_id": source_id, "kind": kind, "note_count": toc.root.count,
                "folder_count": len(toc.folder_fps), "open": toc.root.count <= OPEN_MAX, "tree": tree,
-               "parts": urls.toc_part_url(source_id, "").removesuffix(".js"), "graph_url": urls.graph_url(source_id),
+               "parts": urls.toc_dir(source_id), "graph_url": urls.graph_url(source_id),
                "nav": nav_context(source_id)}
     crumbs = ((Label("page.home"), urls.HOME_URL), (source_id, None))
     return Page(toc.url, "toc.html", "toc", source_id, context, crumbs)
@@ -319,14 +319,6 @@ def part_script(part_id_: str, html: bytes) -> str:
     data = json.dumps(html.decode("utf-8"), ensure_ascii=False)
     data = data.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")  # line ends in old JavaScript
     return f"{TOC_CALLBACK}({json.dumps(part_id_)},{data});\n"
-
-
-def old_toc_files(manifest_urls: Collection[str], source_id: str) -> list[str]:
-    """The URLs of ``source_id``'s table of contents and its pieces among ``manifest_urls`` (a previous render's)."""
-    page, folder = urls.toc_url(source_id), urls.toc_part_url(source_id, "").removesuffix(".js")
-    if page not in manifest_urls:
-        return []
-    return [page] + sorted(url for url in manifest_urls if url.startswith(folder))
 
 
 def write_page(out: Output, templates: Templates, built_at: str, toc: TocPlan, source_id: str, kind: str) -> None:

@@ -24,7 +24,6 @@ name>``.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,17 +75,8 @@ def _node(folder: Folder, part: Part, entries: int) -> dict[str, Any]:
 
 def _script(source_id: str, node: dict[str, Any], pid: str | None) -> TreePart:
     data = json.dumps(node, ensure_ascii=False, separators=(",", ":"))
-    # "</" cannot end a script here, but U+2028/9 are line ends in old JavaScript: escape them too
+    # U+2028/9 are line ends in old JavaScript: escaped
     data = data.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     if pid is None:
         return TreePart(urls.tree_url(source_id), f"{CALLBACK}({json.dumps(source_id)},{data});\n")
     return TreePart(urls.tree_part_url(source_id, pid), f"{CALLBACK}({json.dumps(source_id)},{data},\"{pid}\");\n")
-
-
-def old_parts(manifest_urls: Collection[str], source_id: str) -> list[str]:
-    """The URLs of ``source_id``'s tree parts among ``manifest_urls`` (a previous render's), the root first."""
-    root, folder = urls.tree_url(source_id), urls.tree_part_url(source_id, "").removesuffix(".js")
-    if root not in manifest_urls:
-        return []
-    return [root] + sorted(url for url in manifest_urls if url.startswith(folder))
-

@@ -202,9 +202,10 @@ def toc_data(rp: ReadPath, *, source: str | None = None, tag: str | None = None,
                 "headings": [{"level": h["level"], "text": h["text"], "anchor": h["anchor"], "line": h["line"]}
                              for h in json.loads(r["headings"]) if h["level"] <= TOC_HEADING_LEVELS],
                 "url": urls.note_url(r["source_id"], r["path"])}
-        size += len(json.dumps(note, ensure_ascii=False))
-        if max_chars is not None and size > max_chars and notes:
-            break
+        if max_chars is not None:
+            size += len(json.dumps(note, ensure_ascii=False))
+            if size > max_chars and notes:
+                break
         notes.append(note)
     return envelope("toc", {"source": source, "tag": tag, "folder": prefix.rstrip("/") or None,
                             "total": len(rows), "truncated": len(notes) < len(rows), "notes": notes})
@@ -232,24 +233,27 @@ def grep_data(rp: ReadPath, pattern: str, *, source: str | None = None, ignore_c
 
 
 def _unpublished(rp: ReadPath) -> Callable[[str, str], bool]:
-    """Is a file an unpublished note: so the index says, or its front matter on disk now."""
+    """Is a file an unpublished note: so the index says, or its front matter on disk now (bytes the index
+    holds published, by their digest, are published without being parsed again)."""
     from builder.notes.notefile import published_on_disk
     from builder.notes.sources import Scope
 
     try:
         with rp.connection() as conn:
-            indexed = db.unpublished_notes(conn)
+            indexed = db.file_statuses(conn)
     except (UserError, db.sqlite_module().Error):  # no index yet, or unreadable: front matter decides
-        indexed = set()
+        indexed = {}
     seen: dict[tuple[str, str], bool] = {}
 
     def skip(source_id: str, path: str) -> bool:
-        if (source_id, path) in indexed:
+        status, digest = indexed.get((source_id, path), ("", ""))
+        if status == "unpublished":
             return True
         if (source_id, path) not in seen:
             source = rp.config.source(source_id)
             note = Scope.of(source).wants(path)
-            seen[source_id, path] = note and not published_on_disk(rp.config, source, path)
+            seen[source_id, path] = note and not published_on_disk(
+                rp.config, source, path, published_sha256=digest if status == "ok" else None)
         return seen[source_id, path]
 
     return skip

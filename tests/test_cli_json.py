@@ -90,6 +90,18 @@ def test_toc(built, capsys):
         ["projekty/sauter-bus.md"], "projekty", 1)
 
 
+def test_json_is_one_line_for_a_pipe_and_indented_for_a_terminal(built, capsys, monkeypatch):
+    """A program reads a pipe (one line: the C encoder, a whole collection's toc in a tenth of the time);
+    a person reads a terminal."""
+    assert main(["toc", "--json", "--config", str(built.path)]) == 0
+    piped = capsys.readouterr().out
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    assert main(["toc", "--json", "--config", str(built.path)]) == 0
+    shown = capsys.readouterr().out
+    assert piped.count("\n") == 1 and shown.count("\n") > 40
+    assert shown.startswith('{\n  "schema": "notes-portal/1",\n') and json.loads(shown) == json.loads(piped)
+
+
 @pytest.mark.parametrize("use_rg", [True, False])
 def test_grep(built, notes_dir, capsys, monkeypatch, use_rg):
     if use_rg:

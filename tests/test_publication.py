@@ -116,6 +116,29 @@ def test_grep_leaves_out_a_note_whose_front_matter_follows_a_byte_order_mark(tmp
     assert seen(config, ["new.md", "old.md"]) == {"new.md": everywhere(False), "old.md": everywhere(False)}
 
 
+def test_grep_takes_the_index_at_its_word_for_the_bytes_it_judged_and_judges_every_other(tmp_path, monkeypatch):
+    """Bytes whose digest the index holds published are not parsed again (grep over a large collection matches
+    thousands of notes); a note edited since the build, whatever it now says, is judged from its bytes."""
+    config = make_portal(tmp_path)
+    notes = tmp_path / "notes"
+    for name in ("same", "hidden", "edited"):
+        (notes / f"{name}.md").write_bytes(f"# {name}\n\nvismark{name}\n".encode())
+    assert build(config, log=quiet(config)) == 0
+    (notes / "hidden.md").write_bytes(BOM + b"---\npublished: false\n---\n# hidden\n\nvismarkhidden\n")
+    (notes / "edited.md").write_bytes(b"# edited\n\nvismarkedited, once more\n")
+    judged: list[str] = []
+
+    def counted(path: str, data: bytes, **limits: int):
+        judged.append(path)
+        return judge(path, data, **limits)
+
+    monkeypatch.setattr("builder.notes.notefile.judge", counted)
+    found = grep_data(for_command(config), "vismark[a-z]+")["matches"]
+    assert [(m["path"], m["text"]) for m in found] == [("edited.md", "vismarkedited, once more"),
+                                                        ("same.md", "vismarksame")]
+    assert sorted(judged) == ["edited.md", "hidden.md"]
+
+
 def note_bytes(text: str, *, bom: bool = False, encoding: str = "utf-8", ending: str = "\n") -> bytes:
     return (BOM if bom else b"") + text.replace("\n", ending).encode(encoding)
 

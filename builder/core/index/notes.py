@@ -424,10 +424,10 @@ def code_pages(conn: Connection) -> dict[tuple[str, str], str]:
         "SELECT source_id, path, encoding FROM files WHERE encoding IS NOT NULL AND status = 'ok'")}
 
 
-def unpublished_notes(conn: Connection) -> set[tuple[str, str]]:
-    """(source, path) of every note the index holds as ``published: false``."""
-    return {(r["source_id"], r["path"])
-            for r in conn.execute("SELECT source_id, path FROM files WHERE status = 'unpublished'")}
+def file_statuses(conn: Connection) -> dict[tuple[str, str], tuple[str, str]]:
+    """(source, path) → the index's ``status`` and ``sha256`` of every file it holds (:func:`file_status`
+    for all of them in one query: grep asks about many)."""
+    return {(r[0], r[1]): (r[2], r[3]) for r in conn.execute("SELECT source_id, path, status, sha256 FROM files")}
 
 
 # The front matter keys that date a note, in order of preference (Hugo, Jekyll, Obsidian spellings).

@@ -154,9 +154,12 @@ def site_snapshot(site: Path) -> dict[str, bytes]:
 
 
 def manifest(site: Path) -> dict:
-    """The site's manifest without the name of the index generation (each portal has its own)."""
+    """The site's manifest without the name of the index generation (each portal has its own), and with the
+    site's folders named but not timed (a folder's time is when it was written)."""
     found = output.read_manifest(site)
     found.pop("content")
+    if "folders" in found:
+        found["folders"] = sorted(found["folders"])
     return found
 
 

@@ -159,11 +159,22 @@ def test_edit_after_edit_each_delta_render_leaves_what_the_next_needs(portals, m
     assert "Odstavec 2." in (by_delta.site.output / "notes/sub/b.html").read_text("utf-8")
 
 
-@pytest.mark.parametrize("damage", ["page", "journal", "fragments", "a damaged fragment"])
+def settle(site: Path) -> None:
+    """Let the manifest's folder times read as taken long after each folder's last change (the case
+    where a folder is trusted from its time alone, without listing it)."""
+    stored = output.read_manifest(site)
+    stored["folders"] = {rel: [mtime, mtime + 10 * output.SETTLED_NS] for rel, (mtime, _) in stored["folders"].items()}
+    output.store_manifest(site, stored, {})
+
+
+@pytest.mark.parametrize("damage", ["page", "page, its folder's time settled", "journal", "fragments",
+                                    "a damaged fragment"])
 def test_a_missing_page_or_an_unfinished_render_leaves_it_to_the_full_render(portals, monkeypatch, damage):
     root, by_delta, _ = portals
     site = by_delta.site.output
-    if damage == "page":
+    if damage.startswith("page"):
+        if "settled" in damage:
+            settle(site)
         (site / "notes/sub/d.html").unlink()
     elif damage == "journal":
         (site / output.JOURNAL).write_text("notes/sub/d.html\n", encoding="utf-8")
@@ -176,11 +187,11 @@ def test_a_missing_page_or_an_unfinished_render_leaves_it_to_the_full_render(por
                 fragment.write_bytes(b"\xff\xfe not UTF-8")
         write(root, "e.md", NOTES["e.md"] + "\n## Nový oddíl\n")
     calls = spy_on_delta(monkeypatch)
-    if damage in ("page", "journal"):
+    if damage.startswith("page") or damage == "journal":
         write(root, "e.md", NOTES["e.md"] + "\nz\n")
     run = build_and_render(by_delta)
     assert calls == [False]
-    if damage not in ("page", "journal"):
+    if not (damage.startswith("page") or damage == "journal"):
         assert "notes/index.html" in run.report.written
         assert all(f.read_bytes().decode("utf-8") for f in (site / output.CACHE_DIR / "toc").rglob("*.frag"))
         assert 'href=""' not in (site / "notes/index.html").read_text("utf-8")
@@ -243,3 +254,53 @@ def test_a_failing_delta_render_costs_a_warning_and_the_full_render_repairs_its_
                              "rendering the whole site")]
     assert site_snapshot(by_delta.site.output) == site_snapshot(by_full.site.output)
     assert manifest(by_delta.site.output) == manifest(by_full.site.output)
+
+
+def small_site(site: Path) -> list[str]:
+    files = ["index.html", "notes/a.html", "notes/sub/b.html", "notes/sub/c.html", "tags/x.html"]
+    for rel in files:
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text(rel, encoding="utf-8")
+    return files
+
+
+@pytest.mark.parametrize("settled", [True, False], ids=["settled", "just taken"])
+def test_folder_times_tell_every_page_is_there_and_miss_no_page_deleted_by_hand(tmp_path, settled):
+    site = tmp_path / "site"
+    files = small_site(site)
+    folders = output.folder_times(site)
+    assert sorted(folders) == ["notes", "notes/sub", "tags"]  # never the site's own folder
+    if settled:
+        folders = {rel: [mtime, mtime + 10 * output.SETTLED_NS] for rel, (mtime, _) in folders.items()}
+    assert output.unchanged_files(site, files, folders) == set(files)
+    (site / "notes/sub/c.html").unlink()
+    assert output.unchanged_files(site, files, folders) is None
+    assert output.unchanged_files(site, [f for f in files if f != "notes/sub/c.html"],
+                                  output.folder_times(site)) == set(files) - {"notes/sub/c.html"}
+
+
+def test_a_page_deleted_within_its_folders_clock_tick_is_still_missed_by_no_render(tmp_path):
+    """A coarse clock leaves a folder's time where it was when a page goes within the same tick: a folder
+    whose time was taken that soon after its change is listed, not trusted."""
+    site = tmp_path / "site"
+    files = small_site(site)
+    folders = output.folder_times(site)
+    before = os.stat(site / "notes/sub").st_mtime_ns
+    (site / "notes/sub/c.html").unlink()
+    os.utime(site / "notes/sub", ns=(before, before))  # the same tick: the time did not move
+    assert output.unchanged_files(site, files, folders) is None
+    (site / "notes/sub/stray.tmp").write_text("x", encoding="utf-8")
+    (site / "notes/sub/c.html").write_text("c", encoding="utf-8")
+    os.utime(site / "notes/sub", ns=(before, before))
+    assert output.unchanged_files(site, files, folders) == {*files, "notes/sub/stray.tmp"}
+
+
+def test_a_folder_whose_time_was_never_taken_or_is_gone_is_not_trusted(tmp_path):
+    site = tmp_path / "site"
+    files = small_site(site)
+    folders = output.folder_times(site)
+    assert output.unchanged_files(site, [*files, "new/p.html"], folders) is None
+    shutil.rmtree(site / "tags")
+    assert output.unchanged_files(site, [f for f in files if not f.startswith("tags/")], folders) is None
+    kept = output.folder_times(site, ["notes", "tags"], previous=folders)
+    assert kept == {"notes": folders["notes"]}  # the same time keeps its record; a gone folder is left out

@@ -96,7 +96,7 @@ def test_a_body_edit_saves_one_entry_and_the_written_pages_fingerprints(portal):
     assert set(run.report.written) == {"notes/e.html", "index.html"}
     assert writes(state) == sorted({("notes", shard_of("notes:e.md")), ("pages", shard_of("notes/e.html")),
                                     ("pages", shard_of("index.html")), ("meta", "content"), ("meta", "home"),
-                                    ("meta", "recent")})
+                                    ("meta", "recent"), ("meta", "folders")})
 
 
 def test_heading_edit_also_rewrites_the_table_of_contents(portal):

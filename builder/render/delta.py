@@ -62,6 +62,7 @@ class DeltaMemory(TypedDict):
     file_links: dict[str, list[FileLink]]  # note key → its links to files (or to nothing)
     attachments: dict[str, list[str]]  # site URL of a copied file → [source id, path]
     files: list[str]  # every file of the site
+    folders: output.FolderTimes  # every folder of the site, its time and when that was taken (output.folder_times)
     recent: list[list[str]]  # the home page's recently changed notes' order keys
     home: dict[str, Any]  # the home page's template context
     page_count: int  # pages of the site
@@ -84,12 +85,14 @@ class DeltaReport:
 
 def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries: manifest.Entries,
              links: graph.Links, recent: list[pages.NoteInfo], home: dict[str, Any], page_count: int,
-             files: set[str], retry: set[str] | frozenset[str] = frozenset()) -> DeltaMemory:
+             files: set[str], folders: output.FolderTimes,
+             retry: set[str] | frozenset[str] = frozenset()) -> DeltaMemory:
     """What a full render stores beside its manifest for the next delta render: the index content it
     rendered, the published notes' paths, titles and table of contents digests, the notes linking to
     each note, every note's links to files, the attachments copied, the home page's data (``home``)
-    and its recently changed notes, how many pages the site has, every page's file (``files``) and
-    the notes it could not read or whose page failed (``retry``: every full render tries them again)."""
+    and its recently changed notes, how many pages the site has, every page's file (``files``) and the
+    site's folders' times (``folders``), and the notes it could not read or whose page failed (``retry``:
+    every full render tries them again)."""
     file_links: dict[str, list[FileLink]] = {}
     attachments: dict[str, list[str]] = {}
     for key, entry in entries.items():
@@ -110,7 +113,7 @@ def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries:
     return {"content": content, "scopes": manifest.sha(manifest.scopes(config)), "titles": titles,
             "unreadable": sorted({n.key for n in notes if n.key not in entries} | retry),
             "into": {key: sorted(sources, key=_index_order) for key, sources in links.into.items()},
-            "file_links": file_links, "attachments": attachments, "files": sorted(files),
+            "file_links": file_links, "attachments": attachments, "files": sorted(files), "folders": folders,
             "recent": [[*pages.recent_key(n)] for n in recent], "home": home, "page_count": page_count}
 
 
@@ -142,9 +145,9 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     if old is None or len(old) != len(notes) or not all(n.key in old and _same_face(n, old[n.key]) for n in notes):
         return None
     stored_pages = renderstate.read_map(path, "pages")
-    present = output.existing_files(site)
-    if not stored_pages or not present.issuperset(meta["files"]):
-        return None  # a page to write again: the full render finds which
+    present = output.unchanged_files(site, meta["files"], meta["folders"]) if stored_pages else None
+    if present is None:
+        return None  # a page to write again (or a folder changed by hand): the full render finds which
     roots = {s.id: config.source_root(s) for s in config.sources}
     resolver = _resolver_of_titles(config, conn, meta["titles"])
     if not _files_hold(resolver, meta["file_links"]) or not _anchors_hold(path, resolver, notes, old, meta["into"]):
@@ -233,6 +236,7 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
                 item[2] = entries[note.key]["toc_digest"]
     if renderstate.patch_state(site / output.STATE, {
         "content": content, "recent": [[*at] for at, _ in recent], "home": home.context,
+        "folders": {**meta["folders"], **output.folder_times(site, _touched(meta["folders"], out.written, removed))},
         **({"titles": meta["titles"]} if moved else {}),
     }, {"notes": {key: entry for key, entry in entries.items() if entry != old[key]},
         "pages": {url: fp for url, fp in out.pages.items() if out.old.get(url) != fp}}):
@@ -240,6 +244,17 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
     write_stamp(config, files, content, linked_files(ctx.resolver, meta["file_links"]))
     return DeltaReport(tuple(out.written), tuple(removed), len(out.old) - len(out.written), len(page_jobs), broken,
                        meta["page_count"])
+
+
+def _touched(folders: output.FolderTimes, written: list[str], removed: list[str]) -> set[str]:
+    """The folders whose time a delta render takes again: those of the files it wrote or removed and their
+    parents (a folder it made), and those whose time was taken too soon after their change (listed and
+    found whole by :func:`builder.render.output.unchanged_files` at this render's start)."""
+    found = {rel for rel, (mtime, taken) in folders.items() if mtime >= taken - output.SETTLED_NS}
+    for rel in (*written, *removed):
+        while rel := rel.rpartition("/")[0]:  # not the site's own folder: never timed
+            found.add(rel)
+    return found
 
 
 def _toc_plan(conn: Connection, config: Config, env_fp: str, source_id: str, kind: str,

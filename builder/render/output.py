@@ -16,6 +16,7 @@ import json
 import marshal
 import os
 import re
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,87 @@ def existing_files(site: Path) -> set[str]:
             elif rel not in OWN_DOT_FILES:
                 found.add(rel)
     return found
+
+
+# A folder whose time was taken this close to its last change may change again within the same tick of
+# the file system's clock (coarse: a few milliseconds; 2 s on some file systems) without its time moving.
+SETTLED_NS = 2_000_000_000
+FolderTimes = dict[str, list[int]]  # a site folder (relative POSIX path, "" the site) → [mtime_ns, taken_ns]
+
+
+def folder_times(site: Path, folders: Iterable[str] | None = None, previous: FolderTimes | None = None) -> FolderTimes:
+    """The modification time of every folder of the site (``folders``: of these only; one gone is left
+    out) and when it was taken: a file added to or removed from a folder moves its time, so the next
+    delta render learns that every page is still on disk from a ``stat`` per folder instead of a listing
+    of every file (:func:`unchanged_files`). Not the site's own folder (the renderer's records change it
+    after this), nor the renderer's cache. A folder whose time ``previous`` took and has not moved since
+    keeps that record (a render that changed nothing saves nothing)."""
+    taken = time.time_ns()
+    previous = previous or {}
+
+    def record(rel: str, mtime: int) -> list[int]:
+        before = previous.get(rel)
+        return before if before is not None and before[0] == mtime else [mtime, taken]
+
+    found: FolderTimes = {}
+    if folders is not None:
+        for rel in folders:
+            try:
+                found[rel] = record(rel, os.stat(site / rel).st_mtime_ns)
+            except OSError:
+                continue
+        return found
+    stack = [(site, "")]
+    while stack:
+        directory, prefix = stack.pop()
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                rel = f"{prefix}{entry.name}"
+                if entry.is_dir(follow_symlinks=False) and rel != CACHE_DIR:
+                    found[rel] = record(rel, entry.stat(follow_symlinks=False).st_mtime_ns)
+                    stack.append((Path(entry.path), f"{rel}/"))
+    return found
+
+
+def unchanged_files(site: Path, files: list[str], folders: FolderTimes) -> set[str] | None:
+    """The files of the site when every file of ``files`` (the last render's) is still there, else None.
+
+    A folder whose time has not moved since :func:`folder_times` took it holds what it held; the site's own
+    folder (the renderer's records change it every render), and a folder whose time was taken within
+    :data:`SETTLED_NS` of its change, are listed instead. What the listed folders hold besides ``files``
+    (a temporary file of a killed write) is in the answer too."""
+    unsure = {""}
+    root = os.fspath(site)
+    for rel, (mtime, taken) in folders.items():
+        if not rel:
+            continue
+        try:
+            now = os.stat(f"{root}/{rel}", follow_symlinks=False).st_mtime_ns
+        except OSError:
+            return None
+        if now != mtime:
+            return None
+        if mtime >= taken - SETTLED_NS:
+            unsure.add(rel)
+    present = set(files)
+    expected: dict[str, set[str]] = {rel: set() for rel in unsure}
+    for rel in files:
+        folder = rel.rpartition("/")[0]
+        if folder in expected:
+            expected[folder].add(rel)
+        elif folder not in folders:
+            return None  # a folder whose time was not taken: nothing known of it
+    for folder, wanted in expected.items():
+        prefix = f"{folder}/" if folder else ""
+        try:
+            with os.scandir(site / folder) as entries:
+                held = {f"{prefix}{e.name}" for e in entries if not e.is_dir(follow_symlinks=False)}
+        except OSError:
+            return None
+        if not held.issuperset(wanted):
+            return None
+        present |= held - OWN_DOT_FILES
+    return present
 
 
 class Journal:

@@ -354,7 +354,9 @@ def _end_pass(run: _Pass, notes: list[pages.NoteInfo], done: _Rendered, saved: d
         bodycache.save(ctx.kept_bodies, lambda: _new_bodies(notes, done.bodies, run.spill),
                        {bodycache.key(n) for n in notes})
     memory = delta.remember(config, run.content, notes, done.entries, done.links, done.made.recent,
-                            done.made.home.context, len(done.made.urls), produced, retry={*skip, *done.failed})
+                            done.made.home.context, len(done.made.urls), produced,
+                            output.folder_times(config.site.output, previous=saved.get("folders")),
+                            retry={*skip, *done.failed})
     out.save_manifest({"version": output.MANIFEST_VERSION, "env": run.env_fp, "universe": run.universe,
                        "trees": done.trees, **memory, "pages": out.pages, "notes": done.entries}, saved)
     out.journal.clear()  # the manifest lists every page now

@@ -235,10 +235,10 @@ def cmd_read(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from builder.status import collect_status, format_status
-    from server.read_commands import envelope
+    from server import read_commands
+    from server.status import format_status
 
-    data = envelope("status", collect_status(config_of(args)))
+    data = read_commands.status_data(read_commands.for_command(config_of(args)))
     if args.json:
         print_json(data)
     else:

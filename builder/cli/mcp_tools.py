@@ -185,7 +185,7 @@ def tools(config: Config) -> dict[str, Tool]:
             Param("max_lines", "integer", "How many lines to return at most.", default=READ_LINES, minimum=1,
                   maximum=MAX_READ_LINES),
         ), lambda rp, **a: read_commands.read_data(rp, **a)),
-        Tool("status", "Index status", STATUS, (), _status),
+        Tool("status", "Index status", STATUS, (), lambda rp: read_commands.status_data(rp)),
     ]
     if config.answer.enabled:  # no provider configured: no tool that would only say so
         found.append(Tool("ask", "Ask the notes", ASK, (
@@ -194,14 +194,6 @@ def tools(config: Config) -> dict[str, Tool]:
             source("Only this source (default: every source)."),
         ), lambda rp, **a: read_commands.answer_data(rp, **a)))
     return {tool.name: tool for tool in found}
-
-
-def _status(rp: ReadPath) -> dict[str, Any]:
-    """``status``: the index, the embedding model and, per source, notes, chunks, pending vectors, the last
-    sync, the indexed revision and the last render's broken links (the build's view, so made here)."""
-    from builder.status import collect_status
-
-    return read_commands.envelope("status", collect_status(rp.config))
 
 
 SEARCH = """\

@@ -1,5 +1,6 @@
 """The MCP tools as data: name, description, parameters (one list gives both the JSON Schema the
 client sees and the validation of what it sends) and the :mod:`server.read_commands` function each runs.
+:mod:`server.mcp` serves them; this module does not import the MCP SDK.
 
 The descriptions are written for the agent that reads them: which layer each tool asks (the index,
 as of the last build; or the files on disk now), what the answer holds, and what ``weak`` means.
@@ -11,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from server import read_commands
-from server.read_commands import MAX_READ_LINES, READ_LINES, ReadPath
 from builder.core.config import Config
 from builder.core.errors import UserError
 from builder.notes.grep import MAX_LINE_CHARS
+from server import read_commands
 from server.query import MAX_QUERY_CHARS
+from server.read_commands import MAX_READ_LINES, READ_LINES, ReadPath
 
 TOC_NOTES = 200  # toc: notes returned by default …
 MAX_TOC_NOTES = 1000  # … and at most

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from builder.redact import redact
+from builder.core.redact import redact
 
 MARKER = "notes-portal-clone"
 FETCHED_REF = "refs/notes-portal/head"

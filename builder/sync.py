@@ -21,7 +21,7 @@ from builder.core.config import Config, SourceConfig
 from builder.core.embedding import EmbedderFactory, passage_fits
 from builder.core.errors import EXIT_OK, EXIT_PARTIAL
 from builder.lock import BuildLock, describe_holder
-from builder.redact import redact_url
+from builder.core.redact import redact_url
 from builder.render.stamp import site_is_stale
 from builder.report import BuildReport
 from builder.scan import (

@@ -1,6 +1,6 @@
 """The Starlette app: the built site under ``/``, ``/api/search``, ``/api/health``, ``/search``, ``/auth``,
-``/api/answer`` (only with ``answer:`` in the config, see :mod:`server.answer`), and the webhooks and sync
-API of :mod:`server.sync_api`, which only queue jobs.
+``/api/answer`` (only with ``answer:`` in the config, see :mod:`server.answer`), ``/mcp`` (the MCP tools,
+see :mod:`server.mcp_http`), and the webhooks and sync API of :mod:`server.sync_api`, which only queue jobs.
 
 Queries only read: the index is opened read-only through a small connection pool,
 with a time limit on the SQL. The query is embedded while its words are searched, with
@@ -34,7 +34,7 @@ from server import translate
 from server.auth import COOKIE, COOKIE_MAX_AGE_S, ApiKey, back_to, read_form
 from server.embedder import QueryEmbedder
 from server.health import health
-from server.mcp_mount import McpFactory, mcp_route
+from server.mcp_http import lazy_endpoint, mcp_route
 from server.query import MAX_QUERY_CHARS
 from server.reader import IndexReader, QueryTimeout
 from server.answer import Answer, make_asker
@@ -276,12 +276,14 @@ class Portal:
 
 def create_app(config: Config, *, embedder_factory: EmbedderFactory | None = None, time_limit_s: float = 2.0,
                embed_time_limit_s: float = 2.0, min_vectors: int = MIN_VECTORS,
-               mcp: McpFactory | None = None, jobs: SyncDesk | None = None) -> Starlette:
+               mcp: bool = True, host: str = "127.0.0.1", jobs: SyncDesk | None = None) -> Starlette:
     """The portal's web app for ``config``; ``embedder_factory`` replaces the provider in tests.
 
     ``time_limit_s`` bounds a query's SQL, ``embed_time_limit_s`` the wait for its vector.
     An index with at least ``min_vectors`` vectors is scanned from memory (see server.vectors).
-    ``mcp`` makes the MCP endpoint served at ``/mcp`` behind the key (see server.mcp_mount).
+    ``mcp`` serves the MCP tools at ``/mcp`` behind the key (see server.mcp_http; the SDK is imported on the
+    first MCP request); ``host`` is the address the app is served on: on a loopback address, ``/mcp`` answers
+    only requests that name it (see server.mcp.endpoint).
     ``jobs`` queues builds for the webhooks and the sync API (see server.sync_api); without it they answer 503.
     """
     # numpy must be imported here, once: a first import racing in two request threads (the vector
@@ -291,7 +293,8 @@ def create_app(config: Config, *, embedder_factory: EmbedderFactory | None = Non
     if config.dictionary is not None:  # read now, not in the first English query's time (~0.1 s)
         threading.Thread(target=translate.load, args=(config.dictionary,), name="dictionary", daemon=True).start()
     portal = Portal(config, embedder_factory, time_limit_s, embed_time_limit_s, min_vectors)
-    routes, endpoint = portal.routes(), mcp(portal.searcher, portal.asker) if mcp else None
+    routes = portal.routes()
+    endpoint = lazy_endpoint(config, portal.searcher, portal.asker, host=host) if mcp else None
     routes[:0] = sync_routes(config, jobs)
     if endpoint is not None:
         routes.insert(0, mcp_route(portal.key, endpoint, KEY_MISSING))

@@ -7,8 +7,8 @@ CLI prints it (or its text form), the MCP server returns it as a tool's
 structured result, so the two cannot drift apart. Everything here only reads:
 the index through read-only connections, the sources' files from disk.
 
-It lives on the read side, so the CLI and the MCP server only call it; ``status``, which also counts the
-last render's broken links, is made by the build's :mod:`builder.status` and stays with the CLI.
+It lives on the read side, so the CLI and the MCP server (:mod:`server.mcp`) only call it; ``status``'s data,
+which also counts the last render's broken links, is :mod:`server.status`.
 
 The three layers: ``search`` asks the index (words and meaning, as of the last
 build), ``toc`` lists what the index holds, ``grep`` and ``read_note`` read the
@@ -323,3 +323,12 @@ def _index_state(indexed: tuple[str, str] | None, sha256: str) -> str:
     if indexed is None:
         return "not indexed yet"
     return "current" if indexed[1] == sha256 else "changed since the last build"
+
+
+def status_data(rp: ReadPath) -> dict[str, Any]:
+    """``status``: the index, the embedding model and, per source, notes, chunks, pending vectors, the last
+    sync, the indexed revision and the last render's broken links (see :mod:`server.status`: it opens the
+    index on its own, without sqlite-vec, and answers when there is none yet)."""
+    from server.status import collect_status
+
+    return envelope("status", collect_status(rp.config))

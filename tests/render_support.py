@@ -18,7 +18,7 @@ import html5lib
 from builder import indexfile
 from builder.core import index as db
 from builder.core.config import Config, load_config
-from builder.render import output
+from builder.core.index import renderstate
 from builder.render.site import RenderReport, render_site
 from builder.render.stamp import site_is_stale
 from builder.sync import build
@@ -156,7 +156,7 @@ def site_snapshot(site: Path) -> dict[str, bytes]:
 def manifest(site: Path) -> dict:
     """The site's manifest without the name of the index generation (each portal has its own), and with the
     site's folders named but not timed (a folder's time is when it was written)."""
-    found = output.read_manifest(site)
+    found = renderstate.read_manifest(site)
     found.pop("content")
     if "folders" in found:
         found["folders"] = sorted(found["folders"])

@@ -26,8 +26,8 @@ from mcp import Client
 
 from builder.cli import main
 from server import read_commands
-from builder.cli.mcp_server import make_server
-from builder.cli.mcp_tools import tools
+from server.mcp import make_server
+from server.mcp_tools import tools
 from builder.core.config import Config, load_config
 from builder.core.errors import ConfigError
 from builder.sync import build

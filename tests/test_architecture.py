@@ -9,6 +9,7 @@
   build orchestration, the renderer or git;
 - the rest of ``builder/`` (the build, the write path) never imports ``server/``;
 - ``builder/cli/`` is the composition root and may import every side; no module outside it imports it;
+- the MCP SDK is imported only by ``server/mcp.py``, Starlette only by ``server/`` (:data:`LIBRARY_HOMES`);
 - no import cycle between modules (imports inside functions count; ``if TYPE_CHECKING:`` ones do not
   run, so they count for the layers only).
 
@@ -227,6 +228,61 @@ def test_no_module_outside_the_cli_imports_it():
     assert cli_importers(ROOT) == []
 
 
+LIBRARY_HOMES = {  # a library → the only modules (or packages) of the project that may import it
+    "mcp": ("server.mcp",),  # the MCP SDK: the web app imports server.mcp on the first MCP request only
+    "mcp_types": ("server.mcp",),  # the SDK's types (a distribution of their own)
+    "starlette": ("server",),  # the web app is the read path's
+    "uvicorn": ("server", "builder.cli"),  # the server the read path's app runs in, started by ``serve``
+}
+
+
+def library_imports(root: Path) -> list[tuple[str, str, int]]:
+    """Every import of a library of :data:`LIBRARY_HOMES` (module, library, line); imports inside functions
+    and under ``if TYPE_CHECKING:`` count too."""
+    found = []
+    for name, path in modules(root).items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                imported = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                imported = [node.module or ""]
+            else:
+                continue
+            found += [(name, library, node.lineno) for library in dict.fromkeys(t.split(".")[0] for t in imported)
+                      if library in LIBRARY_HOMES]
+    return found
+
+
+def library_importers(root: Path) -> list[str]:
+    """Every import of a library of :data:`LIBRARY_HOMES` by a module outside its homes."""
+    return [f"{name} imports {library} at line {line}" for name, library, line in library_imports(root)
+            if not any(name == home or name.startswith(home + ".") for home in LIBRARY_HOMES[library])]
+
+
+def test_the_library_check_finds_a_library_out_of_its_home(tmp_path):
+    root = _tree(tmp_path, {
+        "builder/cli/__init__.py": "import uvicorn\n",
+        "builder/cli/tools.py": "def f():\n    from mcp.server.lowlevel import Server\n",
+        "server/mcp.py": "import mcp_types as types\nfrom mcp.server.stdio import stdio_server\n",
+        "server/mcp_tools.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import mcp_types\n",
+        "server/app.py": "from starlette.routing import Route\n",
+        "builder/render/__init__.py": "", "builder/render/page.py": "from starlette import responses\n",
+        "builder/sync.py": "import uvicorn, json\n",
+    })
+    assert sorted(library_importers(root)) == [
+        "builder.cli.tools imports mcp at line 2", "builder.render.page imports starlette at line 1",
+        "builder.sync imports uvicorn at line 1", "server.mcp_tools imports mcp_types at line 3"]
+
+
+def test_the_mcp_sdk_and_the_web_stack_stay_in_their_modules():
+    """The MCP SDK only in :mod:`server.mcp`, Starlette only in ``server/``: the CLI and the build never
+    load them, and the web app loads the SDK only when a client first calls ``/mcp``."""
+    found = library_imports(ROOT)
+    assert {library for name, library, _ in found if name == "server.mcp"} == {"mcp", "mcp_types", "starlette"}
+    assert sum(library == "starlette" for _, library, _ in found) > 5  # the checker sees the real imports
+    assert library_importers(ROOT) == []
+
+
 def test_the_project_has_no_import_cycle():
     assert cycles(ROOT) == []
 
@@ -266,11 +322,12 @@ def test_every_package_docstring_names_its_modules():
     """A package's docstring is where a newcomer starts: it lists every module the package holds (a module
     added without a word there fails here, as ``builder/render`` once named 9 of its 19)."""
     missing = {}
-    for package in ("builder/render",):
+    packages = ("builder/render", "builder/notes", "builder/cli", "server")
+    for package in packages:
         text = (ROOT / package / "__init__.py").read_text(encoding="utf-8")
         names = [p.stem for p in sorted((ROOT / package).glob("*.py")) if p.stem != "__init__"]
         missing[package] = [n for n in names if f":mod:`.{n}`" not in text]
-    assert missing == {"builder/render": []}
+    assert missing == dict.fromkeys(packages, [])
 
 
 MAX_FUNCTION_LINES = 80  # a function a reader holds in mind; its docstring counts

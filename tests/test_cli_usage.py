@@ -113,10 +113,9 @@ def test_a_folder_given_as_the_config_says_which_file_to_pass(portal, capsys):
 def test_a_plain_get_of_the_mcp_endpoint_says_how_to_use_it_and_opens_no_stream(portal):
     import httpx2
 
-    from builder.cli.mcp_http import http_endpoint
     from tests.server_support import live_server
 
-    with live_server(create_app(portal, mcp=http_endpoint(portal))) as (host, port):
+    with live_server(create_app(portal)) as (host, port):
         response = httpx2.get(f"http://{host}:{port}/mcp", timeout=10)  # curl's request: no Accept, no session
     assert response.status_code == 400 and response.headers["content-type"] == "application/json"
     assert response.json()["error"].startswith("this is the MCP endpoint (Streamable HTTP): an MCP client POSTs")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from builder.core.index import renderstate
 from builder.core.index.renderstate import shard_of
 from builder.render import output
 from builder.sync import build
@@ -126,20 +127,20 @@ def test_an_upgrade_from_an_older_manifest_still_removes_what_it_listed(portal, 
     the render."""
     config, root, log = portal
     site = config.site.output
-    older = {**output.read_manifest(site), "version": 1}
+    older = {**renderstate.read_manifest(site), "version": 1}
     assert "notes/b.html" in output.listed_pages(older)
     (site / output.STATE).unlink()
     if format == "json":
-        (site / output.JSON_MANIFEST).write_text(json.dumps(older), encoding="utf-8")
+        (site / renderstate.JSON_MANIFEST).write_text(json.dumps(older), encoding="utf-8")
     elif format == "marshal":
-        (site / output.MARSHAL_MANIFEST).write_bytes(output.MANIFEST_MAGIC + marshal.dumps(plain(older)))
+        (site / renderstate.MARSHAL_MANIFEST).write_bytes(renderstate.MANIFEST_MAGIC + marshal.dumps(plain(older)))
     else:
         output.store_manifest(site, older, {})
     (root / "b.md").unlink()
     assert build(config, log=log) == 0
     assert not (site / "notes/b.html").exists()
-    assert not (site / output.JSON_MANIFEST).exists() and not (site / output.MARSHAL_MANIFEST).exists()
-    assert output.read_manifest(site)["version"] == output.MANIFEST_VERSION
+    assert not (site / renderstate.JSON_MANIFEST).exists() and not (site / renderstate.MARSHAL_MANIFEST).exists()
+    assert renderstate.read_manifest(site)["version"] == renderstate.MANIFEST_VERSION
     assert site_snapshot(site) == clean_site(tmp_path, root)
 
 
@@ -148,14 +149,14 @@ def test_the_manifest_of_the_renderer_before_the_state_file_is_trusted(portal):
     last render's: a build with nothing changed writes no page, and the state file takes its place."""
     config, _, log = portal
     site = config.site.output
-    manifest = output.read_manifest(site)
+    manifest = renderstate.read_manifest(site)
     (site / output.STATE).unlink()
-    (site / output.MARSHAL_MANIFEST).write_bytes(output.MANIFEST_MAGIC + marshal.dumps(plain(manifest)))
+    (site / renderstate.MARSHAL_MANIFEST).write_bytes(renderstate.MANIFEST_MAGIC + marshal.dumps(plain(manifest)))
     written = {path: path.stat().st_mtime_ns for path in site.rglob("*") if path.is_file()}
     assert build(config, log=log) == 0
     assert {path: path.stat().st_mtime_ns for path in written if path.exists()} == {
-        path: mtime for path, mtime in written.items() if path.name != output.MARSHAL_MANIFEST}
-    assert output.read_manifest(site) == manifest and not (site / output.MARSHAL_MANIFEST).exists()
+        path: mtime for path, mtime in written.items() if path.name != renderstate.MARSHAL_MANIFEST}
+    assert renderstate.read_manifest(site) == manifest and not (site / renderstate.MARSHAL_MANIFEST).exists()
 
 
 def _bad_shard(site: Path) -> None:
@@ -177,11 +178,11 @@ def test_a_damaged_manifest_is_read_as_none_and_the_render_rebuilds(portal, tmp_
         damage(site)
     else:
         (site / output.STATE).write_bytes(damage)
-    assert output.read_manifest(site) == {}
+    assert renderstate.read_manifest(site) == {}
     write(root, "b.md", NOTES["b.md"].replace("Text.", "Nový text."))
     assert build(config, log=log) == 0
     assert "Nový text." in (site / "notes/b.html").read_text("utf-8")
-    assert output.read_manifest(site)["version"] == output.MANIFEST_VERSION
+    assert renderstate.read_manifest(site)["version"] == renderstate.MANIFEST_VERSION
     assert site_snapshot(site) == clean_site(tmp_path, root)
 
 

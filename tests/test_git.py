@@ -25,7 +25,7 @@ import pytest
 from builder import gitsource, indexfile
 from builder.core import index as db
 from builder.core.index import schema
-from builder.status import collect_status, format_status
+from server.status import collect_status, format_status
 from tests.conftest import require_ripgrep, write_note
 from tests.git_support import (
     Upstream,

@@ -29,7 +29,6 @@ from mcp.client.streamable_http import streamable_http_client
 from starlette.routing import Route
 
 from builder.cli import main
-from builder.cli.mcp_http import http_endpoint
 from builder.core.config import Config, load_config
 from builder.sync import build
 from server.app import KEY_MISSING, create_app
@@ -285,7 +284,7 @@ def test_read_note_shows_the_disk_before_the_index_has_seen_it(portal, notes_dir
 def serving(config: Config, **options: Any) -> Iterator[str]:
     """The real web app with /mcp (``options`` for ``create_app``), served by uvicorn on 127.0.0.1 in
     a thread (lifespan on: the MCP session manager runs in it); yields the base URL."""
-    app = create_app(config, mcp=http_endpoint(config, host="127.0.0.1"), **options)
+    app = create_app(config, host="127.0.0.1", **options)
     with live_server(app, lifespan="on") as (host, port):
         yield f"http://{host}:{port}"
 
@@ -351,12 +350,11 @@ def test_http_search_shares_the_apps_searcher_and_its_vectors_in_memory(portal):
 FIRST_REQUEST = """
 import json, sys
 from starlette.testclient import TestClient
-from builder.cli.mcp_http import http_endpoint
 from builder.core.config import load_config
 from server.app import create_app
 
 config = load_config(sys.argv[1])
-app = create_app(config, mcp=http_endpoint(config, host="testserver"))
+app = create_app(config, host="testserver")
 with TestClient(app) as client:
     searched = client.get("/api/search", params={"q": "powerbanka", "mode": "bm25"}).status_code
     before = "mcp" in sys.modules
@@ -378,7 +376,7 @@ def test_the_sdk_is_loaded_by_the_first_mcp_request_not_before(portal):
 def test_http_with_a_key_needs_it(portal, tmp_path):
     portal.path.write_text(portal.path.read_text() + f"server:\n  api_key: {KEY}\n")
     config = load_config(portal.path)
-    app = create_app(config, mcp=http_endpoint(config))
+    app = create_app(config)
     own_secrets = {r.path for r in sync_routes(config, None)}  # a hook secret or the sync key
     queried = sorted(r.path for r in app.routes if isinstance(r, Route)
                      and r.path not in ("/auth", "/{path:path}", *own_secrets))
@@ -396,6 +394,14 @@ def test_http_with_a_key_needs_it(portal, tmp_path):
         assert (status, headers["www-authenticate"], json.loads(body)) == (401, "Bearer", {"error": KEY_MISSING})
     assert header[0] == 200 and [t["name"] for t in json.loads(header[2])["result"]["tools"]] == TOOLS
     assert [h["path"] for h in bearer.structured_content["hits"]] == ["cestovani/snezka.md"]
+
+
+def test_the_app_serves_mcp_unless_told_not_to(portal):
+    """``create_app`` mounts /mcp itself (nothing is injected); ``mcp=False`` (``serve --no-mcp``) leaves it out."""
+    def paths(**options: Any) -> set[str]:
+        return {r.path for r in create_app(portal, **options).routes if isinstance(r, Route)}
+
+    assert "/mcp" in paths() and "/mcp" not in paths(mcp=False) and "/api/search" in paths(mcp=False)
 
 
 @pytest.mark.slow

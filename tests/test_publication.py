@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 
 from builder.cli import main
 from server.read_commands import for_command, grep_data, read_data, search_data
-from builder.cli.mcp_server import answer
-from builder.cli.mcp_tools import tools
+from server.mcp import answer
+from server.mcp_tools import tools
 from builder.core import urls
 from builder.core.config import Config, load_config
 from builder.core.errors import UserError

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from builder.core import urls
-from builder.render.broken import broken_link_counts
+from server.status import broken_link_counts
 from tests.conftest import DIMS, HashEmbedder, ollama_yaml, require_shared
 from tests.render_support import (
     EXAMPLES,

@@ -15,6 +15,7 @@ import pytest
 from builder import indexfile
 from builder.core import index as db
 from builder.core.config import load_config
+from builder.core.index import renderstate
 from builder.render import delta, output
 from builder.render.site import render_site
 from builder.sync import build
@@ -162,7 +163,7 @@ def test_edit_after_edit_each_delta_render_leaves_what_the_next_needs(portals, m
 def settle(site: Path) -> None:
     """Let the manifest's folder times read as taken long after each folder's last change (the case
     where a folder is trusted from its time alone, without listing it)."""
-    stored = output.read_manifest(site)
+    stored = renderstate.read_manifest(site)
     stored["folders"] = {rel: [mtime, mtime + 10 * output.SETTLED_NS] for rel, (mtime, _) in stored["folders"].items()}
     output.store_manifest(site, stored, {})
 
@@ -204,13 +205,13 @@ def test_a_render_from_an_older_manifest_is_the_full_render(portals, monkeypatch
     read as if it had it."""
     root, by_delta, _ = portals
     site = by_delta.site.output
-    stored = output.read_manifest(site)
+    stored = renderstate.read_manifest(site)
     older = {key: value for key, value in stored.items() if key not in ("into", "recent", "home")}
     output.store_manifest(site, older, {})
     write(root, "e.md", NOTES["e.md"] + "\nz\n")
     calls = spy_on_delta(monkeypatch)
     build_and_render(by_delta)
-    assert calls == [False] and "into" in output.read_manifest(site)
+    assert calls == [False] and "into" in renderstate.read_manifest(site)
 
 
 def test_a_note_that_could_not_be_read_leaves_the_next_render_to_the_full_render(portals, monkeypatch):
@@ -229,14 +230,14 @@ def test_a_note_that_could_not_be_read_leaves_the_next_render_to_the_full_render
         render_site(by_delta, conn, full=False, log=log)
     finally:
         conn.close()
-    assert output.read_manifest(site)["unreadable"] == ["notes:e.md"]
+    assert renderstate.read_manifest(site)["unreadable"] == ["notes:e.md"]
     (root / "e.md").unlink()
     write(root, "e.md", text)
     os.utime(root / "e.md", ns=(indexed, indexed))  # as the index saw it: not a change to index
     write(root, "sub/b.md", NOTES["sub/b.md"] + "\nDalší.\n")
     calls = spy_on_delta(monkeypatch)
     build_and_render(by_delta)
-    assert calls == [False] and output.read_manifest(site)["unreadable"] == []
+    assert calls == [False] and renderstate.read_manifest(site)["unreadable"] == []
 
 
 def test_a_failing_delta_render_costs_a_warning_and_the_full_render_repairs_its_pages(portals, monkeypatch):

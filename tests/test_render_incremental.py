@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from builder.core import templates as page_templates
+from builder.core.index import renderstate
 from builder.core.index.renderstate import shard_of
 from builder.render.diagrams import can_draw
 from builder.render import output
@@ -276,7 +277,7 @@ def test_an_unchanged_notes_broken_links_follow_the_files_beside_it(portal):
     unsafe = "Broken link: stranka.html: type .html could run scripts inside the portal, so it is not published"
     build_and_render(config)
     assert broken() == ["Broken image: plan.png: no such note or file", outside, unsafe]
-    manifest = output.load_manifest(config.site.output)
+    manifest = renderstate.load_manifest(config.site.output)
     assert {key: entry["files"] for key, entry in manifest["notes"].items()} == {
         "notes:a.md": 0, "notes:sub/b.md": 0, "notes:sub/c.md": 1, "notes:sub/d.md": 0, "notes:e.md": 1}
     for entry in manifest["notes"].values():

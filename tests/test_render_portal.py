@@ -14,10 +14,9 @@ import pytest
 
 from builder.core.config import load_config
 from builder.render import graph, pages
-from builder.render.broken import broken_link_counts
 from builder.render.links import Link
 from builder.render.markdown import make_renderer, render_body
-from builder.status import collect_status, format_status
+from server.status import broken_link_counts, collect_status, format_status
 from tests.conftest import write_config
 from tests.git_support import Upstream
 from tests.render_support import (

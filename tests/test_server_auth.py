@@ -65,8 +65,9 @@ def test_every_route_that_queries_needs_the_key(app, client, portal):
     routes = sorted(r.path for r in app.routes if isinstance(r, Route) and r.path not in ("/auth", "/{path:path}"))
     own_secrets = sorted(r.path for r in sync_routes(portal, None))  # a hook secret or the sync key
     queried = [path for path in routes if path not in own_secrets]
-    assert (queried, sorted(set(routes) - set(queried))) == (["/api/health", "/api/search", "/search"], own_secrets)
-    assert [client.get(path, params={"q": "čaj"}).status_code for path in queried] == [401, 401, 401]
+    assert (queried, sorted(set(routes) - set(queried))) == (["/api/health", "/api/search", "/mcp", "/search"],
+                                                             own_secrets)
+    assert [client.get(path, params={"q": "čaj"}).status_code for path in queried] == [401, 401, 401, 401]
     # the search key starts no build: here the sync API is off and no source has a webhook
     assert client.post("/api/sync", headers={"X-API-Key": KEY}).status_code == 403
     assert client.post("/api/hooks/notes", headers={"X-API-Key": KEY}, content=b"{}").status_code == 404

@@ -15,7 +15,7 @@ from builder.core import index as db
 from builder.cli.evaluate import eval_config
 from builder.core.config import DEFAULT_DICTIONARY, dictd_files, load_config
 from builder.core.errors import ConfigError
-from builder.status import collect_status, format_status
+from server.status import collect_status, format_status
 from builder.sync import build
 from server import search as search_module
 from server import spelling, translate

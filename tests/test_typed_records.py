@@ -10,6 +10,7 @@ import dataclasses
 import inspect
 import typing
 
+from builder.core.index import renderstate
 from builder.render import delta, manifest, output
 from builder.render.links import LINK_KIND, LINK_TARGET, LINK_URL, Link
 from server import answer, search
@@ -50,7 +51,7 @@ def _site(tmp_path):
 def test_what_the_render_stores_is_what_the_types_say(tmp_path):
     _, config = _site(tmp_path)
     build_and_render(config)
-    stored = output.load_manifest(config.site.output)
+    stored = renderstate.load_manifest(config.site.output)
     keys = set(manifest.ManifestEntry.__annotations__)
     required = manifest.ManifestEntry.__required_keys__
     assert stored["notes"] and all(required <= set(e) <= keys for e in stored["notes"].values())
@@ -65,7 +66,7 @@ def test_a_site_stored_as_an_older_render_wrote_it_still_builds(tmp_path):
     rest as stored are read, and an edit after them renders what a fresh render of the same notes does."""
     root, config = _site(tmp_path)
     build_and_render(config)
-    stored = output.load_manifest(config.site.output)
+    stored = renderstate.load_manifest(config.site.output)
     for entry in stored["notes"].values():
         entry.pop("files", None)
     output.store_manifest(config.site.output, stored, {})

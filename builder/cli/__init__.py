@@ -2,10 +2,13 @@
 
 The CLI is the composition root: the one place that imports both the write
 path (``builder``) and the read path (``server``), each inside the command that
-needs it (:mod:`builder.cli.commands`). A user error prints one line and exits
-with its code (2 usage/config, 1 the index cannot answer, 3 a build where some
-source failed); never a traceback. With ``--json`` the error is also printed as
-JSON on stdout (see docs/CLI-JSON.md).
+needs it (:mod:`.commands`); it parses arguments and calls one side or the other
+(the read commands' data, the web app and the MCP server are ``server``'s).
+A user error prints one line and exits with its code (2 usage/config, 1 the index
+cannot answer, 3 a build where some source failed); never a traceback. With
+``--json`` the error is also printed as JSON on stdout (see docs/CLI-JSON.md).
+Its other modules: :mod:`.evaluate` (``eval``: retrieval quality over judged
+queries), :mod:`.portal_yaml` (``init``) and :mod:`.__main__` (``python -m builder.cli``).
 """
 
 from __future__ import annotations

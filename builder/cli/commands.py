@@ -235,10 +235,10 @@ def cmd_read(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from builder.status import collect_status, format_status
-    from server.read_commands import envelope
+    from server import read_commands
+    from server.status import format_status
 
-    data = envelope("status", collect_status(config_of(args)))
+    data = read_commands.status_data(read_commands.for_command(config_of(args)))
     if args.json:
         print_json(data)
     else:
@@ -318,11 +318,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from server.app import create_app
 
     config = config_of(args)
-    mcp = None
-    if not args.no_mcp:
-        from builder.cli.mcp_http import http_endpoint
-
-        mcp = http_endpoint(config, host=args.host)
     # the webhooks and the sync API queue jobs; this runs them, each build in a child process
     runner = JobRunner(config, build_function=build_in_child)
     watch = _watch(config, runner) if args.watch else None
@@ -335,7 +330,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"notes-portal: {NO_DICTIONARY}", file=sys.stderr)
     runner.start()
     try:
-        uvicorn.run(create_app(config, mcp=mcp, jobs=runner), host=args.host, port=args.port, log_level="warning")
+        uvicorn.run(create_app(config, mcp=not args.no_mcp, host=args.host, jobs=runner), host=args.host,
+                    port=args.port, log_level="warning")
     finally:
         if watch is not None:
             watch.stop()
@@ -373,7 +369,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from builder.cli.mcp_server import run_stdio
+    from server.mcp import run_stdio
 
     run_stdio(config_of(args))
     return 0

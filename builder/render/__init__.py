@@ -10,7 +10,7 @@ Its modules, by what they hold:
 - a note turned into HTML: :mod:`.markdown` with :mod:`.links`, :mod:`.callouts`, :mod:`.diagrams`,
   :mod:`.highlight` and :mod:`.mathml`; :mod:`.bodycache` keeps bodies for the next big render;
 - the pages that show many notes: :mod:`.pages` (the data behind each page), :mod:`.toc`, :mod:`.tree`,
-  :mod:`.graph` and :mod:`.drawing` (the link pictures), :mod:`.broken` (the broken links ``status`` counts).
+  :mod:`.graph` and :mod:`.drawing` (the link pictures).
 
 Where a page lives is :mod:`builder.core.urls`, shared with the server.
 """

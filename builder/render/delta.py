@@ -130,7 +130,7 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     site = config.site.output
     path = site / output.STATE
     meta = renderstate.read_meta(path) or {}
-    if (meta.get("version") != output.MANIFEST_VERSION or meta.get("env") != env_fp
+    if (meta.get("version") != renderstate.MANIFEST_VERSION or meta.get("env") != env_fp
             or any(key not in meta for key in _KEYS) or meta["scopes"] != manifest.sha(manifest.scopes(config))
             or meta["unreadable"] or output.Journal(site).recorded()):
         return None

@@ -173,13 +173,13 @@ class Resolver:
         joined = _joined(from_path, raw.partition("#")[0])
         return joined is not None and not os.path.isfile(os.path.join(self.sources[source_id].root, joined))
 
-    def file_of(self, source_id: str, from_path: str, raw: str, resolved: list[str]) -> Path | None:
+    def file_of(self, source_id: str, from_path: str, raw: str, resolved: StoredLink) -> Path | None:
         """The file a markdown link or image to a file depends on: the attachment it resolved to
         (``resolved``, its :meth:`Link.as_list`), else the path it names inside the source, where a
         missing one would be; None when it names the source's root or leaves it. What a build watches
         for a page whose links could change with no note changing."""
-        if resolved[0] == "attachment":
-            return self.sources[source_id].root / resolved[2]
+        if resolved[LINK_KIND] == "attachment":
+            return self.sources[source_id].root / resolved[LINK_TARGET]
         joined = _joined(from_path, raw.strip().partition("#")[0])
         return self.sources[source_id].root / joined if joined else None
 

@@ -12,8 +12,6 @@ from the first render on; a folder that holds other files is never adopted
 from __future__ import annotations
 
 import errno
-import json
-import marshal
 import os
 import re
 import time
@@ -25,15 +23,11 @@ from builder.core.atomic import copy_atomic, write_atomic
 from builder.core import templates, urls
 from builder.core.config import SITE_MARKER
 from builder.core.index import renderstate
+from builder.core.index.renderstate import JSON_MANIFEST, MARSHAL_MANIFEST
 
-# The manifest lives in <site>/.render-state (builder.core.index.renderstate: a save writes only what
-# changed); renderers before it kept it in one marshal file, and before that in JSON: either is read
-# once when there is no state yet, then removed.
+# The manifest lives in <site>/.render-state (builder.core.index.renderstate, which reads it, and the
+# older renderers' files, for the render and for ``status``: a save writes only what changed).
 STATE = renderstate.STATE_FILE
-MARSHAL_MANIFEST = ".render-manifest"
-MANIFEST_MAGIC = b"notes-portal manifest\n"  # then marshal data (a dict of str, int, list and dict only)
-JSON_MANIFEST = ".render-manifest.json"
-MANIFEST_VERSION = 3  # 2: entry keys spelled out; 3: dates, broken links with lines
 MAPS = ("notes", "pages")  # the manifest's big maps: the state file keeps them by shards
 JOURNAL = ".render-journal"
 CACHE_DIR = ".render-cache"
@@ -48,56 +42,16 @@ DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 LINK_FROM_BYTES = 64 * 1024 * 1024
 
 
-def read_manifest(site: Path) -> dict[str, Any]:
-    """The last saved manifest as it is, whatever its version, or ``{}`` when there is none (or it is
-    unreadable). See :func:`current_manifest` and :func:`listed_pages`."""
-    if (site / STATE).is_file():
-        return renderstate.read_state(site / STATE)
-    return _marshal_manifest(site)
-
-
-def _marshal_manifest(site: Path) -> dict[str, Any]:
-    try:
-        raw = (site / MARSHAL_MANIFEST).read_bytes()
-    except FileNotFoundError:
-        return _json_manifest(site)
-    except OSError:
-        return {}
-    try:
-        data = marshal.loads(raw[len(MANIFEST_MAGIC):]) if raw.startswith(MANIFEST_MAGIC) else None
-    except (ValueError, EOFError, TypeError):  # cut short or not ours: as if there were none
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _json_manifest(site: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((site / JSON_MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def store_manifest(site: Path, manifest: dict[str, Any], saved: dict[str, Any]) -> None:
-    """Save ``manifest`` for the next render; ``saved``: what :func:`read_manifest` returned before
+    """Save ``manifest`` for the next render; ``saved``: what :func:`renderstate.read_manifest` returned before
     (only what differs from it is written). Any older renderer's manifest file is removed."""
     renderstate.write_state(site / STATE, manifest, saved, maps=MAPS)
     for older in (MARSHAL_MANIFEST, JSON_MANIFEST):
         (site / older).unlink(missing_ok=True)
 
 
-def current_manifest(saved: dict[str, Any]) -> dict[str, Any]:
-    """``saved`` (see :func:`read_manifest`) if this renderer wrote it, else ``{}``."""
-    return saved if saved.get("version") == MANIFEST_VERSION else {}
-
-
-def load_manifest(site: Path) -> dict[str, Any]:
-    """The previous render's manifest, or ``{}`` when there is none (or it is unreadable)."""
-    return current_manifest(read_manifest(site))
-
-
 def listed_pages(saved: dict[str, Any]) -> dict[str, str]:
-    """The pages a saved manifest (see :func:`read_manifest`) lists, whatever its version (an upgrade
+    """The pages a saved manifest (see :func:`renderstate.read_manifest`) lists, whatever its version (an upgrade
     must not forget what an older renderer wrote)."""
     pages = saved.get("pages")
     return pages if isinstance(pages, dict) else {}

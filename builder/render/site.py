@@ -34,6 +34,7 @@ from builder.core import index as db
 from builder.core import templates, urls
 from builder.core.config import Config
 from builder.core.forkpool import PARALLEL_MIN, Pool
+from builder.core.index import renderstate
 from builder.render import (
     bodycache,
     delta,
@@ -179,8 +180,8 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         edits = _delta_render(config, conn, env_fp, files, log, started)
         if edits is not None:
             return edits
-    saved = output.read_manifest(site)
-    previous = output.current_manifest(saved)
+    saved = renderstate.read_manifest(site)
+    previous = renderstate.current_manifest(saved)
     trust = not full and previous.get("env") == env_fp
     journal = output.Journal(site)
     spill: bodycache.Spill | None = None
@@ -357,7 +358,7 @@ def _end_pass(run: _Pass, notes: list[pages.NoteInfo], done: _Rendered, saved: d
                             done.made.home.context, len(done.made.urls), produced,
                             output.folder_times(config.site.output, previous=saved.get("folders")),
                             retry={*skip, *done.failed})
-    out.save_manifest({"version": output.MANIFEST_VERSION, "env": run.env_fp, "universe": run.universe,
+    out.save_manifest({"version": renderstate.MANIFEST_VERSION, "env": run.env_fp, "universe": run.universe,
                        "trees": done.trees, **memory, "pages": out.pages, "notes": done.entries}, saved)
     out.journal.clear()  # the manifest lists every page now
     write_stamp(config, run.files, run.content, delta.linked_files(ctx.resolver, memory["file_links"]))

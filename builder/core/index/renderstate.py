@@ -1,6 +1,7 @@
 """What the render remembers between builds: ``<site>/.render-state``, a small SQLite file of its own.
 
-It holds the render manifest (:mod:`builder.render.output` says what is in it): a dict whose big
+It holds the render manifest (:mod:`builder.render.manifest` says what is in it; :func:`read_manifest`
+reads it, or an older renderer's file, for the render and for ``status``): a dict whose big
 maps (every note's entry, every page's fingerprint: 10,000 of each for 10,000 notes; the caller
 names them) are split by key into :data:`SHARDS` rows of ``shards``, each a marshal blob, and
 whose other values are rows of ``meta``. A one-note build changes one entry and a few page
@@ -32,6 +33,12 @@ STATE_FILE = ".render-state"
 JOURNAL_FILE = f"{STATE_FILE}-journal"  # SQLite's rollback journal, there while a save runs
 FORMAT = 1  # PRAGMA user_version: the layout below; a file of another layout is not read
 SHARDS = 64  # rows per map: ~160 entries (~110 kB) each at 10,000 notes
+# Renderers before this file kept the manifest in one marshal file, and before that in JSON: either is read
+# (:func:`read_manifest`) once when there is no state yet, then removed by the render's next save.
+MARSHAL_MANIFEST = ".render-manifest"
+MANIFEST_MAGIC = b"notes-portal manifest\n"  # then marshal data (a dict of str, int, list and dict only)
+JSON_MANIFEST = ".render-manifest.json"
+MANIFEST_VERSION = 3  # the manifest's own layout: 2: entry keys spelled out; 3: dates, broken links with lines
 
 _SCHEMA = dedent("""
     CREATE TABLE IF NOT EXISTS meta (
@@ -82,6 +89,47 @@ def read_state(path: Path) -> dict[str, Any]:
     except (sqlite3.DatabaseError, *_UNREADABLE):
         return {}
     return found
+
+
+def read_manifest(site: Path) -> dict[str, Any]:
+    """The last saved manifest of the render of ``site``, whatever its version (the state file's, else an
+    older renderer's file), or ``{}`` when there is none (or it is unreadable). See :func:`current_manifest`."""
+    if (site / STATE_FILE).is_file():
+        return read_state(site / STATE_FILE)
+    return _marshal_manifest(site)
+
+
+def _marshal_manifest(site: Path) -> dict[str, Any]:
+    try:
+        raw = (site / MARSHAL_MANIFEST).read_bytes()
+    except FileNotFoundError:
+        return _json_manifest(site)
+    except OSError:
+        return {}
+    try:
+        data = marshal.loads(raw[len(MANIFEST_MAGIC):]) if raw.startswith(MANIFEST_MAGIC) else None
+    except _UNREADABLE:  # cut short or not ours: as if there were none
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _json_manifest(site: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((site / JSON_MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def current_manifest(saved: dict[str, Any]) -> dict[str, Any]:
+    """``saved`` (see :func:`read_manifest`) if this version's renderer wrote it, else ``{}``."""
+    return saved if saved.get("version") == MANIFEST_VERSION else {}
+
+
+def load_manifest(site: Path) -> dict[str, Any]:
+    """The previous render's manifest, or ``{}`` when there is none (or it is unreadable, or an older
+    version's)."""
+    return current_manifest(read_manifest(site))
 
 
 def read_meta(path: Path) -> dict[str, Any] | None:

@@ -1,21 +1,44 @@
-"""``notes-portal status``: per source notes, chunks, pending vectors, last sync, indexed rev and the
-broken links of the last render (each listed with its line on the site's ``broken-links.html``), and
-whether English questions are searched in Czech (the dictionary, see ``server.translate``)."""
+"""``status`` (the command and the MCP tool): per source notes, chunks, pending vectors, last sync, indexed
+rev and the broken links of the last render (each listed with its line on the site's ``broken-links.html``),
+and whether English questions are searched in Czech (the dictionary, see :mod:`server.translate`).
+
+It only reads: the index (read-only, without sqlite-vec) and the last render's manifest
+(:func:`builder.core.index.renderstate.load_manifest`).
+"""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
-from builder import indexfile
 from builder.core import index as db
 from builder.core.config import Config
-from builder.redact import redact_url
-from builder.render.broken import broken_link_counts
+from builder.core.index.renderstate import load_manifest
+from builder.core.redact import redact_url
+
+
+def broken_link_counts(site: Path) -> dict[str, int] | None:
+    """Source id → the number of broken links in its notes as of the last complete render (sources
+    without any are left out); None when the site has not been rendered (by this version) yet.
+
+    Each note's entry in the manifest lists its broken links (``broken``, see
+    :class:`builder.render.manifest.ManifestEntry`), under the key ``source:path``."""
+    manifest = load_manifest(site)
+    if not manifest:
+        return None
+    counts: dict[str, int] = {}
+    for key, entry in manifest.get("notes", {}).items():
+        broken = entry.get("broken") if isinstance(entry, dict) else None
+        if broken:
+            source_id = key.partition(":")[0]
+            counts[source_id] = counts.get(source_id, 0) + len(broken)
+    return counts
 
 
 def collect_status(config: Config) -> dict[str, Any]:
-    """The status as plain data (the ``--json`` output)."""
-    path = indexfile.resolve(config.index)
+    """The status as plain data (the ``--json`` output and the MCP tool's, in its envelope)."""
+    path = Path(os.path.realpath(config.index)) if config.index.exists() else None  # the current generation
     status: dict[str, Any] = {"index": str(config.index), "exists": path is not None,
                               "embedding": {"provider": config.embedding.provider, "model": config.embedding.model,
                                             "dims": config.embedding.dims},

@@ -1,11 +1,11 @@
-"""The MCP server: the tools of :mod:`builder.cli.mcp_tools` over stdio (``notes-portal mcp``) and over
-Streamable HTTP at ``/mcp`` of the web app (``notes-portal serve``), on the official ``mcp`` SDK.
+"""The MCP server: the tools of :mod:`server.mcp_tools` over stdio (``notes-portal mcp``,
+:func:`run_stdio`) and over Streamable HTTP at ``/mcp`` of the web app (:func:`endpoint`, which
+:mod:`server.mcp_http` calls on the first MCP request), on the official ``mcp`` SDK.
 
-It lives in the composition root, not in ``server/``: grep and read_note read the sources' files
-through the write path's scope rules (:mod:`builder.notes.sources`), which the read path never imports.
-The web app receives it as a factory (:data:`server.mcp_mount.McpFactory`, made by
-:mod:`builder.cli.mcp_http`, which imports this module on the first MCP request) and hands it its
-own index reader and query embedder, so the tools and ``/api/search`` share them.
+The one module of the project that imports the SDK (tests/test_architecture.py): the web app imports it
+only when a client first calls ``/mcp``. Over HTTP it is given the app's own searcher and asker, so the
+tools, ``/api/search`` and ``/api/answer`` share the index reader, the query embedder and the vectors in
+memory; over stdio it makes its own.
 
 Every call is answered, never dropped: bad arguments, paths outside a source, unpublished notes, a
 missing index are a tool error (``isError``) whose text is one line and whose structured content is
@@ -32,12 +32,12 @@ from mcp.server.streamable_http_manager import (
 )
 from mcp.server.transport_security import TransportSecuritySettings
 
-from server import read_commands
-from builder.cli.mcp_tools import ASK_INSTRUCTIONS, INSTRUCTIONS, Tool, tools
-from builder.core.package import version
 from builder.core import index as db
 from builder.core.config import Config
 from builder.core.errors import IndexUnreadable, UserError
+from builder.core.package import version
+from server import read_commands
+from server.mcp_tools import ASK_INSTRUCTIONS, INSTRUCTIONS, Tool, tools
 
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
@@ -145,7 +145,7 @@ class HttpEndpoint:
 
 def endpoint(config: Config, searcher: Searcher, asker: Asker | None, *, host: str = "127.0.0.1") -> HttpEndpoint:
     """The tools over Streamable HTTP with the web app's searcher and asker (made on the first MCP request:
-    see :mod:`builder.cli.mcp_http`).
+    see :mod:`server.mcp_http`).
 
     Served on a loopback address, requests must name it in ``Host`` (and ``Origin``, when sent):
     a web page cannot reach the tools through DNS rebinding. On the LAN the API key is the guard.

@@ -1,5 +1,6 @@
 """The MCP tools as data: name, description, parameters (one list gives both the JSON Schema the
 client sees and the validation of what it sends) and the :mod:`server.read_commands` function each runs.
+:mod:`server.mcp` serves them; this module does not import the MCP SDK.
 
 The descriptions are written for the agent that reads them: which layer each tool asks (the index,
 as of the last build; or the files on disk now), what the answer holds, and what ``weak`` means.
@@ -11,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from server import read_commands
-from server.read_commands import MAX_READ_LINES, READ_LINES, ReadPath
 from builder.core.config import Config
 from builder.core.errors import UserError
 from builder.notes.grep import MAX_LINE_CHARS
+from server import read_commands
 from server.query import MAX_QUERY_CHARS
+from server.read_commands import MAX_READ_LINES, READ_LINES, ReadPath
 
 TOC_NOTES = 200  # toc: notes returned by default …
 MAX_TOC_NOTES = 1000  # … and at most
@@ -185,7 +186,7 @@ def tools(config: Config) -> dict[str, Tool]:
             Param("max_lines", "integer", "How many lines to return at most.", default=READ_LINES, minimum=1,
                   maximum=MAX_READ_LINES),
         ), lambda rp, **a: read_commands.read_data(rp, **a)),
-        Tool("status", "Index status", STATUS, (), _status),
+        Tool("status", "Index status", STATUS, (), lambda rp: read_commands.status_data(rp)),
     ]
     if config.answer.enabled:  # no provider configured: no tool that would only say so
         found.append(Tool("ask", "Ask the notes", ASK, (
@@ -194,14 +195,6 @@ def tools(config: Config) -> dict[str, Tool]:
             source("Only this source (default: every source)."),
         ), lambda rp, **a: read_commands.answer_data(rp, **a)))
     return {tool.name: tool for tool in found}
-
-
-def _status(rp: ReadPath) -> dict[str, Any]:
-    """``status``: the index, the embedding model and, per source, notes, chunks, pending vectors, the last
-    sync, the indexed revision and the last render's broken links (the build's view, so made here)."""
-    from builder.status import collect_status
-
-    return read_commands.envelope("status", collect_status(rp.config))
 
 
 SEARCH = """\

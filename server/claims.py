@@ -30,7 +30,7 @@ URL_RE = re.compile(r"(?:https?|ftp)://[^\s<>\"'\])]+|\bwww\.[^\s<>\"'\])]+|\]\(
 NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:[.,:/]\d+)*")
 # A word: letters (an apostrophe inside: it's, don't, O'Brien), or letters and digits together (max485, 3x).
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W\d_]+)*")
-_CZECH_SLOVAK_LETTERS = re.compile(r"[áčďéěíĺľňóôŕřšťúůýžÁČĎÉĚÍĹĽŇÓÔŔŘŠŤÚŮÝŽ]")
+_CZECH_SLOVAK_LETTERS = re.compile(r"[áäčďéěíĺľňóôŕřšťúůýžÁÄČĎÉĚÍĹĽŇÓÔŔŘŠŤÚŮÝŽ]")
 _ENGLISH_MARKERS = frozenset("the is are was were of and to in that with for this it be not what how does do an"
                              .split())
 _CZECH_SLOVAK_MARKERS = frozenset("je jsou se na v ve a je sa sú som ako aby že ze to do pro pre při pri z za "
@@ -142,6 +142,12 @@ def in_english(text: str) -> bool:
     english = sum(w in _ENGLISH_MARKERS for w in words)
     czech = sum(w in _CZECH_SLOVAK_MARKERS for w in words)
     return english > 0 and english >= czech
+
+
+def accented(text: str) -> bool:
+    """Is ``text`` written with diacritics (a Czech or Slovak accented letter)? Czech typed without them is
+    common (``kava je horka``); there ``horka`` may be ``horká`` or ``hořká``."""
+    return _CZECH_SLOVAK_LETTERS.search(text) is not None
 
 
 _LIMIT_PHRASES = re.compile(r"\b(?:at (most|least)|up to)\b", re.IGNORECASE)
@@ -287,6 +293,12 @@ class Claim:
             if (token.content and not framing or named) and token.folded not in seen:
                 seen[token.folded] = token
         return list(seen.values())
+
+    @property
+    def accented(self) -> bool:
+        """Written with diacritics: its words must write the marks that tell Czech words apart as the passage
+        does (:func:`server.wordforms.spelled_alike`)."""
+        return accented(self.text)
 
     @property
     def negated(self) -> bool:

@@ -30,7 +30,7 @@ from server.passage_text import (
     negation_scope,
     occurrences,
 )
-from server.wordforms import Translations, czech_forms, negated_side, same_word, translation_forms
+from server.wordforms import Translations, negated_side, same_word, spelled_alike, translates, translation_forms
 
 @dataclass(frozen=True)
 class Support:
@@ -422,16 +422,17 @@ def _places(word: Token, claim: Claim, passage: PassageText, inside: list[int],
     of it; else through a ne- prefix on either side; else, for an English claim, as a translation."""
     found = _Found()
     pool = [(i, passage.words[i]) for i in inside] + [(-1 - k, w) for k, w in enumerate(passage.outside)]
-    found.places = [(i, "") for i, w in pool if same_word(word, w)]
+    marked = passage.accented and claim.accented  # both written with diacritics: hořká is not horká
+    found.places = [(i, "") for i, w in pool if same_word(word, w) and (not marked or spelled_alike(word.text, w.text))]
     if found.places:
         return found
     found.places = [(i, side) for i, w in pool if (side := negated_side(word.folded, w.folded))]
     if found.places or not (claim.english and dictionary is not None and word.folded.isascii()):
         return found
     forms = translation_forms(word.folded, dictionary)
-    found.places = [(i, "") for i, w in pool if forms & czech_forms(w.text)]
+    found.places = [(i, "") for i, w in pool if translates(forms, w.text, passage.accented)]
     found.places = found.places or [(i, "p") for i, w in pool if w.folded[:2] == "ne" and len(w.folded) > 4
-                                    and forms & czech_forms(w.text[2:])]
+                                    and translates(forms, w.text[2:], passage.accented)]
     return found
 
 def _polarity(claim: Claim, passage: PassageText, found: dict[str, _Found]) -> str | None:

@@ -80,9 +80,9 @@ tells told explains explained describes described adds added reads recommends re
 suggests suggested warns warned admits admitted quotes quoted
 upozornuje upozornuji
 vysvetluje popisuje dodava pridava radi zni znie doporucuje odporuca pripousti pripusta varuje upozornuje
-pravidlo pravidla pravidlach pravidel myslenka myslienka duvod dovod otazka otazky materialy materialu
+pravidlo pravidla pravidlach pravidel myslenka myslienka duvod dovod materialy materialu
 materialoch glossary cheatsheet tahak tip tipy rada rady
-rule rules idea point reason question
+rule rules idea point reason
 """.split()
 _FRAME_NOUNS = frozenset("""
 note notes page pages lesson lessons recipe recipes guide instructions wiki cheatsheet glossary material materials

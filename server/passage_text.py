@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from server.claims import Token, ends_sentence, in_english, normalize, words_of
+from server.claims import Token, accented, ends_sentence, in_english, normalize, words_of
 
 _HEADING = re.compile(r"^(\s{0,3})(#{1,6})\s+")
 
@@ -57,6 +57,12 @@ class PassageText:
     @cached_property
     def english(self) -> bool:
         return in_english(self.text)
+
+    @cached_property
+    def accented(self) -> bool:
+        """Written with diacritics (its text, title or heading): a dictionary translation must write the marks
+        that tell Czech words apart as it does (:func:`server.wordforms.spelled_alike`)."""
+        return accented(f"{self.title} {self.heading} {self.text}")
 
     @cached_property
     def plain(self) -> str:

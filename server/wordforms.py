@@ -6,13 +6,21 @@ Two words are the same word when they fold to the same letters, share a Czech/Sl
 :data:`server.lexicon.SAME` (``max`` and ``maximálně``, ``min`` and ``minut``), or, for derived and aspect
 forms the keys do not join (``odovzdávajú``, ``odovzdajte``), share a beginning of five letters or more that
 is 70 % of the shorter word — but never a word and its ``-less``/``-free`` (``leader``, ``leaderless``).
-A translation is compared by root: the verbal prefix off and the Slovak spelling read as Czech
-(``vychladnout`` meets ``zchladnout``, ``skúška`` meets ``zkouška``).
+A translation meets a word of the passage by its folded form, its word key or its root — the first five letters
+after its verbal prefix, the Slovak spelling read as Czech (``skúška`` meets ``zkouška``) — but only with the
+same prefix: ``vy-``, ``při-``, ``od-`` say where to (``vycestovat`` is not ``přicestovat``, "arrive"), so no
+prefix is taken off one word to meet the other. And it must write the marks that tell Czech words apart as the
+passage does (:func:`spelled_alike`: ``hořký`` "bitter" is not ``horký`` "hot"), unless the passage is typed
+without diacritics (:attr:`server.passage_text.PassageText.accented`); so must a Czech word of a claim written
+with diacritics (:mod:`server.evidence`).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
 from typing import Protocol
 
 from builder.core.analysis import stem_word
@@ -51,31 +59,76 @@ ROOT = 5  # letters of a root compared
 _PREFIXES = ("pred", "pre", "pri", "pro", "pod", "nad", "roz", "vy", "vz", "za", "na", "po", "od", "do", "ob", "u",
              "z", "s", "v", "o")
 
+@lru_cache(maxsize=65_536)
 def czech_forms(word: str) -> frozenset[str]:
     """What a Czech or Slovak word is compared with a dictionary translation by: its folded form, its word
-    key, and its root — verbal prefix off, Slovak spelling (``ou`` → ``u``, ``ie`` → ``e``), first five
-    letters — so that ``vychladnout`` meets ``zchladnout`` and ``skúška`` meets ``zkouška``."""
+    key, and its prefix with its root — the first five letters after the verbal prefix, Slovak spelling
+    (``ou`` → ``u``, ``ie`` → ``e``) read as Czech — so that ``skúška`` meets ``zkouška``. The prefix stays:
+    ``vycestoval`` meets ``vycestovat``, not ``cestovat`` nor ``přicestovat``."""
     folded = fold(word)
-    root = folded
-    for prefix in _PREFIXES:
-        if root.startswith(prefix) and len(root) - len(prefix) >= (4 if len(prefix) > 1 else 5):
-            root = root[len(prefix):]
+    root, prefix = folded, ""
+    for candidate in _PREFIXES:
+        if root.startswith(candidate) and len(root) - len(candidate) >= (4 if len(candidate) > 1 else 5):
+            root, prefix = root[len(candidate):], candidate
             break
     root = re.sub(r"^z(?=[kptcsf])", "s", root.replace("ou", "u").replace("ie", "e"))
-    return frozenset({folded, "k:" + stem_word(word), "r:" + root[:ROOT]}) if len(root) >= 4 else frozenset(
+    prefix = "s" if prefix == "z" else prefix  # one prefix spelt two ways: zkouška, skúška
+    return frozenset({folded, "k:" + stem_word(word), f"r:{prefix}-{root[:ROOT]}"}) if len(root) >= 4 else frozenset(
         {folded, "k:" + stem_word(word)})
 
-def translation_forms(word: str, dictionary: Translations) -> frozenset[str]:
-    """The :func:`czech_forms` of every translation of an English word (of any headword it may be a form
-    of): of a translation of one or two content words, each (``polévková lžíce``: both)."""
-    found: set[str] = set()
+def translation_forms(word: str, dictionary: Translations) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Every word of a translation of an English word (of any headword it may be a form of), with its
+    :func:`czech_forms`: of a translation of one or two content words, each (``polévková lžíce``: both)."""
+    found: dict[str, frozenset[str]] = {}
     for lemma in lexicon.english_lemmas(word):
         for translation in dictionary.translations(lemma):
             words = [w for w in words_of(translation, False) if w.content]
             if len(words) <= 2:
                 for w in words:
-                    found |= czech_forms(w.text)
-    return frozenset(found)
+                    found.setdefault(w.text.lower(), czech_forms(w.text))
+    return tuple(found.items())
+
+def translates(translations: Sequence[tuple[str, frozenset[str]]], passage_word: str, accented: bool) -> bool:
+    """Is ``passage_word`` one of ``translations`` (:func:`translation_forms`): the same form of some
+    translation, which — in a passage written with diacritics (``accented``) — writes its marks alike?"""
+    forms = czech_forms(passage_word)
+    return any(shared & forms and (not accented or spelled_alike(text, passage_word))
+               for text, shared in translations)
+
+# The marks that tell Czech words apart (hořký "bitter", horký "hot"; řada "row", rada "advice").
+# Not the length marks: inflection lengthens and shortens (kráva, krav; mráz, mrazu; psát, psal); nor ě,
+# which Slovak writes e or ie (město, mesto); nor Slovak's own ä, ô, ĺ, ľ, ŕ, which Czech lacks.
+MARKS = frozenset("čďňřšťžů")
+# A consonant inflection softens, with its mark, before an ending: sestra → sestře, bratr → bratři (ř before
+# e or i); loď → lodi, píseň → písni (ď, ť, ň ending a word, or before e, i, where Czech writes de, di, ti,
+# ni for them, and a note may write přeceďím); Slovak's infinitive ends in ť (variť, vařit).
+_SOFT = {"ř": "r", "ď": "d", "ť": "t", "ň": "n"}
+
+def _marked(word: str) -> str:
+    """``word`` in lower case, its letters folded but :data:`MARKS`, in Czech spelling (as :func:`czech_forms`
+    reads Slovak)."""
+    kept = "".join(ch if ch in MARKS else fold(ch) for ch in unicodedata.normalize("NFC", word.lower()))
+    return re.sub(r"^z(?=[kptcsfš])", "s", kept.replace("ou", "u").replace("ie", "e"))
+
+def spelled_alike(word: str, other: str) -> bool:
+    """Do two words found the same by their folded forms write :data:`MARKS` alike in the letters they share
+    from the start, but for a consonant inflection softens (``sestra``, ``sestře``)? ``hořký`` and ``horká``
+    do not: "bitter" is not said by "Káva je horká"."""
+    a, b = _marked(word), _marked(other)
+    for i, (p, q) in enumerate(zip(fold(a), fold(b), strict=False)):
+        if p != q:
+            break
+        if a[i] != b[i] and not (_softened(a, i, b[i]) or _softened(b, i, a[i])):
+            return False
+    return True
+
+def _softened(word: str, at: int, other: str) -> bool:
+    """Is ``word[at]`` the softened ``other`` before an ending (ř before e or i; ď, ť, ň before e, i or ending
+    the word)?"""
+    if _SOFT.get(word[at]) != other:
+        return False
+    after = word[at + 1:at + 2]
+    return after in ("e", "i") or after == "" and word[at] != "ř"
 
 def negated_side(claim_word: str, passage_word: str) -> str:
     """Which of two folded words is the other with a ne- prefix, by their keys (``schvalila`` and

@@ -102,11 +102,63 @@ def test_an_english_answer_about_a_czech_note_is_read_through_the_dictionary():
     from server import translate
 
     dictionary = translate.load(DEFAULT_DICTIONARY)
-    answer = "Boil the tea for 3–5 minutes [1]."
+    answer = "Add two tablespoons of black tea [1]."  # "Přidám dvě polévkové lžíce černého čaje"
     assert problems(answer, POSTUP, dictionary=dictionary) == []
     assert [kind for kind, _ in problems(answer, POSTUP)] == ["claim"]  # without it: English words are absent
-    assert [kind for kind, _ in problems("Boil the coffee for 3–5 minutes [1].", POSTUP, dictionary=dictionary)] \
+    assert [kind for kind, _ in problems("Add two tablespoons of black coffee [1].", POSTUP, dictionary=dictionary)] \
         == ["claim"]
+    # true, and refused: FreeDict's "boil" is vařit, and the note's "provařit 3–5 minut" has a prefix (the price of
+    # not letting "arrive", přicestovat, meet vycestoval: docs/ANSWERS.md)
+    assert [kind for kind, _ in problems("Boil the tea for 3–5 minutes [1].", POSTUP, dictionary=dictionary)] \
+        == ["claim"]
+
+
+@pytest.fixture(scope="module")
+def freedict():
+    require_dictionary()
+    from builder.core.config import DEFAULT_DICTIONARY
+    from server import translate
+
+    return translate.load(DEFAULT_DICTIONARY)
+
+
+@pytest.mark.parametrize(("answer", "passage", "kinds"), [
+    # FreeDict gives "bitter" as hořký; folded, hořký is horký ("hot"): a translation writes the marks that
+    # tell Czech words apart (ř, š, č, ž, ď, ť, ň, ů) as the passage does
+    ("The coffee is bitter [1].", "Káva je horká.", ["claim"]),
+    ("The coffee is hot [1].", "Káva je horká.", []),
+    ("The coffee is bitter [1].", "Káva je hořká.", []),
+    ("The coffee is hot [1].", "Káva je hořká.", ["claim"]),
+    # … save where inflection softens a consonant: sestra → sestře (ř before e, i), loď → lodi (ď ending it)
+    ("The letter was sent to the sister [1].", "Dopis jsem poslal sestře.", []),
+    ("The captain is on the boat [1].", "Na lodi je kapitán.", []),
+    # a note typed without diacritics has no marks to compare: its words meet a translation folded (čaj, caj)
+    ("The tea is strong and sweet [1].", "Caj je silny a sladky.", []),
+    # a verbal prefix is part of the word: "arrive" is přicestovat, not vycestovat (travel out) nor odcestovat
+    ("Petr arrived in Brno [1].", "Petr vycestoval do Brna.", ["claim"]),
+    ("Petr arrived in Brno [1].", "Petr odcestoval do Brna.", ["claim"]),
+    ("Petr arrived in Brno [1].", "Petr přicestoval do Brna.", []),
+    ("Petr departed for Brno [1].", "Petr odcestoval do Brna.", []),
+    ("Petr travelled to Brno [1].", "Petr cestoval do Brna.", []),
+    ("The exam takes two hours [1].", "Skúška trvá dve hodiny.", []),  # Slovak s- is Czech z-: zkouška
+    # "otázka" names a fact of the note (an exam's questions), not the source: "questions" finds it
+    ("The exam has three questions [1].", "Zkouška má tři otázky.", []),
+    ("The exam has three questions [1].", "Skúška má tri otázky.", []),
+    ("The exam has three tasks [1].", "Zkouška má tři otázky.", ["claim"]),
+])
+def test_a_translation_keeps_the_marks_and_the_prefix_of_the_passages_word(freedict, answer, passage, kinds):
+    assert [kind for kind, _ in problems(answer, passage, dictionary=freedict)] == kinds
+
+
+@pytest.mark.parametrize(("answer", "passage", "kinds"), [
+    ("Káva je hořká [1].", "Káva je horká.", ["claim"]),  # both written with diacritics: hořká is not horká
+    ("Káva je horká [1].", "Káva je horká.", []),
+    ("Kava je horka [1].", "Káva je hořká.", []),  # either side typed without diacritics: folded, as before
+    ("Káva je hořká [1].", "Kava je horka.", []),
+    ("Zkouška má tři otázky [1].", "Zkouška má tři úlohy.", ["claim"]),  # otázky was a free word
+])
+def test_a_czech_word_keeps_its_marks_where_both_sides_write_them(answer, passage, kinds):
+    assert [kind for kind, _ in problems(answer, passage)] == kinds
 
 
 def test_a_shown_answer_carries_each_claims_evidence_as_offsets_into_its_passage():

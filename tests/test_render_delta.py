@@ -305,3 +305,21 @@ def test_a_folder_whose_time_was_never_taken_or_is_gone_is_not_trusted(tmp_path)
     assert output.unchanged_files(site, [f for f in files if not f.startswith("tags/")], folders) is None
     kept = output.folder_times(site, ["notes", "tags"], previous=folders)
     assert kept == {"notes": folders["notes"]}  # the same time keeps its record; a gone folder is left out
+
+
+def test_a_temporary_file_of_a_killed_write_in_a_folder_timed_too_soon_is_removed_by_the_delta_render(portals,
+                                                                                                      monkeypatch):
+    root, by_delta, _ = portals
+    site = by_delta.site.output
+    stored = renderstate.read_manifest(site)
+    stored["folders"] = {rel: [mtime, mtime] for rel, (mtime, _) in stored["folders"].items()}  # all just timed
+    output.store_manifest(site, stored, {})
+    folder = site / "notes/sub"
+    before = os.stat(folder).st_mtime_ns
+    (folder / ".d.html.4242.tmp").write_text("half", encoding="utf-8")
+    os.utime(folder, ns=(before, before))  # within the folder's clock tick: its time did not move
+    write(root, "e.md", NOTES["e.md"] + "\nz\n")
+    calls = spy_on_delta(monkeypatch)
+    run = build_and_render(by_delta)
+    assert calls == [True]
+    assert not (folder / ".d.html.4242.tmp").exists() and "notes/sub/.d.html.4242.tmp" in run.report.removed

@@ -227,7 +227,8 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
     roots = ctx.roots
     manifest.log_unwritten(output.copy_attachments(out, {url: roots[source_id] / rel
                                                       for url, (source_id, rel) in meta["attachments"].items()}), log)
-    removed = [rel for rel in sorted(out.present) if output.is_temporary(rel)]  # left by a killed write
+    # left by a killed write (only a listed folder holds more than the last render's files: any other's time moved)
+    removed = [rel for rel in sorted(out.present.difference(meta["files"])) if output.is_temporary(rel)]
     for rel in removed:
         (site / rel).unlink(missing_ok=True)
     for note in moved:

@@ -125,7 +125,7 @@ def _linked_state(paths: list[Path]) -> dict[str, list[list[Any]]]:
     """What the stamp keeps of the files the notes link to: an existing one's size and time; for a
     missing one, the time of the folder it would be in (creating a file there moves it). Taken after
     the render: a file put there while the render ran, after its note was read, waits for the next
-    change. Strings, not paths: a ``Path`` an entry costs more than its ``stat`` (docs/BENCHMARKS.md)."""
+    change. Strings, not paths: a ``Path`` an entry costs more than its ``stat``."""
     files: list[list[Any]] = []
     folders: dict[str, int | None] = {}
     for path in map(str, paths):

@@ -145,8 +145,10 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     if old is None or len(old) != len(notes) or not all(n.key in old and _same_face(n, old[n.key]) for n in notes):
         return None
     stored_pages = renderstate.read_map(path, "pages")
+    if not stored_pages:
+        return None
     present = output.unchanged_files(site, meta["files"], meta["folders"])
-    if not stored_pages or present is None:
+    if present is None:
         return None  # a page to write again (or a folder changed by hand): the full render finds which
     roots = {s.id: config.source_root(s) for s in config.sources}
     resolver = _resolver_of_titles(config, conn, meta["titles"])

@@ -13,7 +13,7 @@ so that a machine whose load drifts favours neither.
 ``build``: one-note (or, with ``--first``, first) builds. Each side gets its own copy of the portal's
 index and site (made once from the config's, or built on the first run), so its render state is its
 own; the notes are shared. Every round edits one note (``bench_corpus.edit_body`` or
-``edit_heading``), then runs ``notes-portal build`` once per side, in the order A B, then B A. Each
+``edit_heading``; ``--edit none`` times no-op builds), then runs ``notes-portal build`` once per side, in the order A B, then B A. Each
 run reports its wall time, the time until its render began (start-up, scan, index), the time
 ``render_site`` took and its peak RSS; the medians and their ratio are printed. Both checkouts'
 bytecode is written first. On a busy machine the render's own time separates the sides when the
@@ -179,7 +179,7 @@ def clear(config: Path) -> None:
 
 def build(args: argparse.Namespace) -> None:
     """The ``build`` subcommand."""
-    edit = edit_body if args.edit == "body" else edit_heading
+    edit = {"body": edit_body, "heading": edit_heading, "none": lambda note, seed: None}[args.edit]
     sides = {"A": args.a.resolve(), "B": args.b.resolve()}
     for checkout in sides.values():
         compile_checkout(checkout)
@@ -196,13 +196,14 @@ def build(args: argparse.Namespace) -> None:
                 if args.first:
                     clear(configs[name])
                 results[name].append(run_build(sides[name], configs[name]))
-    what = "first builds" if args.first else f"{args.edit} edit of {args.note}"
+    what = ("first builds" if args.first else "no-op builds" if args.edit == "none"
+            else f"{args.edit} edit of {args.note}")
     print(f"{what}, {args.rounds} rounds (medians; the runs in order)")
     for measure, unit, scale in (("wall", "ms", 1000), ("index", "ms", 1000), ("render", "ms", 1000),
                                  ("rss", "MB", 1)):
         values = {name: [r[measure] for r in results[name]] for name in sides}
-        if any(v is None for runs in values.values() for v in runs):
-            continue  # a build that rendered nothing has no "until the render"
+        if any(v is None for runs in values.values() for v in runs) or not any(max(runs) for runs in values.values()):
+            continue  # a build that rendered nothing has no "until the render" and no render
         medians = {name: statistics.median(v for v in runs if v is not None) * scale for name, runs in values.items()}
         for name in sides:
             runs = " ".join(f"{v * scale:.0f}" for v in values[name] if v is not None)
@@ -306,7 +307,8 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help=what, description=what)
     b.add_argument("--config", type=Path, required=True, help="a portal whose notes are edited")
     b.add_argument("--note", type=Path, help="the note to edit (a file of a folder source)")
-    b.add_argument("--edit", choices=("body", "heading"), default="body")
+    b.add_argument("--edit", choices=("body", "heading", "none"), default="body",
+                   help="what each round changes in the note (none: no-op builds)")
     b.add_argument("--first", action="store_true", help="time first builds (no note is edited)")
     b.add_argument("--rounds", type=int, default=9)
     b.add_argument("a", type=Path, help="checkout A (the one before)")
@@ -340,8 +342,8 @@ def parser() -> argparse.ArgumentParser:
 def main() -> None:
     top = parser()
     args = top.parse_args()
-    if args.command == "build" and args.note is None and not args.first:
-        top.error("build: --note is required unless --first")
+    if args.command == "build" and args.note is None and not args.first and args.edit != "none":
+        top.error("build: --note is required unless --first or --edit none")
     args.func(args)
 
 

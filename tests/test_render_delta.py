@@ -3,6 +3,7 @@ manifest are the same whichever of the two ran, and the delta render runs exactl
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -80,6 +81,11 @@ EDITS: dict[str, tuple[bool, Callable[[Path], None]]] = {
 }
 
 
+def watched(site: Path) -> dict:
+    """What the site's stamp records of the files the notes link to (both portals link the same notes' files)."""
+    return json.loads((site / output.STAMP).read_text(encoding="utf-8"))["watched"]
+
+
 def spy_on_delta(monkeypatch) -> list[bool]:
     """From now on, note for every render whether the delta render took it (True) or declined."""
     calls: list[bool] = []
@@ -124,6 +130,7 @@ def test_the_delta_render_writes_what_the_full_render_writes(portals, monkeypatc
     assert taken == [takes]
     assert site_snapshot(by_delta.site.output) == site_snapshot(by_full.site.output)
     assert manifest(by_delta.site.output) == manifest(by_full.site.output)
+    assert watched(by_delta.site.output) == watched(by_full.site.output)
     assert sorted(first.report.written) == sorted(second.report.written)
     assert (first.report.notes_rendered, first.report.broken_links, first.report.unchanged) == (
         second.report.notes_rendered, second.report.broken_links, second.report.unchanged)
@@ -323,3 +330,36 @@ def test_a_temporary_file_of_a_killed_write_in_a_folder_timed_too_soon_is_remove
     run = build_and_render(by_delta)
     assert calls == [True]
     assert not (folder / ".d.html.4242.tmp").exists() and "notes/sub/.d.html.4242.tmp" in run.report.removed
+
+
+def test_a_body_edit_keeps_the_stamps_record_of_the_linked_files_and_resolves_no_link_again(portals, monkeypatch):
+    root, by_delta, _ = portals
+    resolved: list[str] = []
+    real = delta._files_hold
+    monkeypatch.setattr(delta, "_files_hold", lambda resolver, links: resolved.extend(links) or real(resolver, links))
+    before = watched(by_delta.site.output)
+    write(root, "e.md", NOTES["e.md"] + "\nJen text.\n")
+    calls = spy_on_delta(monkeypatch)
+    build_and_render(by_delta)
+    assert calls == [True]
+    assert resolved == []
+    assert watched(by_delta.site.output) == before
+
+
+def test_a_stamp_of_another_render_is_not_trusted_for_the_linked_files(portals, monkeypatch):
+    """A render killed after storing its state and before its stamp leaves the stamp of the render before: its
+    record of the linked files may be older than the state's links, so every link to a file is resolved again.
+    Here a missing image appears while its folder's time is set back (the record alone would not see it)."""
+    root, by_delta, _ = portals
+    site = by_delta.site.output
+    stamp = json.loads((site / output.STAMP).read_text(encoding="utf-8"))
+    (site / output.STAMP).write_text(json.dumps({**stamp, "content": "an older render"}), encoding="utf-8")
+    times = {folder: os.stat(folder).st_mtime_ns for folder in (root, root / "sub")}
+    (root / "sub/plan.png").write_bytes(b"plan")
+    write(root, "e.md", NOTES["e.md"] + "\nJen text.\n")
+    for folder, mtime in times.items():
+        os.utime(folder, ns=(mtime, mtime))
+    calls = spy_on_delta(monkeypatch)
+    build_and_render(by_delta)
+    assert calls == [False]  # the image mends Gama's broken link: the full render re-renders it
+    assert 'src="plan.png"' in (site / "notes/sub/c.html").read_text(encoding="utf-8")

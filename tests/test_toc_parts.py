@@ -10,6 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from builder.render import toc
 from tests.render_support import build_and_render, make_config, write
@@ -87,3 +89,31 @@ def test_an_edit_rewrites_the_piece_that_shows_the_note_and_not_the_page(tmp_pat
     assert f"static/toc/notes/{journal}-3.js" in run.report.removed  # 5 notes left: a piece of 4 and one of 1
     page, found = pieces(config.site.output)
     assert f"{journal}-3" not in found and f"{journal}-2" in found
+
+
+def _tree(shape, path: str = "") -> toc.Folder:
+    """A folder from ``shape`` = (its note count, its subfolders' shapes)."""
+    count, children = shape
+    folder = toc.Folder(path, notes=[None] * count)
+    folder.children = [_tree(child, f"{path}/{i}" if path else str(i)) for i, child in enumerate(children)]
+    folder.count = count + sum(child.count for child in folder.children)
+    return folder
+
+
+def _depth_first(folder: toc.Folder) -> list[toc.Folder]:
+    return [folder] + [f for child in folder.children for f in _depth_first(child)]
+
+
+SHAPES = st.recursive(st.tuples(st.integers(0, 3), st.just([])),
+                      lambda inner: st.tuples(st.integers(0, 3), st.lists(inner, max_size=3)), max_leaves=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(shape=SHAPES, entries=st.integers(1, 12))
+def test_a_piece_shows_its_folder_and_the_inlined_ones_depth_first(shape, entries):
+    root = _tree(shape)
+    assert toc.folders_depth_first(root) == _depth_first(root)
+    parts = toc.partition(root, entries)
+    for part in parts:
+        assert toc.shown_folders(part) == [part.folder] + [f for f in _depth_first(part.folder)
+                                                            if f.path in part.inlined]

@@ -14,7 +14,6 @@ from collections import Counter
 from collections.abc import Iterable
 
 _LETTERS_RUN = re.compile(r"[^\W\d_]+")
-_OWN_LETTERS = {"cs": frozenset("řůě"), "sk": frozenset("äôľĺŕ")}
 _WORDS = {
     "cs": frozenset("je jsou jsem jak ale pro který která které když také nebo už bych jako co tak jen při"
                     " není jeho její jsme své svůj mezi podle protože jestli až aby pak tady tam byl byla".split()),
@@ -23,6 +22,12 @@ _WORDS = {
     "en": frozenset("the and of to is in that for with it on as are this be by from or an not you have was at"
                     " which can if will when there what your how but all".split()),
 }
+_LANGUAGES_OF = {word: tuple(lang for lang, words in _WORDS.items() if word in words)
+                 for word in frozenset().union(*_WORDS.values())}
+# a word holding one of the language's own letters, which the others lack: a match from its first such letter to
+# the word's end, so one match a word however many it holds
+_OWN_LETTERS = {"cs": "řůě", "sk": "äôľĺŕ"}
+_OWN_LETTER_WORD = {language: re.compile(rf"[{letters}][^\W\d_]*") for language, letters in _OWN_LETTERS.items()}
 SAMPLE = 20_000  # characters read of a long text: its start says its language
 _MARKDOWN_CODE = re.compile(r"^(```|~~~).*?^\1[^\n]*$|`[^`\n]*`|^---\n.*?\n---$", re.S | re.M)
 _HTML_CODE = re.compile(r"<(pre|code|math|svg)\b.*?</\1>", re.S)
@@ -44,13 +49,10 @@ def detect(text: str) -> str | None:
     """``cs``, ``sk`` or ``en``, or None when ``text`` does not say clearly (fewer than three telling words)."""
     sample = text[:SAMPLE].lower()
     scores: Counter[str] = Counter()
-    for word in _LETTERS_RUN.findall(sample):
-        for language, words in _WORDS.items():
-            if word in words:
-                scores[language] += 1
-        for language, letters in _OWN_LETTERS.items():
-            if letters.intersection(word):
-                scores[language] += 2
+    for word in filter(_LANGUAGES_OF.__contains__, _LETTERS_RUN.findall(sample)):
+        scores.update(_LANGUAGES_OF[word])
+    for language, pattern in _OWN_LETTER_WORD.items():
+        scores[language] += 2 * len(pattern.findall(sample))
     if sum(scores.values()) < 3:
         return None
     (best, top), *rest = scores.most_common(2) + [("", 0)]

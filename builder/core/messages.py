@@ -500,6 +500,8 @@ def text(language: str, key: str, **values: Any) -> str:
     """The words of ``key`` in ``language`` with ``values`` put in (a count's form chosen by ``n``; numbers
     written the language's way)."""
     entry = CATALOGUES[language][key]
+    if isinstance(entry, str) and not values and "{" not in entry:  # most of a page's words: nothing to put in
+        return entry
     if isinstance(entry, tuple):
         entry = entry[form(language, int(values["n"]))]
     shown = {k: number(language, v) if isinstance(v, int) and not isinstance(v, bool) else v

@@ -16,7 +16,9 @@ contents of a source whose notes' headings changed, and whatever attachments cha
   other page shows anything new about it but its headings (in the table of contents), and the
   links of other notes into it land where they did (a ``#fragment`` names a heading);
 - every link to a file of every note still lands where it did (an image added next to a note
-  fixes its broken link: the full render then re-renders that note), and every page is on disk.
+  fixes its broken link: the full render then re-renders that note): shown by the stamp's record of
+  the linked files (:func:`builder.render.stamp.kept_watch`) when none changed, else by resolving
+  each such link again; and every page is on disk.
 
 ``tests/test_render_delta.py`` checks that it writes the same site and manifest as the full render.
 """
@@ -33,9 +35,8 @@ from builder.core import index as db
 from builder.core import templates, urls
 from builder.core.config import Config
 from builder.core.index import renderstate
-from builder.render import graph, highlight, manifest, notepages, output, pages, toc
+from builder.render import graph, highlight, manifest, notepages, output, pages, stamp, toc
 from builder.render.links import LINK_KIND, LINK_TARGET, LINK_URL, Resolver, SourceNotes
-from builder.render.stamp import write_stamp
 from builder.notes.sources import Scope
 from builder.core.synclog import SyncLog
 
@@ -152,7 +153,11 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
         return None  # a page to write again (or a folder changed by hand): the full render finds which
     roots = {s.id: config.source_root(s) for s in config.sources}
     resolver = _resolver_of_titles(config, conn, meta["titles"])
-    if not _files_hold(resolver, meta["file_links"]) or not _anchors_hold(path, resolver, notes, old, meta["into"]):
+    # the files the last render's links named, none changed since: then every link to a file lands where it did
+    kept = stamp.kept_watch(config, meta["content"])
+    if kept is None and not _files_hold(resolver, meta["file_links"]):
+        return None
+    if not _anchors_hold(path, resolver, notes, old, meta["into"]):
         return None
     jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, templates.asset_version(),
                                 tuple(s.id for s in config.sources), templates.ask_target(config.answer),
@@ -164,15 +169,18 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     ctx = notepages.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site,
                             blocks, max_note_bytes=config.max_note_bytes)
     try:
-        return _render_delta(config, conn, notes, old, cast(DeltaMemory, meta), out, log, env_fp, files,
-                             content, ctx)
+        report = _render_delta(config, conn, notes, old, cast(DeltaMemory, meta), out, log, env_fp, content, ctx)
     finally:
         journal.close()
+    if report is not None:  # its notes link the files the last render's did (else it declined)
+        stamp.write_stamp(config, files, content,
+                          kept if kept is not None else stamp.linked_state(linked_files(resolver, meta["file_links"])))
+    return report
 
 
 def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: manifest.Entries,
-                  meta: DeltaMemory, out: output.Output, log: SyncLog, env_fp: str, files: list[Path],
-                  content: str, ctx: notepages.Context) -> DeltaReport | None:
+                  meta: DeltaMemory, out: output.Output, log: SyncLog, env_fp: str, content: str,
+                  ctx: notepages.Context) -> DeltaReport | None:
     """Decide everything first (None: the full render must run), then write, with the render's ``ctx``."""
     site = config.site.output
     stale = [n for n in notes if n.sha256 != old[n.key]["sha"]]
@@ -244,7 +252,6 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
     }, {"notes": {key: entry for key, entry in entries.items() if entry != old[key]},
         "pages": {url: fp for url, fp in out.pages.items() if out.old.get(url) != fp}}):
         out.journal.clear()  # else the journal keeps naming the pages written (see output.Journal)
-    write_stamp(config, files, content, linked_files(ctx.resolver, meta["file_links"]))
     return DeltaReport(tuple(out.written), tuple(removed), len(out.old) - len(out.written), len(page_jobs), broken,
                        meta["page_count"])
 
@@ -347,10 +354,10 @@ def _files_hold(resolver: Resolver, file_links: dict[str, list[FileLink]]) -> bo
     return True
 
 
-def linked_files(resolver: Resolver, file_links: dict[str, list[FileLink]]) -> list[Path]:
+def linked_files(resolver: Resolver, file_links: dict[str, list[FileLink]]) -> list[str]:
     """The files the notes' links to files name, there or missing (see :func:`remember`): a change to one
     changes a page while no note changes (:func:`builder.render.stamp.site_is_stale` watches them)."""
-    found: set[Path] = set()
+    found: set[str] = set()
     for key, links in file_links.items():
         source_id, _, path = key.partition(":")
         found.update(file for _, raw, resolved in links

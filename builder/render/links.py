@@ -173,15 +173,16 @@ class Resolver:
         joined = _joined(from_path, raw.partition("#")[0])
         return joined is not None and not os.path.isfile(os.path.join(self.sources[source_id].root, joined))
 
-    def file_of(self, source_id: str, from_path: str, raw: str, resolved: StoredLink) -> Path | None:
+    def file_of(self, source_id: str, from_path: str, raw: str, resolved: StoredLink) -> str | None:
         """The file a markdown link or image to a file depends on: the attachment it resolved to
         (``resolved``, its :meth:`Link.as_list`), else the path it names inside the source, where a
         missing one would be; None when it names the source's root or leaves it. What a build watches
-        for a page whose links could change with no note changing."""
+        for a page whose links could change with no note changing. A string: a ``Path`` a link costs
+        more than the ``stat`` the build then makes of it."""
         if resolved[LINK_KIND] == "attachment":
-            return self.sources[source_id].root / resolved[LINK_TARGET]
+            return os.path.join(self.sources[source_id].root, resolved[LINK_TARGET])
         joined = _joined(from_path, raw.strip().partition("#")[0])
-        return self.sources[source_id].root / joined if joined else None
+        return os.path.join(self.sources[source_id].root, joined) if joined else None
 
 
 def _resolve_href(src: SourceNotes, from_path: str, raw: str, *, image: bool) -> Link:

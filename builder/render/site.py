@@ -49,7 +49,7 @@ from builder.render import (
     tree,
 )
 from builder.render.links import Resolver, SourceNotes
-from builder.render.stamp import RENDER_VERSION, code_files, write_stamp
+from builder.render.stamp import RENDER_VERSION, code_files, linked_state, write_stamp
 from builder.notes.sources import Scope
 from builder.core.synclog import SyncLog
 
@@ -361,7 +361,7 @@ def _end_pass(run: _Pass, notes: list[pages.NoteInfo], done: _Rendered, saved: d
     out.save_manifest({"version": renderstate.MANIFEST_VERSION, "env": run.env_fp, "universe": run.universe,
                        "trees": done.trees, **memory, "pages": out.pages, "notes": done.entries}, saved)
     out.journal.clear()  # the manifest lists every page now
-    write_stamp(config, run.files, run.content, delta.linked_files(ctx.resolver, memory["file_links"]))
+    write_stamp(config, run.files, run.content, linked_state(delta.linked_files(ctx.resolver, memory["file_links"])))
     seconds = time.perf_counter() - started
     _log_render(run.log, out.written, done.note_pages, len(done.made.urls), removed, done.broken, seconds)
     return RenderReport(tuple(out.written), tuple(removed), out.unchanged, done.note_pages, done.broken, seconds)

@@ -20,7 +20,8 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypedDict, cast
 
 from builder.core import templates
 from builder.core.config import Config
@@ -121,14 +122,21 @@ def _stats(files: list[Path]) -> list[list[object]]:
     return out
 
 
-def _linked_state(paths: list[Path]) -> dict[str, list[list[Any]]]:
+class Watched(TypedDict):
+    """What the stamp keeps of the files the notes link to (:func:`linked_state`)."""
+
+    files: list[list[Any]]  # [path, size, mtime_ns] of each linked file that exists
+    folders: list[list[Any]]  # [folder, mtime_ns or None when gone] of each folder a missing one would be in
+
+
+def linked_state(paths: Iterable[str]) -> Watched:
     """What the stamp keeps of the files the notes link to: an existing one's size and time; for a
     missing one, the time of the folder it would be in (creating a file there moves it). Taken after
     the render: a file put there while the render ran, after its note was read, waits for the next
-    change. Strings, not paths: a ``Path`` an entry costs more than its ``stat``."""
+    change."""
     files: list[list[Any]] = []
     folders: dict[str, int | None] = {}
-    for path in map(str, paths):
+    for path in paths:
         try:
             st = os.stat(path)
         except OSError:
@@ -143,8 +151,8 @@ def _linked_state(paths: list[Path]) -> dict[str, list[list[Any]]]:
     return {"files": files, "folders": [[folder, mtime] for folder, mtime in folders.items()]}
 
 
-def _linked_unchanged(watched: dict[str, list[list[Any]]]) -> bool:
-    """Is every linked file as :func:`_linked_state` kept it, and every folder of a missing one untouched?"""
+def _linked_unchanged(watched: Watched) -> bool:
+    """Is every linked file as :func:`linked_state` kept it, and every folder of a missing one untouched?"""
     for path, size, mtime in watched["files"]:
         try:
             st = os.stat(path)
@@ -162,14 +170,29 @@ def _linked_unchanged(watched: dict[str, list[list[Any]]]) -> bool:
     return True
 
 
-def stamp_text(config: Config, files: list[Path], content: str, watched: list[Path] | None = None) -> str:
+def kept_watch(config: Config, content: str) -> Watched | None:
+    """The linked files' state the last complete render recorded (:func:`linked_state`), when that
+    render was of ``content`` and no linked file has changed since: a render whose notes link the same
+    files keeps it instead of resolving and timing each link again. None otherwise."""
+    try:
+        stamp = json.loads((config.site.output / STAMP).read_text(encoding="utf-8"))
+        watched = stamp["watched"]
+        if stamp["content"] == content and _linked_unchanged(watched):
+            return cast(Watched, watched)
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        pass
+    return None
+
+
+def stamp_text(config: Config, files: list[Path], content: str, watched: Watched | None = None) -> str:
     """What ``.render-stamp`` holds after a complete render of ``content`` that used ``files``; ``watched``:
-    the files the notes link to, there or missing, which no note's change shows (:func:`_linked_state`)."""
+    the state of the files the notes link to, there or missing, which no note's change shows
+    (:func:`linked_state`)."""
     return json.dumps({"settings": settings_digest(config), "content": content, "files": _stats(files),
-                       "watched": _linked_state(watched or [])}, ensure_ascii=False)
+                       "watched": watched or linked_state(())}, ensure_ascii=False)
 
 
-def write_stamp(config: Config, files: list[Path], content: str, watched: list[Path] | None = None) -> None:
+def write_stamp(config: Config, files: list[Path], content: str, watched: Watched | None = None) -> None:
     """Record a complete render of ``content`` (see :func:`stamp_text`), unless it is recorded."""
     stamp, path = stamp_text(config, files, content, watched), config.site.output / STAMP
     if not path.is_file() or path.read_text(encoding="utf-8") != stamp:

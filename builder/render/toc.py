@@ -29,7 +29,7 @@ import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +89,12 @@ def folder_tree(notes: list[NoteInfo]) -> Folder:
 
 def folders_depth_first(folder: Folder) -> list[Folder]:
     """``folder`` and every folder below it, depth first."""
-    found = [folder]
-    for child in folder.children:
-        found.extend(folders_depth_first(child))
+    found: list[Folder] = []
+    stack = [folder]
+    while stack:
+        folder = stack.pop()
+        found.append(folder)
+        stack.extend(reversed(folder.children))
     return found
 
 
@@ -139,6 +142,20 @@ def partition(root: Folder, entries: int) -> list[Part]:
     for folder in folders_depth_first(root):
         found += [Part(f"{part_id(folder.path)}-{start // entries + 1}", folder, start)
                   for start in range(entries, len(folder.notes), entries)]
+    return found
+
+
+def shown_folders(part: Part) -> list[Folder]:
+    """``part``'s folder and the folders inlined in it, depth first: ``folders_depth_first(part.folder)`` with
+    only the inlined, without walking the others' subtrees (an inlined folder's parent is the piece's folder or
+    inlined, :func:`partition`)."""
+    found = [part.folder]
+    stack = list(reversed(part.folder.children))
+    while stack:
+        folder = stack.pop()
+        if folder.path in part.inlined:
+            found.append(folder)
+            stack.extend(reversed(folder.children))
     return found
 
 
@@ -241,6 +258,12 @@ class TocPlan:
     def fingerprint(self) -> str:
         return self.pieces[0].fingerprint
 
+    @cached_property
+    def lists(self) -> dict[str, tuple[Folder, int]]:
+        """Each note list's fragment fingerprint → its folder and the list's number in it (see :func:`splice`)."""
+        return {fp: (folder, number) for folder in folders_depth_first(self.root) if folder.notes
+                for number, fp in enumerate(self.folder_fps[folder.path])}
+
 
 def plan(env_fp: str, source_id: str, kind: str, notes: list[NoteInfo], entry_digests: dict[str, str],
          entries: int | None = None) -> TocPlan:
@@ -256,7 +279,7 @@ def plan(env_fp: str, source_id: str, kind: str, notes: list[NoteInfo], entry_di
     opened = str(len(notes) <= OPEN_MAX)
     found: list[Piece] = []
     for part in partition(root, entries):
-        shown = [part.folder] + [f for f in folders_depth_first(part.folder) if f.path in part.inlined]
+        shown = shown_folders(part)
         shape = [f"{f.path}\x1f{f.count}\x1f{len(f.notes)}\x1f" + "\x1f".join(c.path for c in f.children)
                  for f in shown]
         lists = [folder_fps[f.path][part.start // entries if f is part.folder else 0] for f in shown if f.notes]
@@ -303,12 +326,10 @@ def toc_page(source_id: str, kind: str, toc: TocPlan) -> Page:
 def splice(skeleton: str, toc: TocPlan, fragments: Fragments, render_fragment: Callable[[Folder, int], str]) -> bytes:
     """The piece as UTF-8: ``skeleton`` with each note list's marker replaced by its fragment from
     ``fragments`` (made by ``render_fragment(folder, start)`` when missing)."""
-    lists = {fp: (folder, number) for folder in folders_depth_first(toc.root) if folder.notes
-             for number, fp in enumerate(toc.folder_fps[folder.path])}
     pieces = _FRAGMENT_MARK.split(skeleton)  # text, fingerprint, text, …
 
     def fragment(fp: str) -> bytes:
-        folder, number = lists[fp]
+        folder, number = toc.lists[fp]
         return fragments.get(fp, partial(render_fragment, folder, number * toc.entries))
 
     return b"".join(piece.encode("utf-8") if i % 2 == 0 else fragment(piece) for i, piece in enumerate(pieces))

@@ -72,7 +72,7 @@ class _Snapshot:
     def scores(self, query: np.ndarray, helpers: ThreadPoolExecutor | None = None, parts: int = 1) -> np.ndarray:
         """Every row's quantized vector times ``query`` (up to a constant). With ``helpers``, their
         threads score ``parts - 1`` parts of the rows while this one scores the first (numpy lets go
-        of the GIL; at 100,000 rows, scan and re-scoring 7.5 ms instead of 10.8: docs/BENCHMARKS.md)."""
+        of the GIL; what that buys: docs/BENCHMARKS.md, "the vectors' scan in parts")."""
         import numpy as np
 
         weights = (query * self.step).astype(np.float32)

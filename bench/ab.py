@@ -13,9 +13,9 @@ so that a machine whose load drifts favours neither.
 ``build``: one-note (or, with ``--first``, first) builds. Each side gets its own copy of the portal's
 index and site (made once from the config's, or built on the first run), so its render state is its
 own; the notes are shared. Every round edits one note (``bench_corpus.edit_body`` or
-``edit_heading``; ``--edit none`` times no-op builds), then runs ``notes-portal build`` once per side, in the order A B, then B A. Each
-run reports its wall time, the time until its render began (start-up, scan, index), the time
-``render_site`` took and its peak RSS; the medians and their ratio are printed. Both checkouts'
+``edit_heading``; ``--edit none`` times no-op builds), then runs ``notes-portal build`` once per side,
+in the order A B, then B A. Each run reports its wall time, the time until its render began (start-up,
+scan, index), the time ``render_site`` took and its peak RSS; the medians and their ratio are printed. Both checkouts'
 bytecode is written first. On a busy machine the render's own time separates the sides when the
 whole process's does not. With ``--first`` a round deletes each side's index and site instead.
 

@@ -19,8 +19,8 @@ import contextlib
 import hashlib
 import json
 import os
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from builder.core import templates

@@ -71,10 +71,17 @@ def czech_forms(word: str) -> frozenset[str]:
         if root.startswith(candidate) and len(root) - len(candidate) >= (4 if len(candidate) > 1 else 5):
             root, prefix = root[len(candidate):], candidate
             break
-    root = re.sub(r"^z(?=[kptcsf])", "s", root.replace("ou", "u").replace("ie", "e"))
+    root = _czech_spelling(root)
     prefix = "s" if prefix == "z" else prefix  # one prefix spelt two ways: zkouška, skúška
     return frozenset({folded, "k:" + stem_word(word), f"r:{prefix}-{root[:ROOT]}"}) if len(root) >= 4 else frozenset(
         {folded, "k:" + stem_word(word)})
+
+_VOICED_Z = re.compile(r"^z(?=[kptcsfš])")  # Czech zk-, zp-, … where Slovak writes sk-, sp-, …
+
+def _czech_spelling(word: str) -> str:
+    """A lower-case word with Slovak spelling read as Czech (``ou`` → ``u``, ``ie`` → ``e``, a leading ``z``
+    before a voiceless consonant → ``s``), as :func:`czech_forms` and :func:`spelled_alike` compare it."""
+    return _VOICED_Z.sub("s", word.replace("ou", "u").replace("ie", "e"))
 
 def translation_forms(word: str, dictionary: Translations) -> tuple[tuple[str, frozenset[str]], ...]:
     """Every word of a translation of an English word (of any headword it may be a form of), with its
@@ -108,7 +115,7 @@ def _marked(word: str) -> str:
     """``word`` in lower case, its letters folded but :data:`MARKS`, in Czech spelling (as :func:`czech_forms`
     reads Slovak)."""
     kept = "".join(ch if ch in MARKS else fold(ch) for ch in unicodedata.normalize("NFC", word.lower()))
-    return re.sub(r"^z(?=[kptcsfš])", "s", kept.replace("ou", "u").replace("ie", "e"))
+    return _czech_spelling(kept)
 
 def spelled_alike(word: str, other: str) -> bool:
     """Do two words found the same by their folded forms write :data:`MARKS` alike in the letters they share

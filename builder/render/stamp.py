@@ -184,15 +184,15 @@ def kept_watch(config: Config, content: str) -> Watched | None:
     return None
 
 
-def stamp_text(config: Config, files: list[Path], content: str, watched: Watched | None = None) -> str:
+def stamp_text(config: Config, files: list[Path], content: str, watched: Watched) -> str:
     """What ``.render-stamp`` holds after a complete render of ``content`` that used ``files``; ``watched``:
     the state of the files the notes link to, there or missing, which no note's change shows
     (:func:`linked_state`)."""
     return json.dumps({"settings": settings_digest(config), "content": content, "files": _stats(files),
-                       "watched": watched or linked_state(())}, ensure_ascii=False)
+                       "watched": watched}, ensure_ascii=False)
 
 
-def write_stamp(config: Config, files: list[Path], content: str, watched: Watched | None = None) -> None:
+def write_stamp(config: Config, files: list[Path], content: str, watched: Watched) -> None:
     """Record a complete render of ``content`` (see :func:`stamp_text`), unless it is recorded."""
     stamp, path = stamp_text(config, files, content, watched), config.site.output / STAMP
     if not path.is_file() or path.read_text(encoding="utf-8") != stamp:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from builder.core import index as db
 from builder.core.config import Config, SourceConfig
 from builder.notes.listings import Listings
-from builder.notes.sources import FileStat, Scope, is_hidden, uncovered_dirs, walk
+from builder.notes.sources import FileStat, Scope, is_hidden, stats_digest, uncovered_dirs, walk
 from builder.core.synclog import SyncLog
 
 if TYPE_CHECKING:
@@ -47,6 +47,9 @@ class SourceChanges:
     states: Mapping[str, db.FileState] | None = None  # what the index held when scanned (None: not read)
     broken: Mapping[str, str] = field(default_factory=dict)  # folder: entries that cannot be read → why
     unread_dirs: tuple[str, ...] = ()  # folder: folders not listed ("" the root), whose notes stay as indexed
+    # folder: the walk's stats_digest (None: the walk cannot stand for the source, a file or a folder in it could
+    # not be read, or --full)
+    stats_digest: str | None = None
 
     @property
     def empty(self) -> bool:
@@ -88,7 +91,8 @@ def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None
     of the source (they stay, with a warning, and the rest goes in) or the walk found nothing at all
     (an unmounted folder: the source fails). A note that cannot be read is one note's problem
     (recorded as skipped, read again once it changes or can be read); a folder that cannot be listed
-    keeps its notes.
+    keeps its notes. When the walk's :func:`stats_digest` is the one the index keeps of the source, nothing
+    changed, and the index's row of every file is not read.
     ``held``: whether an index holds notes of the source (default: this one has its row). ``listings``:
     the file of the source's folder listings kept between builds (:mod:`builder.notes.listings`)."""
     assert source.root is not None
@@ -102,6 +106,12 @@ def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None
     if folders is not None:
         folders.save()
     found, broken = scanned.files, scanned.broken
+    walked = None if force or broken or scanned.unread_dirs else stats_digest(found.values())
+    if walked is not None and row is not None and row.stats_digest == walked:
+        # the every-minute case: every file as the index holds it, shown without reading every file's row
+        uncovered = tuple(uncovered_dirs(source.root, scope))
+        return SourceChanges(source, (), (), uncovered, coverage_changed=uncovered != row.uncovered,
+                             stats_digest=walked)
     states = db.file_states(conn, source.id)
     if force:
         changed = [*found.values(), *(b.stat for b in broken.values())]
@@ -133,7 +143,8 @@ def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None
     previous = row.uncovered if row else ()
     return SourceChanges(source, tuple(sorted(changed)), deleted, uncovered,
                          coverage_changed=row is None or uncovered != previous, warning=warning, states=states,
-                         broken={path: b.reason for path, b in broken.items()}, unread_dirs=unread)
+                         broken={path: b.reason for path, b in broken.items()}, unread_dirs=unread,
+                         stats_digest=walked)
 
 
 def _looks_changed(source: SourceConfig, state: db.FileState | None, stat: FileStat) -> bool:

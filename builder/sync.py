@@ -32,6 +32,7 @@ from builder.scan import (
     source_heads,
 )
 from builder.core.synclog import SyncLog
+from builder.notes.sources import stats_digest
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
@@ -231,6 +232,10 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
         elif scan.empty and row is not None and row.last_error:
             with db.transaction(conn):
                 db.update_source(conn, source.id, last_error=None)
+        digest = _walk_to_keep(scan, row)
+        if digest is not None:  # once after an upgrade, or after a build that could not keep its own
+            with db.transaction(conn):
+                db.update_source(conn, source.id, stats_digest=digest)
         scans.append(scan)
     stale = [sid for sid in known if all_sources and sid not in {s.id for s in config.sources}]
     changed = bool(stale) or not all(s.empty for s in scans)
@@ -311,11 +316,31 @@ def _sources_of(path: Path) -> set[str]:
         return set()
 
 
+def _walk_to_keep(scan: SourceChanges, row: db.SourceRow | None) -> str | None:
+    """The walk's digest, when a scan that changes nothing finds the index without it: every file the
+    index holds of the source is then one the walk found, with its size and mtime (a scan that
+    warns may have kept notes the walk did not find; a note recorded unread is read again once it can
+    be, which its size and mtime would not show)."""
+    if not scan.empty or scan.stats_digest is None or row is None or row.stats_digest == scan.stats_digest \
+            or scan.warning or scan.states is None or any(s.sha256 == db.UNREAD for s in scan.states.values()):
+        return None
+    return scan.stats_digest
+
+
+def _held_digest(after: Mapping[str, db.FileState]) -> str | None:
+    """The stats_digest of what the index holds of a folder source once its changes are written; None when
+    a note is recorded unread (a walk would not show that it can be read now)."""
+    if any(state.sha256 == db.UNREAD for state in after.values()):
+        return None
+    return stats_digest((path, state.size, state.mtime_ns) for path, state in after.items())
+
+
 def _merge_words(conn: Connection, written: int, log: SyncLog) -> None:
     """Merge the full-text index into one segment after a build that wrote at least half of its
     chunks (a first build, ``--full``, a large new source): there the merge costs a few percent of
-    the build, and every query is faster for it. Smaller builds leave it to FTS5's own merging."""
-    if written * 2 < db.count_chunks(conn):
+    the build, and every query is faster for it. Smaller builds leave it to FTS5's own merging.
+    The chunks are counted no further than twice ``written``: a one-note build must not read them all."""
+    if db.count_chunks_up_to(conn, 2 * written + 1) > 2 * written:
         return
     try:
         db.merge_words(conn)
@@ -369,6 +394,7 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
 
     source = scan.source
     db.upsert_source(conn, source.id, source.kind, redact_url(source.url), source.branch)
+    db.update_source(conn, source.id, stats_digest=None)  # committed with the first note written: see _finish
     states = scan.states if scan.states is not None else db.file_states(conn, source.id)
     done = _Progress(dict(states), list(scan.deleted))
     for name in scan.undecodable:
@@ -428,6 +454,7 @@ def _classify(conn: Connection, config: Config, scan: SourceChanges, states: Map
         old = states.get(stat.path)
         if old is not None and old.sha256 == (whole_sha or sha256_bytes(data)) and old.size == size:
             db.touch_file(conn, source.id, stat.path, stat.size, stat.mtime_ns, at)
+            done.after[stat.path] = db.FileState(old.sha256, stat.size, stat.mtime_ns)
             author = scan.authors.get(stat.path)
             if author is not None:  # same content, but the history that last touched it moved
                 db.set_last_change(conn, source.id, stat.path, at, author)
@@ -478,4 +505,6 @@ def _finish(conn: Connection, scan: SourceChanges, done: _Progress, log: SyncLog
         revision = scan.applied(done.after, bool(done.unreadable), bool(done.notes or done.deleted or done.touched))
         if revision:
             values.update(revision, last_sync_at=now_iso())
+        if scan.rev is None and not scan.warning:  # a folder: what its next walk is compared with
+            values["stats_digest"] = _held_digest(done.after)
         db.update_source(conn, source.id, **values)

@@ -80,12 +80,11 @@ class Listings:
         st = os.stat(directory)
         identity = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
         kept = self._kept.get(rel)
-        if kept is not None:
-            *known_identity, listed_ns, dirs, files = kept
-            if tuple(known_identity) == identity and st.st_mtime_ns < listed_ns - RACY_NS \
-                    and (zlib.crc32(os.fsencode(rel)) + self._minute) % ROTATION:
-                self._seen[rel] = kept
-                return Known(dirs, files)
+        # asked for every folder of every build: the kept tuple is read by position, not unpacked
+        if kept is not None and kept[:4] == identity and st.st_mtime_ns < kept[4] - RACY_NS \
+                and (zlib.crc32(rel.encode("utf-8", "surrogateescape")) + self._minute) % ROTATION:
+            self._seen[rel] = kept
+            return Known(kept[5], kept[6])
         listed_ns = time.time_ns()
         with os.scandir(directory) as listing:
             entries = list(listing)

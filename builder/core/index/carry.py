@@ -73,7 +73,8 @@ def _carry_source_row(old: Connection, conn: Connection, source_id: str, reread:
         INSERT INTO sources (source_id, kind, url, branch, indexed_rev, last_sync_at, uncovered, scope)
         VALUES (:source_id, :kind, :url, :branch, :indexed_rev, :last_sync_at, :uncovered, :scope)
         ON CONFLICT (source_id) DO UPDATE SET indexed_rev = excluded.indexed_rev,
-          last_sync_at = excluded.last_sync_at, uncovered = excluded.uncovered, scope = excluded.scope
+          last_sync_at = excluded.last_sync_at, uncovered = excluded.uncovered, scope = excluded.scope,
+          stats_digest = NULL
     """), {**key, "kind": values["kind"], "url": values["url"], "branch": values["branch"],
            "indexed_rev": None if forget else values["indexed_rev"], "last_sync_at": values["last_sync_at"],
            "uncovered": values["uncovered"], "scope": None if forget else values.get("scope")})

@@ -50,6 +50,9 @@ class SourceRow:
     last_error_at: str | None
     uncovered: tuple[str, ...]
     scope: str | None = None  # git sources: the paths/include/exclude indexed_rev was indexed with
+    # folder sources: sources.stats_digest of the (path, size, mtime) of every file the index holds of it;
+    # None when not known, or when one of them is recorded unread (it is read again once it can be)
+    stats_digest: str | None = None
 
 
 def get_sources(conn: Connection) -> dict[str, SourceRow]:
@@ -59,7 +62,8 @@ def get_sources(conn: Connection) -> dict[str, SourceRow]:
     return {r["source_id"]: SourceRow(r["source_id"], r["kind"], r["url"], r["branch"], r["indexed_rev"],
                                       r["last_sync_at"], r["last_error"], r["last_error_at"],
                                       tuple(json.loads(r["uncovered"])),
-                                      r["scope"] if "scope" in r.keys() else None)  # noqa: SIM118
+                                      r["scope"] if "scope" in r.keys() else None,  # noqa: SIM118
+                                      r["stats_digest"] if "stats_digest" in r.keys() else None)  # noqa: SIM118
             for r in rows}
 
 
@@ -72,11 +76,13 @@ def upsert_source(conn: Connection, source_id: str, kind: str, url: str | None, 
     """), {"source_id": source_id, "kind": kind, "url": url, "branch": branch})
 
 
-_SOURCE_COLUMNS = frozenset({"indexed_rev", "last_sync_at", "last_error", "last_error_at", "uncovered", "scope"})
+_SOURCE_COLUMNS = frozenset({"indexed_rev", "last_sync_at", "last_error", "last_error_at", "uncovered", "scope",
+                             "stats_digest"})
 
 
 def update_source(conn: Connection, source_id: str, **values: Any) -> None:
-    """Set some of indexed_rev, last_sync_at, last_error, last_error_at, uncovered (a list), scope."""
+    """Set some of indexed_rev, last_sync_at, last_error, last_error_at, uncovered (a list), scope,
+    stats_digest."""
     if not values or not set(values) <= _SOURCE_COLUMNS:
         raise ValueError(f"update_source: bad columns {sorted(values)}")
     if "uncovered" in values:

@@ -159,6 +159,14 @@ def _add_encoding(conn: Connection) -> None:
         conn.execute("ALTER TABLE files ADD COLUMN encoding TEXT")
 
 
+def _add_stats_digest(conn: Connection) -> None:
+    """Step 14: ``sources.stats_digest``, a digest of the (path, size, mtime) of every file the index holds
+    of a folder source (see :class:`builder.core.index.notes.SourceRow`): a no-op build compares its walk
+    with it instead of reading every file's row. NULL until the source's next build keeps one."""
+    if "stats_digest" not in {row[1] for row in conn.execute("PRAGMA table_info(sources)")}:
+        conn.execute("ALTER TABLE sources ADD COLUMN stats_digest TEXT")
+
+
 def _add_note_tags(conn: Connection) -> None:
     """Step 12: each note's tags, casefolded, in a table of their own (kept by triggers on ``files``), so a
     tag filter is an index lookup, not ``json_each`` of every note's tags with a casefold per tag."""
@@ -314,6 +322,8 @@ SCHEMA_STEPS: tuple[str | Callable[[Connection], None], ...] = (
     """
     DROP INDEX IF EXISTS chunks_waiting;
     """,
+    # 14: a digest of every folder source's file stats, for the no-op build (see _add_stats_digest)
+    _add_stats_digest,
 )
 
 

@@ -1,0 +1,170 @@
+"""The digest of a folder source's files (``sources.stats_digest``): a no-op build compares its walk with
+the digest the index keeps instead of reading every file's row. Whatever happens to the notes, the
+digest kept is that of the files the index holds (path, size, mtime), or there is none."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import builder.sync
+from builder import indexfile
+from builder.core import index as db
+from builder.core.config import Config
+from builder.notes.sources import stats_digest
+from tests.failure_support import found, run
+from tests.render_support import make_config
+
+
+def notes(root: Path) -> None:
+    for i in range(6):
+        (root / "sub").mkdir(parents=True, exist_ok=True)
+        (root / ("sub" if i % 2 else "") / f"n{i}.md").write_text(f"# Poznámka {i}\n\nslovo{i} text.\n",
+                                                                  encoding="utf-8")
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Config:
+    root = tmp_path / "notes"
+    notes(root)
+    return make_config(tmp_path, {"notes": root}, extra="")
+
+
+def kept(config: Config) -> str | None:
+    conn = db.connect(indexfile.resolve(config.index), readonly=True, vec=False)
+    try:
+        return db.get_sources(conn)["notes"].stats_digest
+    finally:
+        conn.close()
+
+
+def held(config: Config) -> str | None:
+    """The digest of what the index holds, read from every file's row (None: a note recorded unread)."""
+    conn = db.connect(indexfile.resolve(config.index), readonly=True, vec=False)
+    try:
+        rows = conn.execute("SELECT path, size, mtime_ns, sha256 FROM files WHERE source_id = 'notes'").fetchall()
+    finally:
+        conn.close()
+    if any(row[3] == db.UNREAD for row in rows):
+        return None
+    return stats_digest((row[0], row[1], row[2]) for row in rows)
+
+
+@pytest.fixture
+def reads(monkeypatch) -> list[str]:
+    """The sources whose every file's row a build reads (``db.file_states``)."""
+    calls: list[str] = []
+    real = db.file_states
+
+    def file_states(conn, source_id):
+        calls.append(source_id)
+        return real(conn, source_id)
+
+    monkeypatch.setattr(db, "file_states", file_states)
+    return calls
+
+
+def test_the_digest_is_the_index_s_through_every_kind_of_change(config):
+    root = config.sources[0].root
+    assert run(config) == (0, [])
+    first = kept(config)
+    assert first is not None and first == held(config)
+
+    steps = [
+        lambda: (root / "n0.md").write_text("# Poznámka 0\n\nnové slovo.\n", encoding="utf-8"),
+        lambda: os.utime(root / "sub" / "n1.md", ns=(10**18, 10**18)),  # touched: the same text
+        lambda: (root / "n2.md").unlink(),
+        lambda: (root / "sub" / "new.md").write_text("# Nová\n", encoding="utf-8"),
+        lambda: (root / "sub" / "gone.md").symlink_to(root / "nowhere.md"),  # a link to nothing: recorded unread
+        lambda: (root / "sub" / "gone.md").unlink(),
+    ]
+    digests = [first]
+    for step in steps:
+        step()
+        run(config)
+        digests.append(kept(config))
+        assert digests[-1] == held(config)
+    assert digests[5] is None  # a note recorded unread: no digest, the next walk reads every row
+    assert len(set(digests)) == len(digests) - 1  # every change moved it (None aside)
+
+
+def test_a_no_op_build_reads_no_file_s_row_and_an_edit_does(config, reads):
+    assert run(config) == (0, [])
+    reads.clear()
+    assert run(config) == (0, [])
+    assert reads == []
+    (config.sources[0].root / "sub" / "n3.md").write_text("# Poznámka 3\n\nzmenené.\n", encoding="utf-8")
+    assert run(config) == (0, [])
+    assert reads == ["notes"] and found(config, "zmenené") == 1
+
+
+def test_a_file_back_as_it_was_after_a_build_that_failed_midway_is_read_again(config, monkeypatch):
+    """A build that dies after committing some notes must not leave the digest of the files before it:
+    a note then put back as it was, size and mtime too, would match it while the index holds the new text."""
+    root = config.sources[0].root
+    assert run(config) == (0, [])
+    before = {name: (root / name).stat() for name in ("n0.md", "n4.md")}
+    (root / "n0.md").write_text("# Poznámka 0\n\nprvá zmena.\n", encoding="utf-8")
+    (root / "n4.md").write_text("# Poznámka 4\n\ndruhá zmena.\n", encoding="utf-8")
+    monkeypatch.setattr(builder.sync, "WRITE_BATCH_S", 0.0)  # every note its own commit
+    real, written = db.replace_file, []
+
+    def replace_file(conn, source_id, record, chunks, now):
+        if written:
+            raise RuntimeError("the build dies here")
+        written.append(record.path)
+        real(conn, source_id, record, chunks, now)
+
+    monkeypatch.setattr(db, "replace_file", replace_file)
+    code, warnings = run(config)
+    monkeypatch.undo()
+    assert code != 0 and any("the build dies here" in w for w in warnings)
+    assert found(config, "zmena") == 1  # one of the two committed
+    assert kept(config) is None
+    for name in ("n0.md", "n4.md"):  # both back, text, size and mtime
+        (root / name).write_text(f"# Poznámka {name[1]}\n\nslovo{name[1]} text.\n", encoding="utf-8")
+        os.utime(root / name, ns=(before[name].st_atime_ns, before[name].st_mtime_ns))
+    assert run(config) == (0, [])
+    assert found(config, "zmena") == 0 and found(config, "slovo0") == found(config, "slovo4") == 1
+    assert kept(config) == held(config) is not None
+
+
+def test_an_index_from_before_the_digest_gains_it_on_its_first_no_op_build(config, reads):
+    assert run(config) == (0, [])
+    conn = db.connect(indexfile.resolve(config.index), vec=False)
+    with db.transaction(conn):
+        conn.execute("ALTER TABLE sources DROP COLUMN stats_digest")
+        db.set_meta(conn, {"schema_version": "13"})
+    conn.close()
+    assert run(config) == (0, [])  # the schema step, a walk compared file by file, and the digest kept
+    assert kept(config) == held(config) is not None
+    reads.clear()
+    assert run(config) == (0, [])
+    assert reads == []
+
+
+def test_a_note_that_could_not_be_read_is_read_once_it_can_be_its_size_and_mtime_the_same(config, monkeypatch):
+    """A note recorded unread is read again when it can be (a chmod moves neither its size nor its mtime):
+    no digest may stand for a source holding one, or the walk would match it and never look."""
+    import builder.ingest
+    import builder.scan
+
+    real, readable = builder.ingest.read_bounded, builder.scan._readable
+
+    def read_bounded(path, limit):
+        if path.name == "n5.md":
+            raise PermissionError(13, "Permission denied")
+        return real(path, limit)
+
+    monkeypatch.setattr(builder.ingest, "read_bounded", read_bounded)
+    monkeypatch.setattr(builder.scan, "_readable", lambda path: path.name != "n5.md" and readable(path))
+    code, warnings = run(config)
+    assert code == 0 and warnings == [
+        "notes: sub/n5.md: cannot be read (Permission denied); skipped until it changes or can be read"]
+    assert run(config)[0] == 0  # a no-op build: the walk is as the index holds it, but for that note
+    assert kept(config) is None and found(config, "slovo5") == 0
+    monkeypatch.undo()
+    assert run(config) == (0, [])
+    assert found(config, "slovo5") == 1 and kept(config) == held(config) is not None

@@ -147,8 +147,8 @@ def stats_digest(stats: Iterable[tuple[str, int, int | None]]) -> str:
     """A digest of files' (path, size, mtime_ns): the same for the same files whatever their order.
     A walk's (its ``FileStat``s) equal to the one the index keeps of a source means that nothing
     in it changed, without reading every file's row (``SourceRow.stats_digest``)."""
-    lines = "\n".join(f"{path}\0{size}\0{mtime_ns}" for path, size, mtime_ns in sorted(stats))
-    return hashlib.sha256(lines.encode("utf-8", "surrogateescape")).hexdigest()
+    lines = sorted(f"{path}\0{size}\0{mtime_ns}" for path, size, mtime_ns in stats)  # by path: "\0" sorts first
+    return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 _NEVER_NOTES = {"node_modules", "__pycache__"}

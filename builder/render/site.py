@@ -183,6 +183,8 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
     saved = renderstate.read_manifest(site)
     previous = renderstate.current_manifest(saved)
     trust = not full and previous.get("env") == env_fp
+    if not trust:  # its entry of every note is not used (~3 KB a note, held for the whole render); its save
+        saved.pop("notes", None)  # then writes every shard of the new entries
     journal = output.Journal(site)
     spill: bodycache.Spill | None = None
     try:  # the journal's file is closed however the render ends (a full disk, a failing page)

@@ -106,12 +106,12 @@ def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None
     if folders is not None:
         folders.save()
     found, broken = scanned.files, scanned.broken
+    uncovered = tuple(uncovered_dirs(source.root, scope))
+    coverage_changed = row is None or uncovered != row.uncovered
     walked = None if force or broken or scanned.unread_dirs else stats_digest(found.values())
     if walked is not None and row is not None and row.stats_digest == walked:
         # the every-minute case: every file as the index holds it, shown without reading every file's row
-        uncovered = tuple(uncovered_dirs(source.root, scope))
-        return SourceChanges(source, (), (), uncovered, coverage_changed=uncovered != row.uncovered,
-                             stats_digest=walked)
+        return SourceChanges(source, (), (), uncovered, coverage_changed, stats_digest=walked)
     states = db.file_states(conn, source.id)
     if force:
         changed = [*found.values(), *(b.stat for b in broken.values())]
@@ -139,10 +139,8 @@ def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None
                         f"were indexed. If they are really gone, run `notes-portal build --full --source {source.id}`")
         deleted = ()
     warning = "; ".join(warnings) or None
-    uncovered = tuple(uncovered_dirs(source.root, scope))
-    previous = row.uncovered if row else ()
-    return SourceChanges(source, tuple(sorted(changed)), deleted, uncovered,
-                         coverage_changed=row is None or uncovered != previous, warning=warning, states=states,
+    return SourceChanges(source, tuple(sorted(changed)), deleted, uncovered, coverage_changed, warning=warning,
+                         states=states,
                          broken={path: b.reason for path, b in broken.items()}, unread_dirs=unread,
                          stats_digest=walked)
 

@@ -8,7 +8,6 @@ changed since the indexed commit. Both answer a :class:`SourceChanges`, which
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -19,7 +18,17 @@ from typing import TYPE_CHECKING
 from builder.core import index as db
 from builder.core.config import Config, SourceConfig
 from builder.notes.listings import Listings
-from builder.notes.sources import FileStat, Scope, is_hidden, stats_digest, uncovered_dirs, walk
+from builder.notes.sources import (
+    Broken,
+    FileStat,
+    Scope,
+    Walk,
+    is_hidden,
+    stats_text,
+    text_digest,
+    uncovered_dirs,
+    walk,
+)
 from builder.core.synclog import SyncLog
 
 if TYPE_CHECKING:
@@ -44,7 +53,9 @@ class SourceChanges:
     authors: Mapping[str, str] = field(default_factory=dict)  # git: path → author of its last change
     warning: str | None = None  # indexed only in part: a stale git clone, folders that could not be listed
     undecodable: tuple[str, ...] = ()  # git: names that are not UTF-8 (escaped), which cannot be notes
-    states: Mapping[str, db.FileState] | None = None  # what the index held when scanned (None: not read)
+    # what the index held when scanned: of every file, or (after a build that kept its held stats) of the files
+    # changed and gone only; None: not read
+    states: Mapping[str, db.FileState] | None = None
     broken: Mapping[str, str] = field(default_factory=dict)  # folder: entries that cannot be read → why
     unread_dirs: tuple[str, ...] = ()  # folder: folders not listed ("" the root), whose notes stay as indexed
     # folder: the walk's stats_digest (None: the walk cannot stand for the source, a file or a folder in it could
@@ -62,37 +73,52 @@ class SourceChanges:
         folder's file is what is on disk now, and one that cannot be read is one note's problem."""
         return self.rev is not None
 
-    def applied(self, after: Mapping[str, db.FileState], unreadable: bool, wrote: bool) -> dict[str, str]:
-        """The source row's revision once this scan is applied (``after``: what the index holds then;
-        ``wrote``: a note was written, touched or removed): the commit and the scope it was read with
-        (unless a file could not be read: the next build reads them again from the same commit), or a
+    def applied(self, held: db.FolderSummary | None, unreadable: bool, wrote: bool) -> dict[str, str]:
+        """The source row's revision once this scan is applied (``held``: a folder's summary with its changes
+        written; ``wrote``: a note was written, touched or removed): the commit and the scope it was read
+        with (unless a file could not be read: the next build reads them again from the same commit), or a
         folder's digest of its indexed notes when anything was written. Empty: the row keeps its own."""
         if self.rev is not None:
             return {} if unreadable else {"indexed_rev": self.rev, "scope": scope_key(self.source)}
-        return {"indexed_rev": _folder_rev(after)} if wrote else {}
-
-
-def _folder_rev(states: Mapping[str, db.FileState]) -> str:
-    """A folder's revision: a digest of its indexed (path, sha256) pairs."""
-    digest = hashlib.sha256()
-    for path, state in sorted(states.items()):
-        digest.update(f"{path}\0{state.sha256}\n".encode())
-    return digest.hexdigest()[:12]
+        return {"indexed_rev": held.rev} if wrote and held is not None else {}
 
 
 class SourceFailed(Exception):
     """A source could not be scanned; ``str()`` is the redacted one-line reason for the WARN line."""
 
 
-def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None, force: bool, *,
-                held: bool | None = None, listings: Path | None = None) -> SourceChanges:
-    """A folder source's changes: every file whose size or mtime differs from what the index holds
-    (``force``: every file, and every removal, however many), and the files gone, unless they are most
-    of the source (they stay, with a warning, and the rest goes in) or the walk found nothing at all
-    (an unmounted folder: the source fails). A note that cannot be read is one note's problem
-    (recorded as skipped, read again once it changes or can be read); a folder that cannot be listed
-    keeps its notes. When the walk's :func:`stats_digest` is the one the index keeps of the source, nothing
-    changed, and the index's row of every file is not read.
+@dataclass(frozen=True)
+class Delta:
+    """How a folder's walk differs from the stats the last build kept of it (``index.FolderSummary.stats``)."""
+
+    changed: tuple[FileStat, ...]  # files new, or whose size or mtime moved
+    gone: frozenset[str]  # files the index holds that the walk did not find
+    held: int  # files the index holds
+    found: int  # files the walk found
+
+
+@dataclass(frozen=True)
+class FolderWalk:
+    """A folder source's walk, compared with what the index keeps of it without reading its rows
+    (:func:`walk_folder`, which may run in a process of its own): nothing changed (``same``), how it differs
+    from the stats the last build kept (``delta``), or else the whole walk, for a comparison with every
+    file's row (``walk``)."""
+
+    uncovered: tuple[str, ...]  # folders with markdown outside every ``paths`` entry
+    # the walk's stats_digest (None: the walk cannot stand for the source, a file or a folder in it could not
+    # be read, or --full)
+    digest: str | None
+    same: bool = False
+    delta: Delta | None = None
+    walk: Walk | None = None
+
+
+def walk_folder(source: SourceConfig, row: db.SourceRow | None, force: bool, *, held: bool | None = None,
+                listings: Path | None = None, held_stats: Path | None = None) -> FolderWalk:
+    """Walk a folder source and compare the walk with what the index keeps of it, reading no row of the
+    index: when the walk's :func:`stats_digest` is the one the index keeps, nothing changed; when the file
+    ``held_stats`` holds the stats whose digest that is (kept by the last build that wrote the source), the
+    files whose lines differ are the changes. Raises :class:`SourceFailed` when the folder is not there.
     ``held``: whether an index holds notes of the source (default: this one has its row). ``listings``:
     the file of the source's folder listings kept between builds (:mod:`builder.notes.listings`)."""
     assert source.root is not None
@@ -105,44 +131,91 @@ def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None
     scanned = walk(source.root, scope, folders)
     if folders is not None:
         folders.save()
-    found, broken = scanned.files, scanned.broken
     uncovered = tuple(uncovered_dirs(source.root, scope))
-    coverage_changed = row is None or uncovered != row.uncovered
-    walked = None if force or broken or scanned.unread_dirs else stats_digest(found.values())
-    if walked is not None and row is not None and row.stats_digest == walked:
+    text = None if force or scanned.broken or scanned.unread_dirs else stats_text(scanned.files.values())
+    digest = None if text is None else text_digest(text)
+    if digest is not None and row is not None and row.stats_digest == digest:
         # the every-minute case: every file as the index holds it, shown without reading every file's row
-        return SourceChanges(source, (), (), uncovered, coverage_changed, stats_digest=walked)
-    states = db.file_states(conn, source.id)
-    if force:
-        changed = [*found.values(), *(b.stat for b in broken.values())]
+        return FolderWalk(uncovered, digest, same=True)
+    before = _held_lines(held_stats, row) if text is not None else None
+    if text is None or before is None:
+        return FolderWalk(uncovered, digest, walk=scanned)
+    # a few files changed since a build that kept the index's stats: only their rows need be read
+    now = set(text.split("\n") if text else ())
+    changed = {line.partition("\0")[0] for line in now - before}
+    gone = frozenset({line.partition("\0")[0] for line in before - now} - changed)
+    delta = Delta(tuple(scanned.files[path] for path in changed), gone, len(before), len(scanned.files))
+    return FolderWalk(uncovered, digest, delta=delta)
+
+
+def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None, force: bool,
+                walked: FolderWalk) -> SourceChanges:
+    """A folder source's changes from its walk (:func:`walk_folder`): every file whose size or mtime
+    differs from what the index holds (``force``: every file, and every removal, however many), and the
+    files gone, unless they are most of the source (they stay, with a warning, and the rest goes in) or
+    the walk found nothing at all (an unmounted folder: the source fails). A note that cannot be read is
+    one note's problem (recorded as skipped, read again once it changes or can be read); a folder that
+    cannot be listed keeps its notes. The index's rows are read of the files that differ only, unless the
+    walk has to be compared with every one."""
+    coverage_changed = row is None or walked.uncovered != row.uncovered
+    if walked.same:
+        return SourceChanges(source, (), (), walked.uncovered, coverage_changed, stats_digest=walked.digest)
+    broken: dict[str, Broken] = {}
+    unread_dirs: dict[str, str] = {}
+    if walked.delta is not None:
+        delta = walked.delta
+        states = db.file_states(conn, source.id, {stat.path for stat in delta.changed} | delta.gone)
+        changed, gone, held_notes, found_any = list(delta.changed), delta.gone, delta.held, delta.found > 0
     else:
-        changed = [stat for path, stat in found.items() if _looks_changed(source, states.get(path), stat)]
-        changed += [b.stat for path, b in broken.items()
-                    if states.get(path) != db.FileState(db.UNREAD, b.stat.size, b.stat.mtime_ns)]
-    unread = tuple(sorted(scanned.unread_dirs))
-    deleted = tuple(sorted(path for path in set(states) - set(found) - set(broken)
-                           if not any(_below(path, folder) for folder in unread)))
+        assert walked.walk is not None
+        found, broken, unread_dirs = walked.walk.files, walked.walk.broken, walked.walk.unread_dirs
+        states = db.file_states(conn, source.id)
+        held_notes, found_any = len(states), bool(found)
+        if force:
+            changed = [*found.values(), *(b.stat for b in broken.values())]
+        else:
+            changed = [stat for path, stat in found.items() if _looks_changed(source, states.get(path), stat)]
+            changed += [b.stat for path, b in broken.items()
+                        if states.get(path) != db.FileState(db.UNREAD, b.stat.size, b.stat.mtime_ns)]
+        gone = frozenset(set(states) - set(found) - set(broken))
+    unread = tuple(sorted(unread_dirs))
+    deleted = tuple(sorted(path for path in gone if not any(_below(path, folder) for folder in unread)))
     # an empty walk is an unmounted folder's (one that met only unreadable notes is a mounted one's)
-    if not force and deleted and not (found or broken):
-        raise SourceFailed(f"the scan would remove {len(deleted)} of the {len(states)} notes the index holds "
+    if not force and deleted and not (found_any or broken):
+        raise SourceFailed(f"the scan would remove {len(deleted)} of the {held_notes} notes the index holds "
                            f"(is {source.root} mounted and complete?); nothing was removed. If they are really "
                            f"gone, run `notes-portal build --full --source {source.id}`")
     warnings = []
     if unread:
         more = f" and {len(unread) - 1} more" if len(unread) > 1 else ""
         first = unread[0]
-        warnings.append(f"cannot read {first or '.'}/: {scanned.unread_dirs[first]}{more}; "
+        warnings.append(f"cannot read {first or '.'}/: {unread_dirs[first]}{more}; "
                         "its notes stay as they were indexed")
-    if not force and len(deleted) > max(MASS_REMOVAL, len(states) // 2):  # a share half mounted, a sync cut short
-        warnings.append(f"the scan would remove {len(deleted)} of the {len(states)} notes the index holds (is "
+    if not force and len(deleted) > max(MASS_REMOVAL, held_notes // 2):  # a share half mounted, a sync cut short
+        warnings.append(f"the scan would remove {len(deleted)} of the {held_notes} notes the index holds (is "
                         f"{source.root} mounted and complete?); they stay as they were indexed, the other changes "
                         f"were indexed. If they are really gone, run `notes-portal build --full --source {source.id}`")
         deleted = ()
     warning = "; ".join(warnings) or None
-    return SourceChanges(source, tuple(sorted(changed)), deleted, uncovered, coverage_changed, warning=warning,
-                         states=states,
+    return SourceChanges(source, tuple(sorted(changed)), deleted, walked.uncovered, coverage_changed,
+                         warning=warning, states=states,
                          broken={path: b.reason for path, b in broken.items()}, unread_dirs=unread,
-                         stats_digest=walked)
+                         stats_digest=walked.digest)
+
+
+def _held_lines(path: Path | None, row: db.SourceRow | None) -> set[str] | None:
+    """The lines of what the index holds of a folder source (``index.FolderSummary.stats``) as the last build that
+    wrote them kept them in ``path``; None unless their digest is the one the index keeps (a build that
+    died before keeping them, an index carried or put back, a file lost or edited)."""
+    if path is None or row is None or row.stats_digest is None:
+        return None
+    try:
+        text = path.read_bytes().decode("utf-8", "surrogateescape")
+    except OSError:
+        return None
+    if text_digest(text) != row.stats_digest:
+        return None
+    return set(text.split("\n")) if text else set()
 
 
 def _looks_changed(source: SourceConfig, state: db.FileState | None, stat: FileStat) -> bool:

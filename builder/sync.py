@@ -7,10 +7,12 @@ numpy, Jinja2 nor the embedding model.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,15 +26,19 @@ from builder.lock import BuildLock, describe_holder
 from builder.core.redact import redact_url
 from builder.render.stamp import site_is_stale
 from builder.report import BuildReport
+from builder.core.forkpool import fork_each
 from builder.scan import (
+    FolderWalk,
     SourceChanges,
     SourceFailed,
     scan_folder,
     scan_git,
     source_heads,
+    walk_folder,
 )
 from builder.core.synclog import SyncLog
-from builder.notes.sources import stats_digest
+from builder.core.atomic import write_atomic
+from builder.notes.sources import text_digest
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
@@ -209,6 +215,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     known = db.get_sources(conn)
     held = set(known) | (_sources_of(carry_from) if carry_from is not None else set())
     heads = source_heads(config, selected)
+    walks = _walk_folders(config, selected, known, held, force)
     scans: list[SourceChanges] = []
     for source in selected:
         row = known.get(source.id)
@@ -216,8 +223,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
             if source.kind == "git":
                 scan = scan_git(conn, config, source, row, heads[source.id], force, log)
             else:
-                scan = scan_folder(conn, source, row, force, held=source.id in held,
-                                   listings=config.listings_path(source.id))
+                scan = scan_folder(conn, source, row, force, walks[source.id]())
         except (OSError, SourceFailed) as exc:
             reason = str(exc) if isinstance(exc, SourceFailed) else f"cannot read the source ({exc})"
             log.warn(f"{source.id}: {reason}")
@@ -232,10 +238,8 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
         elif scan.empty and row is not None and row.last_error:
             with db.transaction(conn):
                 db.update_source(conn, source.id, last_error=None)
-        digest = _walk_to_keep(scan, row)
-        if digest is not None:  # once after an upgrade, or after a build that could not keep its own
-            with db.transaction(conn):
-                db.update_source(conn, source.id, stats_digest=digest)
+        if _walk_to_keep(scan, row):  # once after an upgrade, or after a build that could not keep its own
+            _keep_held(conn, config, source.id)
         scans.append(scan)
     stale = [sid for sid in known if all_sources and sid not in {s.id for s in config.sources}]
     changed = bool(stale) or not all(s.empty for s in scans)
@@ -247,6 +251,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     for sid in stale:
         db.delete_source(conn, sid)
         config.listings_path(sid).unlink(missing_ok=True)
+        config.held_stats_path(sid).unlink(missing_ok=True)
         log.info(f"{sid}: source removed from the config, its notes left the index")
     written = 0
     for scan in scans:
@@ -316,23 +321,47 @@ def _sources_of(path: Path) -> set[str]:
         return set()
 
 
-def _walk_to_keep(scan: SourceChanges, row: db.SourceRow | None) -> str | None:
-    """The walk's digest, when a scan that changes nothing finds the index without it: every file the
-    index holds of the source is then one the walk found, with its size and mtime (a scan that
-    warns may have kept notes the walk did not find; a note recorded unread is read again once it can
+def _walk_folders(config: Config, selected: list[SourceConfig], known: Mapping[str, db.SourceRow], held: set[str],
+                  force: bool) -> dict[str, Callable[[], FolderWalk]]:
+    """Each selected folder source's walk (:func:`_walk`), all at the same time, each in a process of its own
+    (the walks are the every-minute build's cost, one ``stat`` per file): source id → a call that returns it
+    or raises what it raised."""
+    folders = [source for source in selected if source.kind != "git"]
+    walks = fork_each(partial(_walk, config, known, held, force), folders)
+    return dict(zip((source.id for source in folders), walks, strict=True))
+
+
+def _walk(config: Config, known: Mapping[str, db.SourceRow], held: set[str], force: bool,
+          source: SourceConfig) -> FolderWalk:
+    """A folder source's walk, compared with what the index keeps of it."""
+    return walk_folder(source, known.get(source.id), force, held=source.id in held,
+                       listings=config.listings_path(source.id), held_stats=config.held_stats_path(source.id))
+
+
+def _walk_to_keep(scan: SourceChanges, row: db.SourceRow | None) -> bool:
+    """Should the walk's digest be kept, a scan that changes nothing having found the index without it?
+    Every file the index holds of the source is then one the walk found, with its size and mtime (a scan
+    that warns may have kept notes the walk did not find; a note recorded unread is read again once it can
     be, which its size and mtime would not show)."""
-    if not scan.empty or scan.stats_digest is None or row is None or row.stats_digest == scan.stats_digest \
-            or scan.warning or scan.states is None or any(s.sha256 == db.UNREAD for s in scan.states.values()):
-        return None
-    return scan.stats_digest
+    return not (not scan.empty or scan.stats_digest is None or row is None or row.stats_digest == scan.stats_digest
+                or scan.warning or scan.states is None
+                or any(s.sha256 == db.UNREAD for s in scan.states.values()))
 
 
-def _held_digest(after: Mapping[str, db.FileState]) -> str | None:
-    """The stats_digest of what the index holds of a folder source once its changes are written; None when
-    a note is recorded unread (a walk would not show that it can be read now)."""
-    if any(state.sha256 == db.UNREAD for state in after.values()):
-        return None
-    return stats_digest((path, state.size, state.mtime_ns) for path, state in after.items())
+def _keep_held(conn: Connection, config: Config, source_id: str) -> None:
+    """Record the digest of what the index holds of a folder source, and keep the stats themselves."""
+    with db.transaction(conn):
+        held = db.folder_summary(conn, source_id).stats
+        db.update_source(conn, source_id, stats_digest=None if held is None else text_digest(held))
+    _save_held(config.held_stats_path(source_id), held)
+
+
+def _save_held(path: Path, held: str | None) -> None:
+    """Keep what the index now holds of a folder source (``index.FolderSummary.stats``) for the next build's scan,
+    which trusts it only while its digest is the one the index keeps (``scan.scan_folder``)."""
+    if held is not None:
+        with contextlib.suppress(OSError):  # a cache: the next build reads every file's row instead
+            write_atomic(path, held.encode("utf-8", "surrogateescape"))
 
 
 def _merge_words(conn: Connection, written: int, log: SyncLog) -> None:
@@ -377,7 +406,6 @@ class Applied:
 class _Progress:
     """One source's changes as they are written: what the index holds of it by now, and the counts."""
 
-    after: dict[str, db.FileState]  # path → what the index holds once this is applied (a folder's revision)
     deleted: list[str]  # files to remove: those the scan found gone, and those gone since
     unreadable: list[str] = field(default_factory=list)  # to read again next build (SourceChanges.rereads)
     notes: int = 0  # notes written (a note that could not be read counts: its row says so)
@@ -396,7 +424,7 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
     db.upsert_source(conn, source.id, source.kind, redact_url(source.url), source.branch)
     db.update_source(conn, source.id, stats_digest=None)  # committed with the first note written: see _finish
     states = scan.states if scan.states is not None else db.file_states(conn, source.id)
-    done = _Progress(dict(states), list(scan.deleted))
+    done = _Progress(list(scan.deleted))
     for name in scan.undecodable:
         log.warn(f"{source.id}: {name}: the file name is not valid UTF-8, so it cannot be indexed; rename it")
     fits: Callable[[str], bool] | None = None
@@ -414,7 +442,8 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
             parsing = ahead
         if parsing is not None:
             _store(conn, scan, *parsing, done, log)
-    _finish(conn, scan, done, log, report)
+    _finish(conn, scan, done, log, report,
+            held_stats=config.held_stats_path(source.id) if scan.rev is None else None)
     return Applied(failed=len(done.unreadable) + len(scan.undecodable), chunks=done.chunks)
 
 
@@ -448,13 +477,11 @@ def _classify(conn: Connection, config: Config, scan: SourceChanges, states: Map
             skipped = unread(stat.path, stat.size, stat.mtime_ns, at, why)
             log.warn(f"{source.id}: {skipped.warnings[0]}")
             db.replace_file(conn, source.id, skipped.record, (), now_iso())
-            done.after[stat.path] = db.FileState(db.UNREAD, stat.size, stat.mtime_ns)
             done.notes += 1
             continue
         old = states.get(stat.path)
         if old is not None and old.sha256 == (whole_sha or sha256_bytes(data)) and old.size == size:
             db.touch_file(conn, source.id, stat.path, stat.size, stat.mtime_ns, at)
-            done.after[stat.path] = db.FileState(old.sha256, stat.size, stat.mtime_ns)
             author = scan.authors.get(stat.path)
             if author is not None:  # same content, but the history that last touched it moved
                 db.set_last_change(conn, source.id, stat.path, at, author)
@@ -473,18 +500,17 @@ def _store(conn: Connection, scan: SourceChanges, todo: list[ChangedFile], resul
         author = scan.authors.get(file.path)
         record = result.record if author is None else replace(result.record, changed_by=author)
         db.replace_file(conn, scan.source.id, record, result.chunks, now_iso())
-        done.after[file.path] = db.FileState(record.sha256, record.size, record.mtime_ns)
         done.notes += 1
         done.chunks += len(result.chunks)
 
 
-def _finish(conn: Connection, scan: SourceChanges, done: _Progress, log: SyncLog, report: BuildReport) -> None:
+def _finish(conn: Connection, scan: SourceChanges, done: _Progress, log: SyncLog, report: BuildReport, *,
+            held_stats: Path | None = None) -> None:
     """Remove the files gone, say what was written and what the scope leaves out, and record the source's
     row: its revision (:meth:`builder.scan.SourceChanges.applied`) and its error, if any."""
     source = scan.source
     for path in done.deleted:
         db.delete_file(conn, source.id, path)
-        done.after.pop(path, None)
     report.indexed(done.notes, done.chunks, len(done.deleted))
     if done.notes or done.deleted:
         log.info(f"{source.id}: indexed {done.notes} files / {done.chunks} chunks, "
@@ -495,6 +521,7 @@ def _finish(conn: Connection, scan: SourceChanges, done: _Progress, log: SyncLog
                      + ", ".join(f"{d}/" for d in scan.uncovered))
         elif scan.coverage_changed and "**" not in source.paths:
             log.info(f"{source.id}: coverage: every directory with markdown is covered")
+    held: str | None = None
     with db.transaction(conn):
         values: dict[str, Any] = {"uncovered": scan.uncovered}
         if done.unreadable:  # a git source keeps its indexed_rev, so the next build reads these again
@@ -502,9 +529,13 @@ def _finish(conn: Connection, scan: SourceChanges, done: _Progress, log: SyncLog
                                      f"{done.unreadable[0]}); the next build tries again", last_error_at=now_iso())
         elif not scan.warning:
             values["last_error"] = None
-        revision = scan.applied(done.after, bool(done.unreadable), bool(done.notes or done.deleted or done.touched))
+        summary = db.folder_summary(conn, source.id) if scan.rev is None else None
+        revision = scan.applied(summary, bool(done.unreadable), bool(done.notes or done.deleted or done.touched))
         if revision:
             values.update(revision, last_sync_at=now_iso())
-        if scan.rev is None and not scan.warning:  # a folder: what its next walk is compared with
-            values["stats_digest"] = _held_digest(done.after)
+        if summary is not None and not scan.warning:  # a folder: what its next walk is compared with
+            held = summary.stats
+            values["stats_digest"] = None if held is None else text_digest(held)
         db.update_source(conn, source.id, **values)
+    if held_stats is not None:
+        _save_held(held_stats, held)

@@ -4,6 +4,7 @@ digest kept is that of the files the index holds (path, size, mtime), or there i
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import builder.sync
 from builder import indexfile
 from builder.core import index as db
 from builder.core.config import Config
-from builder.notes.sources import stats_digest
+from builder.notes.sources import stats_digest, stats_text, text_digest
 from tests.failure_support import found, run
 from tests.render_support import make_config
 
@@ -40,6 +41,36 @@ def kept(config: Config) -> str | None:
         conn.close()
 
 
+def rows(config: Config) -> list[tuple[str, int, int, str]]:
+    """Every file's row of the source: path, size, mtime, sha256."""
+    conn = db.connect(indexfile.resolve(config.index), readonly=True, vec=False)
+    try:
+        return [tuple(row) for row in
+                conn.execute("SELECT path, size, mtime_ns, sha256 FROM files WHERE source_id = 'notes'")]
+    finally:
+        conn.close()
+
+
+def held_file(config: Config) -> str | None:
+    """The stats a build kept beside the listings for the next one (None: none)."""
+    path = config.held_stats_path("notes")
+    return path.read_text(encoding="utf-8") if path.exists() else None
+
+
+def on_disk(root: Path) -> str:
+    """The stats a walk of ``root`` finds now: what a forged file would claim the index holds."""
+    files = [p for p in root.rglob("*.md") if p.is_file()]
+    return stats_text((p.relative_to(root).as_posix(), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+
+
+def indexed_rev(config: Config) -> str | None:
+    conn = db.connect(indexfile.resolve(config.index), readonly=True, vec=False)
+    try:
+        return db.get_sources(conn)["notes"].indexed_rev
+    finally:
+        conn.close()
+
+
 def held(config: Config) -> str | None:
     """The digest of what the index holds, read from every file's row (None: a note recorded unread)."""
     conn = db.connect(indexfile.resolve(config.index), readonly=True, vec=False)
@@ -53,14 +84,16 @@ def held(config: Config) -> str | None:
 
 
 @pytest.fixture
-def reads(monkeypatch) -> list[str]:
-    """The sources whose every file's row a build reads (``db.file_states``)."""
-    calls: list[str] = []
+def reads(monkeypatch) -> list[tuple[str, frozenset[str] | None]]:
+    """The rows of ``files`` a build reads (``db.file_states``): (source, the paths asked for; None: every
+    file's)."""
+    calls: list[tuple[str, frozenset[str] | None]] = []
     real = db.file_states
 
-    def file_states(conn, source_id):
-        calls.append(source_id)
-        return real(conn, source_id)
+    def file_states(conn, source_id, paths=None):
+        paths = None if paths is None else frozenset(paths)
+        calls.append((source_id, paths))
+        return real(conn, source_id, paths)
 
     monkeypatch.setattr(db, "file_states", file_states)
     return calls
@@ -86,6 +119,12 @@ def test_the_digest_is_the_index_s_through_every_kind_of_change(config):
         run(config)
         digests.append(kept(config))
         assert digests[-1] == held(config)
+        files = rows(config)
+        if digests[-1] is not None:  # the stats beside it are the index's, line by line
+            assert held_file(config) == stats_text((path, size, mtime) for path, size, mtime, _ in files)
+            assert text_digest(held_file(config)) == digests[-1]
+        pairs = "".join(f"{path}\0{sha}\n" for path, _, _, sha in sorted(files))
+        assert indexed_rev(config) == hashlib.sha256(pairs.encode()).hexdigest()[:12]
     assert digests[5] is None  # a note recorded unread: no digest, the next walk reads every row
     assert len(set(digests[:5])) == 5  # every change moved it
     assert digests[6] == digests[4]  # the link gone, the files are those of step 4 again
@@ -98,7 +137,47 @@ def test_a_no_op_build_reads_no_file_s_row_and_an_edit_does(config, reads):
     assert reads == []
     (config.sources[0].root / "sub" / "n3.md").write_text("# Poznámka 3\n\nzmenené.\n", encoding="utf-8")
     assert run(config) == (0, [])
-    assert reads == ["notes"] and found(config, "zmenené") == 1
+    assert reads == [("notes", frozenset({"sub/n3.md"}))] and found(config, "zmenené") == 1
+
+
+def test_a_build_reads_the_rows_of_the_files_added_changed_and_removed_only(config, reads):
+    root = config.sources[0].root
+    assert run(config) == (0, [])
+    reads.clear()
+    (root / "n0.md").write_text("# Poznámka 0\n\nupravená.\n", encoding="utf-8")
+    (root / "n2.md").unlink()
+    (root / "sub" / "nova.md").write_text("# Nová\n\nčerstvá.\n", encoding="utf-8")
+    assert run(config) == (0, [])
+    assert reads == [("notes", frozenset({"n0.md", "n2.md", "sub/nova.md"}))]
+    assert (found(config, "upravená"), found(config, "slovo0"), found(config, "slovo2"), found(config, "čerstvá")) \
+        == (1, 0, 0, 1)
+    assert kept(config) == held(config) is not None
+
+
+@pytest.mark.parametrize("tamper", ["lost", "forged", "garbled", "old"])
+def test_kept_stats_that_are_not_the_index_s_are_not_trusted(config, reads, tamper):
+    """The stats beside the listings are trusted only while their digest is the one the index keeps: a
+    file that claims an edit not yet indexed (forged), one from before the last build (old), one cut short
+    or lost make the scan read every file's row, and the edit is found."""
+    root, path = config.sources[0].root, config.held_stats_path("notes")
+    assert run(config) == (0, [])
+    old = path.read_bytes()
+    (root / "n4.md").write_text("# Poznámka 4\n\nprvá úprava.\n", encoding="utf-8")
+    assert run(config) == (0, [])
+    (root / "sub" / "n1.md").write_text("# Poznámka 1\n\ndruhá úprava textu.\n", encoding="utf-8")
+    if tamper == "lost":
+        path.unlink()
+    elif tamper == "forged":
+        path.write_text(on_disk(root), encoding="utf-8")
+    elif tamper == "garbled":
+        path.write_bytes(path.read_bytes()[:-7])
+    else:
+        path.write_bytes(old)
+    reads.clear()
+    assert run(config) == (0, [])
+    assert reads == [("notes", None)]
+    assert found(config, "druhá") == 1 and found(config, "prvá") == 1 and found(config, "slovo1") == 0
+    assert kept(config) == held(config) is not None and text_digest(held_file(config)) == kept(config)
 
 
 def test_a_file_back_as_it_was_after_a_build_that_failed_midway_is_read_again(config, monkeypatch):

@@ -104,3 +104,68 @@ def _worker_start(parent: int, shared: object) -> None:
             return
         if os.getppid() != parent:  # it died before the worker asked
             os._exit(1)
+
+
+def fork_each(fn: Callable[[T], R], items: list[T]) -> list[Callable[[], R]]:
+    """``fn(item)`` for every item at once: the first in this process, each of the others in a process
+    forked for it (one after the other where there is no ``fork``). Each result comes as a call that
+    returns what ``fn`` returned or raises what it raised. For a few long jobs whose results are small
+    or few (a walk per source): each result is pickled back through a pipe."""
+    if len(items) < 2 or not hasattr(os, "fork"):
+        return [_outcome(fn, item) for item in items]
+    import pickle
+
+    children = []
+    for item in items[1:]:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: one job, its outcome down the pipe, out without the parent's clean-up
+            try:
+                os.close(read)
+                with os.fdopen(write, "wb") as pipe:
+                    pipe.write(_pickled(fn, item))
+            finally:
+                os._exit(0)
+        os.close(write)
+        children.append((pid, read))
+    outcomes = [_outcome(fn, items[0])]
+    for pid, read in children:
+        with os.fdopen(read, "rb") as pipe:
+            data = pipe.read()
+        os.waitpid(pid, 0)
+        try:
+            done, value = pickle.loads(data)
+        except (pickle.UnpicklingError, EOFError, ValueError):
+            done, value = False, RuntimeError("a forked job ended without its result")
+        outcomes.append(_returning(value) if done else _raising(value))
+    return outcomes
+
+
+def _pickled(fn: Callable[[T], R], item: T) -> bytes:
+    """What a forked job sends back: (True, its result) or (False, what it raised)."""
+    import pickle
+
+    try:
+        return pickle.dumps((True, fn(item)))
+    except Exception as exc:  # reported to the parent, which raises it
+        try:
+            return pickle.dumps((False, exc))
+        except Exception:  # one that cannot be pickled: its message
+            return pickle.dumps((False, RuntimeError(str(exc))))
+
+
+def _outcome(fn: Callable[[T], R], item: T) -> Callable[[], R]:
+    try:
+        return _returning(fn(item))
+    except Exception as exc:  # raised again by the call
+        return _raising(exc)
+
+
+def _returning(value: R) -> Callable[[], R]:
+    return lambda: value
+
+
+def _raising(exc: BaseException) -> Callable[[], Any]:
+    def call() -> Any:
+        raise exc
+    return call

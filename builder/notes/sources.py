@@ -143,12 +143,23 @@ class FileStat(NamedTuple):  # a tuple: a walk makes one per file, ~2x cheaper t
     mtime_ns: int
 
 
+def stats_text(stats: Iterable[tuple[str, int, int | None]]) -> str:
+    """Files' (path, size, mtime_ns) as lines ``path\0size\0mtime_ns`` sorted by path, joined by newlines:
+    the same text for the same files whatever their order (and the text ``index.held_stats`` makes of the
+    files the index holds)."""
+    return "\n".join(sorted(f"{path}\0{size}\0{mtime_ns}" for path, size, mtime_ns in stats))  # "\0" sorts first
+
+
+def text_digest(text: str) -> str:
+    """The digest of a :func:`stats_text`."""
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def stats_digest(stats: Iterable[tuple[str, int, int | None]]) -> str:
     """A digest of files' (path, size, mtime_ns): the same for the same files whatever their order.
     A walk's (its ``FileStat``s) equal to the one the index keeps of a source means that nothing
     in it changed, without reading every file's row (``SourceRow.stats_digest``)."""
-    lines = sorted(f"{path}\0{size}\0{mtime_ns}" for path, size, mtime_ns in stats)  # by path: "\0" sorts first
-    return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
+    return text_digest(stats_text(stats))
 
 
 _NEVER_NOTES = {"node_modules", "__pycache__"}

@@ -7,6 +7,7 @@ the same transaction; their copies in ``chunk_vectors`` go by its foreign key.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -132,13 +133,43 @@ class FileRecord:
 UNREAD = ""  # the sha256 recorded for a file that could not be read (a skipped note: no content known)
 
 
-def file_states(conn: Connection, source_id: str) -> dict[str, FileState]:
-    """Path → (sha256, size, mtime) of every file of the source that the index holds."""
+def file_states(conn: Connection, source_id: str, paths: Iterable[str] | None = None) -> dict[str, FileState]:
+    """Path → (sha256, size, mtime) of every file of the source that the index holds (``paths``: of those
+    of them the index holds)."""
     cursor = conn.cursor()
     cursor.row_factory = None  # plain tuples: this runs over every note on every build
-    rows = cursor.execute("SELECT path, sha256, size, mtime_ns FROM files WHERE source_id = :source_id",
-                          {"source_id": source_id})
+    if paths is None:
+        rows = cursor.execute("SELECT path, sha256, size, mtime_ns FROM files WHERE source_id = :source_id",
+                              {"source_id": source_id})
+    else:
+        rows = cursor.execute(dedent("""
+            SELECT path, sha256, size, mtime_ns FROM files
+            WHERE source_id = :source_id AND path IN (SELECT value FROM json_each(:paths))
+        """), {"source_id": source_id, "paths": json.dumps(list(paths))})
     return {path: FileState(sha, size, mtime) for path, sha, size, mtime in rows}
+
+
+class FolderSummary(NamedTuple):
+    """What the index holds of a folder source, in two digests' worth of text (:func:`folder_summary`)."""
+
+    rev: str  # the source's revision: a digest of the (path, sha256) pairs of its files
+    # lines ``path\0size\0mtime_ns`` by path, joined by newlines: what ``builder.notes.sources.stats_text`` makes
+    # of a walk that found the same files; None when a file is recorded unread (its size and mtime would not
+    # show that it can be read now)
+    stats: str | None
+
+
+def folder_summary(conn: Connection, source_id: str) -> FolderSummary:
+    """The :class:`FolderSummary` of a source, built by SQLite in one pass over its rows, without a Python
+    object per row. (An aggregate keeps the order of a subquery's ORDER BY, which SQLite does not flatten
+    into it; ``ORDER BY`` inside the aggregate would need SQLite 3.44.)"""
+    pairs, stats, unread = conn.execute(dedent("""
+        SELECT group_concat(path || char(0) || sha256 || char(10), ''),
+               group_concat(path || char(0) || size || char(0) || coalesce(mtime_ns, 'None'), char(10)),
+               max(sha256 = :unread)
+        FROM (SELECT path, sha256, size, mtime_ns FROM files WHERE source_id = :source_id ORDER BY path)
+    """), {"source_id": source_id, "unread": UNREAD}).fetchone()
+    return FolderSummary(hashlib.sha256((pairs or "").encode()).hexdigest()[:12], None if unread else stats or "")
 
 
 def _delete_vectors(conn: Connection, where: str, params: dict[str, Any]) -> None:

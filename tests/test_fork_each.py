@@ -1,0 +1,79 @@
+"""``forkpool.fork_each``: a few long jobs at once, each but the first in a process forked for it, and what
+each returned or raised given back in order. The build walks its folder sources this way."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from builder.core.forkpool import fork_each
+from tests.failure_support import found, run
+from tests.render_support import make_config
+
+
+class Unpicklable(Exception):
+    def __reduce__(self):
+        raise TypeError("not this one")
+
+
+def job(item: str) -> tuple[str, int]:
+    if item == "fails":
+        raise ValueError("the job failed: fails")
+    if item == "odd":
+        raise Unpicklable("an odd one")
+    if item == "dies":
+        os._exit(3)
+    return item.upper(), os.getpid()
+
+
+def test_each_result_comes_back_in_order_the_first_made_here_the_others_in_processes_of_their_own():
+    results = [call() for call in fork_each(job, ["a", "b", "c"])]
+    assert [text for text, _ in results] == ["A", "B", "C"]
+    pids = [pid for _, pid in results]
+    assert pids[0] == os.getpid() and len(set(pids)) == 3
+
+
+def test_what_a_job_raises_is_raised_by_its_call_and_the_others_still_return():
+    calls = fork_each(job, ["a", "fails", "odd", "dies", "b"])
+    assert calls[0]()[0] == "A" and calls[4]()[0] == "B"
+    with pytest.raises(ValueError, match="^the job failed: fails$"):
+        calls[1]()
+    with pytest.raises(RuntimeError, match="^an odd one$"):  # cannot be pickled: its message
+        calls[2]()
+    with pytest.raises(RuntimeError, match="^a forked job ended without its result$"):
+        calls[3]()
+
+
+def test_one_job_runs_here():
+    (call,) = fork_each(job, ["solo"])
+    assert call() == ("SOLO", os.getpid())
+    with pytest.raises(ValueError):
+        fork_each(job, ["fails"])[0]()
+
+
+def test_a_build_walks_its_folder_sources_each_in_a_process_of_its_own(tmp_path: Path, monkeypatch):
+    import builder.sync
+
+    roots = {name: tmp_path / name for name in ("prvy", "druhy", "treti")}
+    for name, root in roots.items():
+        root.mkdir()
+        (root / f"{name}.md").write_text(f"# {name}\n\nslovo{name}.\n", encoding="utf-8")
+    config = make_config(tmp_path, roots)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    real = builder.sync.walk_folder
+
+    def walk_folder(source, *args, **kwargs):
+        (pids / source.id).write_text(str(os.getpid()), encoding="utf-8")
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(builder.sync, "walk_folder", walk_folder)
+    assert run(config) == (0, [])
+    walked = {path.name: int(path.read_text(encoding="utf-8")) for path in pids.iterdir()}
+    assert sorted(walked) == ["druhy", "prvy", "treti"] and len(set(walked.values())) == 3
+    assert os.getpid() in walked.values()
+    assert [found(config, f"slovo{name}") for name in roots] == [1, 1, 1]
+    (roots["treti"] / "treti.md").write_text("# treti\n\nzmena.\n", encoding="utf-8")
+    assert run(config) == (0, []) and found(config, "zmena") == 1 and found(config, "slovotreti") == 0

@@ -343,9 +343,9 @@ def _walk_to_keep(scan: SourceChanges, row: db.SourceRow | None) -> bool:
     Every file the index holds of the source is then one the walk found, with its size and mtime (a scan
     that warns may have kept notes the walk did not find; a note recorded unread is read again once it can
     be, which its size and mtime would not show)."""
-    return not (not scan.empty or scan.stats_digest is None or row is None or row.stats_digest == scan.stats_digest
-                or scan.warning or scan.states is None
-                or any(s.sha256 == db.UNREAD for s in scan.states.values()))
+    return (scan.empty and scan.stats_digest is not None and row is not None and row.stats_digest != scan.stats_digest
+            and not scan.warning and scan.states is not None
+            and not any(s.sha256 == db.UNREAD for s in scan.states.values()))
 
 
 def _keep_held(conn: Connection, config: Config, source_id: str) -> None:
@@ -358,7 +358,7 @@ def _keep_held(conn: Connection, config: Config, source_id: str) -> None:
 
 def _save_held(path: Path, held: str | None) -> None:
     """Keep what the index now holds of a folder source (``index.FolderSummary.stats``) for the next build's scan,
-    which trusts it only while its digest is the one the index keeps (``scan.scan_folder``)."""
+    which trusts it only while its digest is the one the index keeps (``scan.walk_folder``)."""
     if held is not None:
         with contextlib.suppress(OSError):  # a cache: the next build reads every file's row instead
             write_atomic(path, held.encode("utf-8", "surrogateescape"))
@@ -404,7 +404,7 @@ class Applied:
 
 @dataclass
 class _Progress:
-    """One source's changes as they are written: what the index holds of it by now, and the counts."""
+    """One source's changes as they are written: the removals and the counts."""
 
     deleted: list[str]  # files to remove: those the scan found gone, and those gone since
     unreadable: list[str] = field(default_factory=list)  # to read again next build (SourceChanges.rereads)

@@ -53,7 +53,7 @@ class SourceChanges:
     authors: Mapping[str, str] = field(default_factory=dict)  # git: path → author of its last change
     warning: str | None = None  # indexed only in part: a stale git clone, folders that could not be listed
     undecodable: tuple[str, ...] = ()  # git: names that are not UTF-8 (escaped), which cannot be notes
-    # what the index held when scanned: of every file, or (after a build that kept its held stats) of the files
+    # what the index held when scanned: of every file, or (after a build that kept its stats) of the files
     # changed and gone only; None: not read
     states: Mapping[str, db.FileState] | None = None
     broken: Mapping[str, str] = field(default_factory=dict)  # folder: entries that cannot be read → why
@@ -73,14 +73,14 @@ class SourceChanges:
         folder's file is what is on disk now, and one that cannot be read is one note's problem."""
         return self.rev is not None
 
-    def applied(self, held: db.FolderSummary | None, unreadable: bool, wrote: bool) -> dict[str, str]:
-        """The source row's revision once this scan is applied (``held``: a folder's summary with its changes
+    def applied(self, summary: db.FolderSummary | None, unreadable: bool, wrote: bool) -> dict[str, str]:
+        """The source row's revision once this scan is applied (``summary``: a folder's, with its changes
         written; ``wrote``: a note was written, touched or removed): the commit and the scope it was read
         with (unless a file could not be read: the next build reads them again from the same commit), or a
         folder's digest of its indexed notes when anything was written. Empty: the row keeps its own."""
         if self.rev is not None:
             return {} if unreadable else {"indexed_rev": self.rev, "scope": scope_key(self.source)}
-        return {"indexed_rev": held.rev} if wrote and held is not None else {}
+        return {"indexed_rev": summary.rev} if wrote and summary is not None else {}
 
 
 class SourceFailed(Exception):
@@ -93,31 +93,31 @@ class Delta:
 
     changed: tuple[FileStat, ...]  # files new, or whose size or mtime moved
     gone: frozenset[str]  # files the index holds that the walk did not find
-    held: int  # files the index holds
+    indexed: int  # files the index holds
     found: int  # files the walk found
 
 
 @dataclass(frozen=True)
 class FolderWalk:
     """A folder source's walk, compared with what the index keeps of it without reading its rows
-    (:func:`walk_folder`, which may run in a process of its own): nothing changed (``same``), how it differs
-    from the stats the last build kept (``delta``), or else the whole walk, for a comparison with every
-    file's row (``walk``)."""
+    (:func:`walk_folder`, which may run in a process of its own): exactly one of nothing changed (``same``),
+    how it differs from the stats the last build kept (``delta``), or the whole walk, for a comparison with
+    every file's row (``walk``)."""
 
     uncovered: tuple[str, ...]  # folders with markdown outside every ``paths`` entry
     # the walk's stats_digest (None: the walk cannot stand for the source, a file or a folder in it could not
     # be read, or --full)
-    digest: str | None
+    stats_digest: str | None
     same: bool = False
     delta: Delta | None = None
     walk: Walk | None = None
 
 
 def walk_folder(source: SourceConfig, row: db.SourceRow | None, force: bool, *, held: bool | None = None,
-                listings: Path | None = None, held_stats: Path | None = None) -> FolderWalk:
+                listings: Path | None = None, kept_stats: Path | None = None) -> FolderWalk:
     """Walk a folder source and compare the walk with what the index keeps of it, reading no row of the
     index: when the walk's :func:`stats_digest` is the one the index keeps, nothing changed; when the file
-    ``held_stats`` holds the stats whose digest that is (kept by the last build that wrote the source), the
+    ``kept_stats`` holds the stats whose digest that is (kept by the last build that wrote the source), the
     files whose lines differ are the changes. Raises :class:`SourceFailed` when the folder is not there.
     ``held``: whether an index holds notes of the source (default: this one has its row). ``listings``:
     the file of the source's folder listings kept between builds (:mod:`builder.notes.listings`)."""
@@ -137,11 +137,11 @@ def walk_folder(source: SourceConfig, row: db.SourceRow | None, force: bool, *, 
     if digest is not None and row is not None and row.stats_digest == digest:
         # the every-minute case: every file as the index holds it, shown without reading every file's row
         return FolderWalk(uncovered, digest, same=True)
-    before = _held_lines(held_stats, row) if text is not None else None
-    if text is None or before is None:
+    now = _lines(text) if text is not None else None
+    before = _kept_lines(kept_stats, row) if now is not None else None
+    if now is None or before is None:
         return FolderWalk(uncovered, digest, walk=scanned)
     # a few files changed since a build that kept the index's stats: only their rows need be read
-    now = set(text.split("\n") if text else ())
     changed = {line.partition("\0")[0] for line in now - before}
     gone = frozenset({line.partition("\0")[0] for line in before - now} - changed)
     delta = Delta(tuple(scanned.files[path] for path in changed), gone, len(before), len(scanned.files))
@@ -159,13 +159,14 @@ def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None
     walk has to be compared with every one."""
     coverage_changed = row is None or walked.uncovered != row.uncovered
     if walked.same:
-        return SourceChanges(source, (), (), walked.uncovered, coverage_changed, stats_digest=walked.digest)
+        return SourceChanges(source, (), (), walked.uncovered, coverage_changed, stats_digest=walked.stats_digest)
     broken: dict[str, Broken] = {}
     unread_dirs: dict[str, str] = {}
     if walked.delta is not None:
         delta = walked.delta
         states = db.file_states(conn, source.id, {stat.path for stat in delta.changed} | delta.gone)
-        changed, gone, held_notes, found_any = list(delta.changed), delta.gone, delta.held, delta.found > 0
+        changed, gone = list(delta.changed), delta.gone.intersection(states)  # what no row holds is gone already
+        held_notes, found_any = delta.indexed, delta.found > 0
     else:
         assert walked.walk is not None
         found, broken, unread_dirs = walked.walk.files, walked.walk.broken, walked.walk.unread_dirs
@@ -200,10 +201,10 @@ def scan_folder(conn: Connection, source: SourceConfig, row: db.SourceRow | None
     return SourceChanges(source, tuple(sorted(changed)), deleted, walked.uncovered, coverage_changed,
                          warning=warning, states=states,
                          broken={path: b.reason for path, b in broken.items()}, unread_dirs=unread,
-                         stats_digest=walked.digest)
+                         stats_digest=walked.stats_digest)
 
 
-def _held_lines(path: Path | None, row: db.SourceRow | None) -> set[str] | None:
+def _kept_lines(path: Path | None, row: db.SourceRow | None) -> set[str] | None:
     """The lines of what the index holds of a folder source (``index.FolderSummary.stats``) as the last build that
     wrote them kept them in ``path``; None unless their digest is the one the index keeps (a build that
     died before keeping them, an index carried or put back, a file lost or edited)."""
@@ -215,7 +216,14 @@ def _held_lines(path: Path | None, row: db.SourceRow | None) -> set[str] | None:
         return None
     if text_digest(text) != row.stats_digest:
         return None
-    return set(text.split("\n")) if text else set()
+    return _lines(text)
+
+
+def _lines(text: str) -> set[str] | None:
+    """The lines of a :func:`stats_text`, each a file's; None when a file's name holds a newline, so that
+    the lines cannot be told apart (a name never holds a NUL: two a line)."""
+    lines = text.split("\n") if text else []
+    return set(lines) if text.count("\0") == 2 * len(lines) else None
 
 
 def _looks_changed(source: SourceConfig, state: db.FileState | None, stat: FileStat) -> bool:

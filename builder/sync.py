@@ -239,7 +239,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
             with db.transaction(conn):
                 db.update_source(conn, source.id, last_error=None)
         if _walk_to_keep(scan, row):  # once after an upgrade, or after a build that could not keep its own
-            _keep_held(conn, config, source.id)
+            _keep_stats(conn, config, source.id)
         scans.append(scan)
     stale = [sid for sid in known if all_sources and sid not in {s.id for s in config.sources}]
     changed = bool(stale) or not all(s.empty for s in scans)
@@ -251,7 +251,7 @@ def _incremental(conn: Connection, config: Config, selected: list[SourceConfig],
     for sid in stale:
         db.delete_source(conn, sid)
         config.listings_path(sid).unlink(missing_ok=True)
-        config.held_stats_path(sid).unlink(missing_ok=True)
+        config.kept_stats_path(sid).unlink(missing_ok=True)
         log.info(f"{sid}: source removed from the config, its notes left the index")
     written = 0
     for scan in scans:
@@ -335,33 +335,35 @@ def _walk(config: Config, known: Mapping[str, db.SourceRow], held: set[str], for
           source: SourceConfig) -> FolderWalk:
     """A folder source's walk, compared with what the index keeps of it."""
     return walk_folder(source, known.get(source.id), force, held=source.id in held,
-                       listings=config.listings_path(source.id), held_stats=config.held_stats_path(source.id))
+                       listings=config.listings_path(source.id), kept_stats=config.kept_stats_path(source.id))
 
 
 def _walk_to_keep(scan: SourceChanges, row: db.SourceRow | None) -> bool:
     """Should the walk's digest be kept, a scan that changes nothing having found the index without it?
     Every file the index holds of the source is then one the walk found, with its size and mtime (a scan
     that warns may have kept notes the walk did not find; a note recorded unread is read again once it can
-    be, which its size and mtime would not show)."""
+    be, which its size and mtime would not show). A scan from the kept stats is never empty: their digest is
+    the index's, not the walk's."""
     return (scan.empty and scan.stats_digest is not None and row is not None and row.stats_digest != scan.stats_digest
             and not scan.warning and scan.states is not None
             and not any(s.sha256 == db.UNREAD for s in scan.states.values()))
 
 
-def _keep_held(conn: Connection, config: Config, source_id: str) -> None:
+def _keep_stats(conn: Connection, config: Config, source_id: str) -> None:
     """Record the digest of what the index holds of a folder source, and keep the stats themselves."""
     with db.transaction(conn):
-        held = db.folder_summary(conn, source_id).stats
-        db.update_source(conn, source_id, stats_digest=None if held is None else text_digest(held))
-    _save_held(config.held_stats_path(source_id), held)
+        stats = db.folder_summary(conn, source_id).stats
+        db.update_source(conn, source_id, stats_digest=None if stats is None else text_digest(stats))
+    _save_stats(config.kept_stats_path(source_id), stats)
 
 
-def _save_held(path: Path, held: str | None) -> None:
+def _save_stats(path: Path, stats: str | None) -> None:
     """Keep what the index now holds of a folder source (``index.FolderSummary.stats``) for the next build's scan,
-    which trusts it only while its digest is the one the index keeps (``scan.walk_folder``)."""
-    if held is not None:
+    which trusts it only while its digest is the one the index keeps (``scan.walk_folder``): a file written
+    before the batch that records that digest commits, or left by a build that died, is not trusted."""
+    if stats is not None:
         with contextlib.suppress(OSError):  # a cache: the next build reads every file's row instead
-            write_atomic(path, held.encode("utf-8", "surrogateescape"))
+            write_atomic(path, stats.encode("utf-8", "surrogateescape"))
 
 
 def _merge_words(conn: Connection, written: int, log: SyncLog) -> None:
@@ -443,7 +445,7 @@ def _apply(conn: Connection, config: Config, scan: SourceChanges, log: SyncLog, 
         if parsing is not None:
             _store(conn, scan, *parsing, done, log)
     _finish(conn, scan, done, log, report,
-            held_stats=config.held_stats_path(source.id) if scan.rev is None else None)
+            kept_stats=config.kept_stats_path(source.id) if scan.rev is None else None)
     return Applied(failed=len(done.unreadable) + len(scan.undecodable), chunks=done.chunks)
 
 
@@ -505,7 +507,7 @@ def _store(conn: Connection, scan: SourceChanges, todo: list[ChangedFile], resul
 
 
 def _finish(conn: Connection, scan: SourceChanges, done: _Progress, log: SyncLog, report: BuildReport, *,
-            held_stats: Path | None = None) -> None:
+            kept_stats: Path | None = None) -> None:
     """Remove the files gone, say what was written and what the scope leaves out, and record the source's
     row: its revision (:meth:`builder.scan.SourceChanges.applied`) and its error, if any."""
     source = scan.source
@@ -521,7 +523,7 @@ def _finish(conn: Connection, scan: SourceChanges, done: _Progress, log: SyncLog
                      + ", ".join(f"{d}/" for d in scan.uncovered))
         elif scan.coverage_changed and "**" not in source.paths:
             log.info(f"{source.id}: coverage: every directory with markdown is covered")
-    held: str | None = None
+    stats: str | None = None
     with db.transaction(conn):
         values: dict[str, Any] = {"uncovered": scan.uncovered}
         if done.unreadable:  # a git source keeps its indexed_rev, so the next build reads these again
@@ -534,8 +536,8 @@ def _finish(conn: Connection, scan: SourceChanges, done: _Progress, log: SyncLog
         if revision:
             values.update(revision, last_sync_at=now_iso())
         if summary is not None and not scan.warning:  # a folder: what its next walk is compared with
-            held = summary.stats
-            values["stats_digest"] = None if held is None else text_digest(held)
+            stats = summary.stats
+            values["stats_digest"] = None if stats is None else text_digest(stats)
         db.update_source(conn, source.id, **values)
-    if held_stats is not None:
-        _save_held(held_stats, held)
+    if kept_stats is not None:
+        _save_stats(kept_stats, stats)

@@ -180,13 +180,13 @@ def test_the_build_keeps_listings_and_a_noop_writes_none(tmp_path):
     (root / "kurz" / "note-01" / "second.md").write_text("# Druhá\n\nZlatokopka.\n", encoding="utf-8")
     assert run(config) == (0, []) and found(config, "zlatokopka") == 1
     assert "second.md" in read_kept(kept)["folders"]["kurz/note-01"][6]
-    assert sorted(p.name for p in kept.parent.iterdir()) == ["notes", "notes.held"]
+    assert sorted(p.name for p in kept.parent.iterdir()) == ["notes", "notes.stats"]
     other = tmp_path / "other"
     notes(other, 1)
     path.write_text(f"index: data/index.sqlite\nsite:\n  output: site\nembedding:\n  provider: none\n"
                     f"sources:\n  other:\n    folder: {other}\n", encoding="utf-8")
     assert run(load_config(path)) == (0, [])
-    assert sorted(p.name for p in kept.parent.iterdir()) == ["other", "other.held"]  # the removed source's are gone
+    assert sorted(p.name for p in kept.parent.iterdir()) == ["other", "other.stats"]  # the removed source's are gone
 
 
 def test_a_folder_whose_name_is_not_utf8_is_kept_and_walked_again(tmp_path, counted):

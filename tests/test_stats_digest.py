@@ -51,9 +51,9 @@ def rows(config: Config) -> list[tuple[str, int, int, str]]:
         conn.close()
 
 
-def held_file(config: Config) -> str | None:
+def kept_file(config: Config) -> str | None:
     """The stats a build kept beside the listings for the next one (None: none)."""
-    path = config.held_stats_path("notes")
+    path = config.kept_stats_path("notes")
     return path.read_text(encoding="utf-8") if path.exists() else None
 
 
@@ -121,8 +121,8 @@ def test_the_digest_is_the_index_s_through_every_kind_of_change(config):
         assert digests[-1] == held(config)
         files = rows(config)
         if digests[-1] is not None:  # the stats beside it are the index's, line by line
-            assert held_file(config) == stats_text((path, size, mtime) for path, size, mtime, _ in files)
-            assert text_digest(held_file(config)) == digests[-1]
+            assert kept_file(config) == stats_text((path, size, mtime) for path, size, mtime, _ in files)
+            assert text_digest(kept_file(config)) == digests[-1]
         pairs = "".join(f"{path}\0{sha}\n" for path, _, _, sha in sorted(files))
         assert indexed_rev(config) == hashlib.sha256(pairs.encode()).hexdigest()[:12]
     assert digests[5] is None  # a note recorded unread: no digest, the next walk reads every row
@@ -159,7 +159,7 @@ def test_kept_stats_that_are_not_the_index_s_are_not_trusted(config, reads, tamp
     """The stats beside the listings are trusted only while their digest is the one the index keeps: a
     file that claims an edit not yet indexed (forged), one from before the last build (old), one cut short
     or lost make the scan read every file's row, and the edit is found."""
-    root, path = config.sources[0].root, config.held_stats_path("notes")
+    root, path = config.sources[0].root, config.kept_stats_path("notes")
     assert run(config) == (0, [])
     old = path.read_bytes()
     (root / "n4.md").write_text("# Poznámka 4\n\nprvá úprava.\n", encoding="utf-8")
@@ -177,7 +177,7 @@ def test_kept_stats_that_are_not_the_index_s_are_not_trusted(config, reads, tamp
     assert run(config) == (0, [])
     assert reads == [("notes", None)]
     assert found(config, "druhá") == 1 and found(config, "prvá") == 1 and found(config, "slovo1") == 0
-    assert kept(config) == held(config) is not None and text_digest(held_file(config)) == kept(config)
+    assert kept(config) == held(config) is not None and text_digest(kept_file(config)) == kept(config)
 
 
 def test_a_file_back_as_it_was_after_a_build_that_failed_midway_is_read_again(config, monkeypatch):
@@ -248,3 +248,37 @@ def test_a_note_that_could_not_be_read_is_read_once_it_can_be_its_size_and_mtime
     monkeypatch.undo()
     assert run(config) == (0, [])
     assert found(config, "slovo5") == 1 and kept(config) == held(config) is not None
+
+
+def test_the_index_s_order_of_names_is_the_walk_s(config, reads):
+    """The kept stats are made by SQLite (paths ordered as bytes), the walk's digest in Python (as code
+    points): accented names, a name that begins another and a space must come out the same, or no no-op
+    build would ever match."""
+    root = config.sources[0].root
+    for name in ("čaj.md", "zebra.md", "Ábel.md", "x.md", "x.md.md", "a b.md", "sub/ž.md", "sub/z.md", "€.md"):
+        (root / name).write_text(f"# {name}\n\ntext.\n", encoding="utf-8")
+    assert run(config) == (0, [])
+    files = rows(config)
+    assert kept_file(config) == stats_text((path, size, mtime) for path, size, mtime, _ in files)
+    reads.clear()
+    assert run(config) == (0, []) and reads == []
+
+
+def test_a_name_holding_a_newline_is_indexed_changed_and_removed(config, reads):
+    """The kept stats are lines: a name with a newline in it cannot be told apart there, so the scan reads
+    every file's row instead, and misses nothing."""
+    root = config.sources[0].root
+    odd = root / "sub" / "prvý\nďalší.md"
+    odd.write_text("# Zvláštny\n\nnovinka.\n", encoding="utf-8")
+    assert run(config)[0] == 0 and found(config, "novinka") == 1
+    reads.clear()
+    odd.write_text("# Zvláštny\n\nnovinka zmenená.\n", encoding="utf-8")
+    (root / "n0.md").write_text("# Poznámka 0\n\niná zmena.\n", encoding="utf-8")
+    assert run(config)[0] == 0
+    assert reads == [("notes", None)] and found(config, "zmenená") == 1 and found(config, "iná") == 1
+    odd.unlink()
+    assert run(config)[0] == 0 and found(config, "novinka") == 0 and found(config, "slovo1") == 1
+    assert kept(config) == held(config) is not None
+    reads.clear()
+    (root / "n4.md").write_text("# Poznámka 4\n\nposledná.\n", encoding="utf-8")
+    assert run(config) == (0, []) and reads == [("notes", frozenset({"n4.md"}))]  # no such name left

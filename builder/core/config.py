@@ -171,10 +171,10 @@ class Config:
         """A folder source's folder listings kept between builds (see builder.notes.listings)."""
         return self.data_dir / "listings" / source_id
 
-    def held_stats_path(self, source_id: str) -> Path:
-        """A folder source's files as the index holds them, path, size and mtime (``index.held_stats``),
+    def kept_stats_path(self, source_id: str) -> Path:
+        """A folder source's files as the index holds them, path, size and mtime (``index.FolderSummary.stats``),
         kept beside its listings so that a build that changed a few of them need not read every file's row."""
-        return self.data_dir / "listings" / f"{source_id}.held"
+        return self.data_dir / "listings" / f"{source_id}.stats"
 
     def source_root(self, source: SourceConfig) -> Path:
         """The directory a source's files are read from: the folder, or our clone of a git source."""

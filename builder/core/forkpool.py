@@ -13,6 +13,7 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, TypeVar
 
@@ -94,6 +95,11 @@ def _worker_start(parent: int, shared: object) -> None:
     index's files open."""
     _WORKER[:] = [shared]
     gc.enable()
+    _die_with(parent)
+
+
+def _die_with(parent: int) -> None:
+    """In a forked process: be killed when ``parent`` dies (Linux), or end now if it has already."""
     if sys.platform.startswith("linux"):
         import ctypes
         import signal
@@ -102,43 +108,79 @@ def _worker_start(parent: int, shared: object) -> None:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         except (OSError, AttributeError):
             return
-        if os.getppid() != parent:  # it died before the worker asked
+        if os.getppid() != parent:  # it died before the child asked
             os._exit(1)
 
 
 def fork_each(fn: Callable[[T], R], items: list[T]) -> list[Callable[[], R]]:
     """``fn(item)`` for every item at once: the first in this process, each of the others in a process
-    forked for it (one after the other where there is no ``fork``). Each result comes as a call that
-    returns what ``fn`` returned or raises what it raised. For a few long jobs whose results are small
-    or few (a walk per source): each result is pickled back through a pipe."""
+    forked for it (in this one where there is no ``fork``, or it fails). Each result comes as a call that
+    returns what ``fn`` returned or raises what it raised. A forked job that ends without its result (killed,
+    or a result that cannot be pickled back) runs again in this process. For a few long jobs whose results
+    are small or few (a walk per source): each result is pickled back through a pipe."""
     if len(items) < 2 or not hasattr(os, "fork"):
         return [_outcome(fn, item) for item in items]
+    children: list[_Child[T]] = []
+    try:
+        for item in items[1:]:
+            children.append(_forked(fn, item))
+        outcomes = [_outcome(fn, items[0])]
+        while children:
+            outcomes.append(_collected(fn, children.pop(0)))
+        return outcomes
+    finally:  # after an error here no child is left unreaped (one still writing meets a closed pipe)
+        for child in children:
+            if child.pid is not None:
+                os.close(child.pipe)
+                os.waitpid(child.pid, 0)
+
+
+@dataclass(frozen=True)
+class _Child(Generic[T]):
+    """A job of :func:`fork_each`: its item, and the process running it and the pipe its outcome comes
+    through (``pid`` None: no process could be forked, the job runs in this one)."""
+
+    item: T
+    pid: int | None = None
+    pipe: int = -1
+
+
+def _forked(fn: Callable[[T], R], item: T) -> _Child[T]:
+    """Start ``fn(item)`` in a forked process."""
+    read, write = os.pipe()
+    parent = os.getpid()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        return _Child(item)
+    if pid == 0:  # the child: one job, its outcome down the pipe, out without the parent's clean-up
+        try:
+            os.close(read)
+            _die_with(parent)
+            with os.fdopen(write, "wb") as pipe:
+                pipe.write(_pickled(fn, item))
+        finally:
+            os._exit(0)
+    os.close(write)
+    return _Child(item, pid, read)
+
+
+def _collected(fn: Callable[[T], R], child: _Child[T]) -> Callable[[], R]:
+    """The outcome of a job of :func:`fork_each`: its process's, or the job's run here when it has none."""
     import pickle
 
-    children = []
-    for item in items[1:]:
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: one job, its outcome down the pipe, out without the parent's clean-up
-            try:
-                os.close(read)
-                with os.fdopen(write, "wb") as pipe:
-                    pipe.write(_pickled(fn, item))
-            finally:
-                os._exit(0)
-        os.close(write)
-        children.append((pid, read))
-    outcomes = [_outcome(fn, items[0])]
-    for pid, read in children:
-        with os.fdopen(read, "rb") as pipe:
-            data = pipe.read()
-        os.waitpid(pid, 0)
-        try:
-            done, value = pickle.loads(data)
-        except (pickle.UnpicklingError, EOFError, ValueError):
-            done, value = False, RuntimeError("a forked job ended without its result")
-        outcomes.append(_returning(value) if done else _raising(value))
-    return outcomes
+    if child.pid is None:
+        return _outcome(fn, child.item)
+    with os.fdopen(child.pipe, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(child.pid, 0)
+    try:
+        done, value = pickle.loads(data)
+    except Exception:  # killed, or a result that cannot be unpickled: the job runs here
+        return _outcome(fn, child.item)
+    return _returning(value) if done else _raising(value)
 
 
 def _pickled(fn: Callable[[T], R], item: T) -> bytes:

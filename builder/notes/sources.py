@@ -145,7 +145,7 @@ class FileStat(NamedTuple):  # a tuple: a walk makes one per file, ~2x cheaper t
 
 def stats_text(stats: Iterable[tuple[str, int, int | None]]) -> str:
     """Files' (path, size, mtime_ns) as lines ``path\0size\0mtime_ns`` sorted by path, joined by newlines:
-    the same text for the same files whatever their order (and the text ``index.held_stats`` makes of the
+    the same text for the same files whatever their order (and the text ``index.folder_summary`` makes of the
     files the index holds)."""
     return "\n".join(sorted(f"{path}\0{size}\0{mtime_ns}" for path, size, mtime_ns in stats))  # "\0" sorts first
 

@@ -41,6 +41,8 @@ def job(item: str) -> object:
         os._exit(3)
     if item == "loads badly":
         return LoadsBadly(), os.getpid()
+    if item == "cannot be pickled":
+        return (lambda: "a lambda"), os.getpid()
     return item.upper(), os.getpid()
 
 
@@ -61,11 +63,13 @@ def test_what_a_job_raises_is_raised_by_its_call_and_the_others_still_return():
 
 
 def test_a_job_whose_process_ends_without_its_result_runs_here():
-    calls = fork_each(job, ["a", "dies", "loads badly", "b"])
+    calls = fork_each(job, ["a", "dies", "loads badly", "cannot be pickled", "b"])
     assert calls[1]() == ("DIES", HERE)  # its process was killed
     result, pid = calls[2]()  # its result could not be unpickled
     assert isinstance(result, LoadsBadly) and pid == HERE
-    assert calls[3]()[0] == "B" and calls[3]()[1] != HERE
+    made, pid = calls[3]()  # its result could not be pickled
+    assert made() == "a lambda" and pid == HERE
+    assert calls[4]()[0] == "B" and calls[4]()[1] != HERE
 
 
 def test_one_job_runs_here():

@@ -184,19 +184,25 @@ def _collected(fn: Callable[[T], R], child: _Child[T]) -> Callable[[], R]:
 
 
 def _pickled(fn: Callable[[T], R], item: T) -> bytes:
-    """What a forked job sends back: (True, its result) or (False, what it raised)."""
+    """What a forked job sends back: (True, its result) or (False, what it raised); nothing when its result
+    cannot be pickled (the parent then runs the job itself)."""
     import pickle
 
     try:
-        return pickle.dumps((True, fn(item)))
+        result = fn(item)
     except Exception as exc:  # reported to the parent, which raises it
         try:
             return pickle.dumps((False, exc))
         except Exception:  # one that cannot be pickled: its message
             return pickle.dumps((False, RuntimeError(str(exc))))
+    try:
+        return pickle.dumps((True, result))
+    except Exception:
+        return b""
 
 
 def _outcome(fn: Callable[[T], R], item: T) -> Callable[[], R]:
+    """``fn(item)`` run here, as a call that returns its result or raises what it raised."""
     try:
         return _returning(fn(item))
     except Exception as exc:  # raised again by the call

@@ -33,12 +33,16 @@ def config(tmp_path: Path) -> Config:
     return make_config(tmp_path, {"notes": root})
 
 
-def kept(config: Config) -> str | None:
+def source_row(config: Config) -> db.SourceRow:
     conn = db.connect(indexfile.resolve(config.index), readonly=True, vec=False)
     try:
-        return db.get_sources(conn)["notes"].stats_digest
+        return db.get_sources(conn)["notes"]
     finally:
         conn.close()
+
+
+def kept(config: Config) -> str | None:
+    return source_row(config).stats_digest
 
 
 def rows(config: Config) -> list[tuple[str, int, int, str]]:
@@ -61,14 +65,6 @@ def on_disk(root: Path) -> str:
     """The stats a walk of ``root`` finds now: what a forged file would claim the index holds."""
     files = [p for p in root.rglob("*.md") if p.is_file()]
     return stats_text((p.relative_to(root).as_posix(), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-
-
-def indexed_rev(config: Config) -> str | None:
-    conn = db.connect(indexfile.resolve(config.index), readonly=True, vec=False)
-    try:
-        return db.get_sources(conn)["notes"].indexed_rev
-    finally:
-        conn.close()
 
 
 def held(config: Config) -> str | None:
@@ -124,7 +120,7 @@ def test_the_digest_is_the_index_s_through_every_kind_of_change(config):
             assert kept_file(config) == stats_text((path, size, mtime) for path, size, mtime, _ in files)
             assert text_digest(kept_file(config)) == digests[-1]
         pairs = "".join(f"{path}\0{sha}\n" for path, _, _, sha in sorted(files))
-        assert indexed_rev(config) == hashlib.sha256(pairs.encode()).hexdigest()[:12]
+        assert source_row(config).indexed_rev == hashlib.sha256(pairs.encode()).hexdigest()[:12]
     assert digests[5] is None  # a note recorded unread: no digest, the next walk reads every row
     assert len(set(digests[:5])) == 5  # every change moved it
     assert digests[6] == digests[4]  # the link gone, the files are those of step 4 again

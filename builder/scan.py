@@ -116,9 +116,9 @@ class FolderWalk:
 def walk_folder(source: SourceConfig, row: db.SourceRow | None, force: bool, *, held: bool | None = None,
                 listings: Path | None = None, kept_stats: Path | None = None) -> FolderWalk:
     """Walk a folder source and compare the walk with what the index keeps of it, reading no row of the
-    index: when the walk's :func:`stats_digest` is the one the index keeps, nothing changed; when the file
-    ``kept_stats`` holds the stats whose digest that is (kept by the last build that wrote the source), the
-    files whose lines differ are the changes. Raises :class:`SourceFailed` when the folder is not there.
+    index: when the digest of the walk's :func:`stats_text` is the one the index keeps, nothing changed; when
+    the file ``kept_stats`` holds the stats whose digest that is (kept by the last build that wrote the
+    source), the files whose lines differ are the changes. Raises :class:`SourceFailed` when the folder is not there.
     ``held``: whether an index holds notes of the source (default: this one has its row). ``listings``:
     the file of the source's folder listings kept between builds (:mod:`builder.notes.listings`)."""
     assert source.root is not None

@@ -14,7 +14,7 @@ import builder.sync
 from builder import indexfile
 from builder.core import index as db
 from builder.core.config import Config
-from builder.notes.sources import stats_digest, stats_text, text_digest
+from builder.notes.sources import stats_text, text_digest
 from tests.failure_support import found, run
 from tests.render_support import make_config
 
@@ -76,7 +76,7 @@ def held(config: Config) -> str | None:
         conn.close()
     if any(row[3] == db.UNREAD for row in rows):
         return None
-    return stats_digest((row[0], row[1], row[2]) for row in rows)
+    return text_digest(stats_text((row[0], row[1], row[2]) for row in rows))
 
 
 @pytest.fixture

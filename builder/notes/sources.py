@@ -151,15 +151,9 @@ def stats_text(stats: Iterable[tuple[str, int, int | None]]) -> str:
 
 
 def text_digest(text: str) -> str:
-    """The digest of a :func:`stats_text`."""
+    """The digest of a :func:`stats_text`: a walk's equal to the one the index keeps of a source
+    (``SourceRow.stats_digest``) means that nothing in it changed, without reading every file's row."""
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def stats_digest(stats: Iterable[tuple[str, int, int | None]]) -> str:
-    """A digest of files' (path, size, mtime_ns): the same for the same files whatever their order.
-    A walk's (its ``FileStat``s) equal to the one the index keeps of a source means that nothing
-    in it changed, without reading every file's row (``SourceRow.stats_digest``)."""
-    return text_digest(stats_text(stats))
 
 
 _NEVER_NOTES = {"node_modules", "__pycache__"}

@@ -121,10 +121,14 @@ class Token:
     folded: str  # lower case, no diacritics
     negator: bool  # it negates its clause (not, never, ne, nie, není, bez, without…)
     number: float | None  # the value of a number word (pět → 5), else None
+    marked: bool = False  # the text it was read from writes diacritics: its spelling tells words apart
 
     @property
     def free(self) -> bool:
-        return self.number is None and not self.negator and lexicon.is_free(self.folded)
+        """A word that carries no fact (:func:`server.lexicon.is_free`); where the text writes diacritics, only
+        as the free word is spelled (``být``, not ``byt``; ``mala``, not ``malá``)."""
+        return (self.number is None and not self.negator and lexicon.is_free(self.folded)
+                and (not self.marked or lexicon.free_as_written(self.folded, self.text)))
 
     @property
     def content(self) -> bool:
@@ -160,6 +164,7 @@ def words_of(text: str, english: bool, *, urls: bool = False) -> list[Token]:
     masked = _blank(CITE_RE, text) if urls else _blank(URL_RE, _blank(CITE_RE, text))
     masked = _LIMIT_PHRASES.sub(lambda m: ("min" if m.group(1) and m.group(1).lower() == "least" else "max")
                                 .ljust(len(m.group(0))), masked)
+    marked = accented(text)
     found: list[Token] = []
     for m in _WORD.finditer(masked):
         word, start = m.group(0), m.start()
@@ -168,22 +173,23 @@ def words_of(text: str, english: bool, *, urls: bool = False) -> list[Token]:
             head, tail = parts[0], parts[-1].lower()
             if tail == "t" and head.lower().endswith("n") and len(head) > 1:  # doesn't, can't, won't
                 base = head[:-1]
-                found.append(_token(base, start, start + len(base), english))
+                found.append(_token(base, start, start + len(base), english, marked))
                 found.append(Token("n't", start + len(base), m.end(), "not", True, None))
                 continue
             if tail in ("s", "re", "ve", "ll", "d", "m"):
-                found.append(_token(head, start, start + len(head), english))
+                found.append(_token(head, start, start + len(head), english, marked))
                 continue
-        token = _token(word, start, m.end(), english)
+        token = _token(word, start, m.end(), english, marked)
         if token.negator and masked[m.end():m.end() + 1] in "-‑" and masked[m.end() + 1:m.end() + 2].isalpha():
-            token = Token(token.text, token.start, token.end, token.folded, False, None)  # no-op, non-stop
+            token = Token(token.text, token.start, token.end, token.folded, False, None, marked)  # no-op, non-stop
         found.append(token)
     return found
 
 
-def _token(word: str, start: int, end: int, english: bool) -> Token:
+def _token(word: str, start: int, end: int, english: bool, marked: bool) -> Token:
     folded = fold(word)
-    return Token(word, start, end, folded, lexicon.is_negator(folded, english), lexicon.number_value(folded, english))
+    return Token(word, start, end, folded, lexicon.is_negator(folded, english), lexicon.number_value(folded, english),
+                 marked)
 
 
 def mask_marks(text: str) -> str:

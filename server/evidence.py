@@ -30,7 +30,15 @@ from server.passage_text import (
     negation_scope,
     occurrences,
 )
-from server.wordforms import Translations, negated_side, same_word, spelled_alike, translates, translation_forms
+from server.wordforms import (
+    Translations,
+    as_czech,
+    negated_side,
+    same_word,
+    spelled_alike,
+    translates,
+    translation_forms,
+)
 
 @dataclass(frozen=True)
 class Support:
@@ -220,6 +228,7 @@ def _window_supports(claim: Claim, passage: PassageText, window: Window, parts: 
     if polarity and not missing and not numbers:
         taken = [units[i] for i in sorted(used)]
         checks = [("polarity", lambda: _polarity(claim, passage, found)),
+                  ("claim", lambda: _turned(claim, passage, window, found)),
                   ("number", lambda: _bound(claim, passage, window, found)),
                   ("claim", lambda: _crossed(claim, passage, window, found)),
                   ("claim", lambda: _named_elsewhere(passage, found, taken))]
@@ -423,17 +432,24 @@ def _places(word: Token, claim: Claim, passage: PassageText, inside: list[int],
     found = _Found()
     pool = [(i, passage.words[i]) for i in inside] + [(-1 - k, w) for k, w in enumerate(passage.outside)]
     marked = passage.accented and claim.accented  # both written with diacritics: hořká is not horká
-    found.places = [(i, "") for i, w in pool if same_word(word, w) and (not marked or spelled_alike(word.text, w.text))]
+    found.places = [(i, "") for i, w in pool if same_word(word, w) and (not marked or spelled_alike(word.text, w.text)
+                                                                        and not _free_homograph(w, word))]
     if found.places:
         return found
     found.places = [(i, side) for i, w in pool if (side := negated_side(word.folded, w.folded))]
     if found.places or not (claim.english and dictionary is not None and word.folded.isascii()):
         return found
     forms = translation_forms(word.folded, dictionary)
-    found.places = [(i, "") for i, w in pool if translates(forms, w.text, passage.accented)]
+    read = as_czech if passage.slovak else str
+    found.places = [(i, "") for i, w in pool if translates(forms, read(w.text), passage.accented)]
     found.places = found.places or [(i, "p") for i, w in pool if w.folded[:2] == "ne" and len(w.folded) > 4
-                                    and translates(forms, w.text[2:], passage.accented)]
+                                    and translates(forms, read(w.text[2:]), passage.accented)]
     return found
+
+def _free_homograph(passage_word: Token, claim_word: Token) -> bool:
+    """Is the passage's word the free word that the claim's content word only folds alike (být "to be" for byt
+    "flat"), both written with diacritics?"""
+    return passage_word.folded in lexicon.FREE_SPELLINGS and passage_word.free and not claim_word.free
 
 def _polarity(claim: Claim, passage: PassageText, found: dict[str, _Found]) -> str | None:
     """How the claim's polarity differs from the window's, or None when they agree.
@@ -479,6 +495,47 @@ def _polarity(claim: Claim, passage: PassageText, found: dict[str, _Found]) -> s
                 return (f"it leaves out {other.text!r} of the passage's negation: "
                         f"«{_clause_text(passage, j)}»")
     return None
+
+def _turned(claim: Claim, passage: PassageText, window: Window, found: dict[str, _Found]) -> str | None:
+    """A word the claim says with a preposition of direction (``do Brna``, ``to Brno``, ``into the pot``) that
+    the window says only with the opposite one (``z Brna``, ``z hrnca``): where from and where to turned
+    round. A word the passage says without such a preposition, or the claim with both, is not judged."""
+    tokens = claim.tokens
+    for word, f in found.items():
+        folded = next((t.folded for t in tokens if t.text == word), None)
+        said = {_direction(tokens, k, claim.text) for k, t in enumerate(tokens) if t.folded == folded}
+        if len(said) != 1 or None in said:
+            continue
+        want = said.pop()
+        places = [i for i, _ in f.places if i >= 0 and window.start <= passage.words[i].start < window.end]
+        ways = {_direction(passage.words, i, passage.plain) for i in places}
+        if places and want not in ways and None not in ways:
+            return (f"it says {want} {word!r} where the passage says {ways.pop()}: "
+                    f"«{_clause_text(passage, places[0])}»")
+    return None
+
+
+_DETERMINERS = frozenset("the a an this that these those my your his her its our their".split())
+# Czech and Slovak adjectives and pronouns agreeing with a noun after z, od, do, k (genitive, dative):
+# velkého, horké, našich, malému, tej.
+_AGREEING = re.compile(r"(?:eho|iho|emu|imu|ych|ich|ym|im|ej|e|i)$")
+
+def _direction(words: list[Token], at: int, text: str) -> str | None:
+    """"from" or "to" when a preposition of direction (:data:`server.lexicon.FROM`, :data:`~server.lexicon.TO`)
+    opens the phrase of the word at ``at``: right before it, or before an article or up to two agreeing
+    words (``into the pot``, ``do velkého hrnce``), in one stretch of text without a mark between; else None."""
+    for i in range(at - 1, max(at - 4, -1), -1):
+        if re.search(r"[.,;:!?()\[\]\n|]", text[words[i].end:words[i + 1].start]):
+            return None
+        word = words[i].folded
+        if word in lexicon.FROM or word == "of" and i > 0 and words[i - 1].folded == "out":
+            return "from"
+        if word in lexicon.TO:
+            return "to"
+        if word not in _DETERMINERS and not _AGREEING.search(word):
+            return None
+    return None
+
 
 def _clause_index(passage: PassageText, word: int) -> int:
     at = passage.words[word].start

@@ -22,6 +22,7 @@ rules and the measurements behind them.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # --- free words ---------------------------------------------------------------------------------------
 
@@ -81,11 +82,12 @@ suggests suggested warns warned admits admitted quotes quoted
 upozornuje upozornuji
 vysvetluje popisuje dodava pridava radi zni znie doporucuje odporuca pripousti pripusta varuje upozornuje
 pravidlo pravidla pravidlach pravidel myslenka myslienka duvod dovod materialy materialu
-materialoch glossary cheatsheet tahak tip tipy rada rady
+materialoch glossary cheatsheet tahak tip tipy
 rule rules idea point reason
 """.split()
 _FRAME_NOUNS = frozenset("""
 note notes page pages lesson lessons recipe recipes guide instructions wiki cheatsheet glossary material materials
+rada rady
 materialy materialu materialoch tahak text textu slide slides slajd slajde slajdu slajdoch lecture book
 prednaska prednasky prednaske
 """.split())
@@ -107,6 +109,30 @@ podle podla dle according in v ve z zo from of na says say said states mentions 
 describes adds reads quotes quoted uvadi uvadza pise hovori rika zminuje spomina tvrdi stoji zni znie vysvetluje
 popisuje dodava doporucuje odporuca pripousti varuje upozornuje upozornuji
 """.split())
+
+
+# Free words whose folded form a content word shares: být "to be" and byt "flat", Slovak mala "had" and
+# malá "small", radí "advises" and řádí "rages". In a text written with diacritics only these spellings are
+# free; typed without them, the word stays free (it may be either).
+FREE_SPELLINGS = {
+    "byt": frozenset({"být", "byť"}), "byli": frozenset({"byli"}), "mala": frozenset({"mala"}),
+    "malo": frozenset({"malo"}), "mali": frozenset({"mali"}), "prave": frozenset({"právě"}),
+    "cela": frozenset({"celá"}), "cele": frozenset({"celé"}), "mate": frozenset({"máte"}),
+    "muze": frozenset({"může"}), "tech": frozenset({"těch"}), "radi": frozenset({"radí", "rádi"}),
+}
+
+
+def free_as_written(folded: str, written: str) -> bool:
+    """Is ``written`` (a word of a text with diacritics) spelled as the free word its folded form names, not
+    as a content word that folds alike (``byt``, ``malá``)?"""
+    spellings = FREE_SPELLINGS.get(folded)
+    return spellings is None or unicodedata.normalize("NFC", written.lower()) in spellings
+
+
+# Prepositions of direction, where from and where to: a word a claim says with one and the passage only with
+# the other is the way turned round ("went to Brno" from "odjel z Brna"). "na", "v", "on", "in" say either.
+FROM = frozenset("z ze zo od ode from".split())
+TO = frozenset("do k ke ku to into onto towards toward".split())
 
 
 def is_free(folded: str) -> bool:

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from builder.core import language
 from server.claims import Token, accented, ends_sentence, in_english, normalize, words_of
 
 _HEADING = re.compile(r"^(\s{0,3})(#{1,6})\s+")
@@ -57,6 +58,12 @@ class PassageText:
     @cached_property
     def english(self) -> bool:
         return in_english(self.text)
+
+    @cached_property
+    def slovak(self) -> bool:
+        """Written in Slovak (:func:`builder.core.language.detect`): an English claim's translations meet its
+        words as Czech reads them (:func:`server.wordforms.as_czech`)."""
+        return language.detect(f"{self.title} {self.heading} {self.text}") == "sk"
 
     @cached_property
     def accented(self) -> bool:

@@ -59,6 +59,20 @@ ROOT = 5  # letters of a root compared
 _PREFIXES = ("pred", "pre", "pri", "pro", "pod", "nad", "roz", "vy", "vz", "za", "na", "po", "od", "do", "ob", "u",
              "z", "s", "v", "o")
 
+# Slovak words Czech spells alike for another meaning, each form as the Czech word of its meaning: Slovak
+# horký "bitter" is Czech hořký, Slovak horúci "hot" is Czech horký (Slovak horko "heat" is not horký's). A
+# dictionary translation is compared with these in a Slovak passage (FreeDict's is English–Czech).
+_SLOVAK_FALSE_FRIENDS = (
+    (re.compile(r"horúc(?:i|a|e|u|eho|ej|om|emu|im|ich|ou|imi)"), "horký"),
+    (re.compile(r"hork(?:ý|á|é|ú|ého|ej|om|ému|ým|ých|ou|ými)"), "hořký"),
+)
+
+def as_czech(slovak_word: str) -> str:
+    """A Slovak passage's word as the Czech word of its meaning where Czech spells it alike for another
+    (:data:`_SLOVAK_FALSE_FRIENDS`); else as written."""
+    lower = unicodedata.normalize("NFC", slovak_word.lower())
+    return next((czech for form, czech in _SLOVAK_FALSE_FRIENDS if form.fullmatch(lower)), slovak_word)
+
 @lru_cache(maxsize=65_536)
 def czech_forms(word: str) -> frozenset[str]:
     """What a Czech or Slovak word is compared with a dictionary translation by: its folded form, its word

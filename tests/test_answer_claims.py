@@ -161,6 +161,63 @@ def test_a_czech_word_keeps_its_marks_where_both_sides_write_them(answer, passag
     assert [kind for kind, _ in problems(answer, passage)] == kinds
 
 
+@pytest.mark.parametrize(("answer", "passage", "kinds"), [
+    # a content word that folds like a free word is a content word where the claim writes diacritics: malá
+    # "small" is not Slovak mala "had", málo "little" not malo, byt "flat" not být "to be", řada "row" not rada
+    ("Káva je malá [1].", "Káva je velká.", ["claim"]),
+    ("Káva je malá [1].", "Káva je malá.", []),
+    ("Cukru je málo [1].", "Cukru je hodně.", ["claim"]),
+    ("Byt je velký [1].", "Dům je velký.", ["claim"]),
+    ("Byt je velký [1].", "Byt je velký.", []),
+    ("Byt je drahý [1].", "Být drahý je snadné.", ["claim"]),  # the passage's být is not the claim's byt
+    ("Je to dobrá řada [1].", "Je to dobrá rada.", ["claim"]),
+    ("Rada zní: pít hodně vody [1].", "Pít hodně vody.", []),  # beside a cue, rada still names the source
+    ("Slovensky sa to mala naučiť za týždeň [1].", "Slovensky sa to mala naučiť za týždeň.", []),
+])
+def test_a_word_spelled_unlike_the_free_word_it_folds_to_is_a_fact(answer, passage, kinds):
+    found = problems(answer, passage)
+    assert [kind for kind, _ in found] == kinds
+
+
+@pytest.mark.parametrize(("answer", "passage", "dictionary", "said"), [
+    # where from and where to: a word said with "to" (do, k, into) is not said by one with "from" (z, od)
+    ("Petr went to Brno [1].", "Petr odjel z Brna v pondělí.", True, "it says to 'Brno' where [1] says from"),
+    ("Petr odjel do Brna [1].", "Petr odjel z Brna v pondělí.", False, "it says to 'Brna' where [1] says from"),
+    ("Vlak jede z Prahy do Brna [1].", "Vlak jede z Brna do Prahy.", False,
+     "it says from 'Prahy' where [1] says to"),
+    ("Put the milk into the pot [1].", "Mlieko vyberieme z hrnca.", True,
+     "it says to 'pot' where [1] says from"),
+    ("Mlieko vylejeme do veľkého hrnca [1].", "Mlieko vylejeme z veľkého hrnca.", False,
+     "it says to 'veľkého' where [1] says from"),
+    ("Otevřeno od pondělí [1].", "Otevřeno do pondělí.", False, "it says from 'pondělí' where [1] says to"),
+    # the faithful ones
+    ("Petr odjel z Brna [1].", "Petr odjel z Brna v pondělí.", False, None),
+    ("The train goes from Brno to Prague [1].", "Vlak jede z Brna do Prahy.", True, None),
+    ("Vlak jede z Brna do Prahy [1].", "Vlak jede z Brna do Prahy.", False, None),
+    ("Petr jel do Brna [1].", "Petr jel z Prahy do Brna a pak zpět z Brna.", False, None),  # one place says "to"
+    ("Petr jel do Brna [1].", "Petr jel vlakem: Brno je daleko.", False, None),  # said without a direction
+    ("Add the milk to the tea [1].", "Přidáme do čaje mléko.", True, None),
+])
+def test_a_direction_turned_round_is_refused(freedict, answer, passage, dictionary, said):
+    found = problems(answer, passage, dictionary=freedict if dictionary else None)
+    if said is None:
+        assert found == []
+    else:
+        assert [kind for kind, _ in found] == ["claim"] and said in found[0][1]
+
+
+@pytest.mark.parametrize(("answer", "passage", "kinds"), [
+    # FreeDict is English–Czech: a Slovak note's horký is Czech hořký ("bitter"), its horúci Czech horký ("hot")
+    ("The tea is hot [1].", "Keď je čaj horký, pridáme mlieko.", ["claim"]),
+    ("The tea is bitter [1].", "Keď je čaj horký, pridáme mlieko.", []),
+    ("The tea is hot [1].", "Keď je čaj horúci, pridáme mlieko.", []),
+    ("The tea is bitter [1].", "Keď je čaj horúci, pridáme mlieko.", ["claim"]),
+    ("The tea is hot [1].", "Když je čaj horký, přidáme mléko.", []),  # in a Czech note, horký is hot
+])
+def test_a_slovak_word_czech_spells_alike_is_read_in_its_slovak_meaning(freedict, answer, passage, kinds):
+    assert [kind for kind, _ in problems(answer, passage, dictionary=freedict)] == kinds
+
+
 def test_a_shown_answer_carries_each_claims_evidence_as_offsets_into_its_passage():
     result = verdict("Přidají se dvě polévkové lžíce černého čaje [1]. Čaj se přecedí přes jemné sítko [1].",
                      [POSTUP])

@@ -40,6 +40,16 @@ HARD_MAX_TOKENS = 1600  # no chunk is longer: bigger fences/tables are cut at li
 MIN_BUDGET = 96  # a fits check never makes chunks smaller than this (a giant breadcrumb is not split)
 
 
+class Place(NamedTuple):
+    """Where a section other than the chunk's first begins inside its text: a merged short sibling or an
+    H4–H6 (its heading line is at ``offset`` in the chunk's text). A search hit whose words are there links
+    to it, not to the chunk's first section."""
+
+    offset: int
+    breadcrumb: str
+    anchor: str
+
+
 @dataclass(frozen=True)
 class Chunk:
     idx: int
@@ -48,6 +58,7 @@ class Chunk:
     line_start: int  # 1-based, inclusive
     line_end: int  # 1-based, inclusive
     text: str
+    places: tuple[Place, ...] = ()  # the sections it holds after its first, in order
 
     @property
     def embed_text(self) -> str:
@@ -276,8 +287,30 @@ def chunk_note(note: Note, fits: Callable[[str], bool] | None = None) -> list[Ch
             pieces = _bounded(_split(note.source_lines, units, budget), budget)
         for n, (start, end, text) in enumerate(pieces):
             breadcrumb, where = _place(section, marks, n, start)
+            places = _places_in(note.source_lines, section, marks, n, start, end, text)
             if n == 0 and section.heading is not None:
                 start = section.heading.line  # the section's first chunk begins at its heading
             chunks.append(Chunk(idx=len(chunks), breadcrumb=breadcrumb, anchor=where,
-                                line_start=start + 1, line_end=end, text=text))
+                                line_start=start + 1, line_end=end, text=text, places=places))
     return chunks
+
+
+def _places_in(lines: tuple[str, ...], section: _Section, marks: list[_Unit], n: int, start: int, end: int,
+               text: str) -> tuple[Place, ...]:
+    """The sections that begin inside the ``n``-th piece of ``section`` (lines ``start`` to ``end``, its
+    text ``text``) after the one it is named by (a later piece starting at a mark is named by it; the first
+    is named by the section, whose heading its text leaves out): each mark's heading line found in the
+    text, in order, where it leads elsewhere than the place before it (an empty ``####`` names no place;
+    a piece cut from a giant line may hold none)."""
+    found: list[Place] = []
+    at, current = 0, _place(section, marks, n, start)[1]
+    for unit in marks:
+        if not (start < unit.start < end or n == 0 and unit.start == start):
+            continue
+        breadcrumb, anchor = _place(section, marks, 1, unit.start)
+        offset = text.find(lines[unit.start].strip(), at)
+        if offset < 0 or anchor == current:
+            continue
+        found.append(Place(offset, breadcrumb, anchor))
+        at, current = offset + 1, anchor
+    return tuple(found)

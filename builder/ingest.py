@@ -8,6 +8,7 @@ over the size limit, a name too long for its page, broken front matter, ``publis
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -93,7 +94,8 @@ def ingest(path: str, data: bytes, *, mtime_ns: int | None, changed_at: str | No
                                  for h in note.headings))
     rows = tuple({"chunk_idx": c.idx, "breadcrumb": c.breadcrumb, "anchor": c.anchor,
                   "line_start": c.line_start, "line_end": c.line_end, "text": c.text,
-                  "embed_sha": sha256_text(c.embed_text), "stems": chunk_stems(c.breadcrumb, c.text)}
+                  "embed_sha": sha256_text(c.embed_text), "stems": chunk_stems(c.breadcrumb, c.text),
+                  "places": json.dumps(c.places, ensure_ascii=False)}
                  for c in chunks)  # the word keys here too: this runs on every core, the writer on one
     return Ingested(_record(path, data, size, mtime_ns, changed_at, **fields), rows, verdict.warnings)
 

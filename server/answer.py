@@ -130,16 +130,17 @@ class Answer:
 
 
 def passages(conn: Connection, hits: Sequence[Hit], limit: int = MAX_PASSAGES) -> tuple[Passage, ...]:
-    """The first ``limit`` hits as numbered passages, each its chunk's text (cut at a word after
-    :data:`MAX_PASSAGE_CHARS`); a hit whose chunk a build has replaced since is left out."""
+    """The first ``limit`` hits as numbered passages, each its chunk's text under the chunk's breadcrumb
+    (cut at a word after :data:`MAX_PASSAGE_CHARS`); a hit whose chunk a build has replaced since is left
+    out."""
     found: list[Passage] = []
     for hit in hits:
         if len(found) == limit:
             break
-        text = db.chunk_text(conn, hit.source, hit.path, hit.anchor, hit.line_start)
-        if text is None or not text.strip():
+        chunk = db.stored_chunk(conn, hit.source, hit.path, hit.anchor, hit.line_start)
+        if chunk is None or not chunk.text.strip():
             continue
-        found.append(Passage(len(found) + 1, hit.url, hit.title, hit.breadcrumb, _cut(text.strip())))
+        found.append(Passage(len(found) + 1, hit.url, hit.title, chunk.breadcrumb, _cut(chunk.text.strip())))
     return tuple(found)
 
 

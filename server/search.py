@@ -20,6 +20,7 @@ The order of work for one query:
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -34,6 +35,7 @@ from builder.core.urls import hit_url
 from server import fusion, spelling, translate
 from server.query import (
     MAX_QUERY_CHARS,
+    WORD,
     Term,
     common_only,
     content,
@@ -42,7 +44,7 @@ from server.query import (
     match_any,
     parse,
 )
-from server.snippets import coverage, excerpt, matcher, typed_without_accents
+from server.snippets import coverage, excerpt, matcher, plain_text, typed_without_accents
 
 if TYPE_CHECKING:
     from sqlite3 import Connection, Row
@@ -417,11 +419,36 @@ class _Shown:
 def _hit(found: _Shown, terms: list[Term], is_match: Callable[[str], bool]) -> Hit:
     row, item = found.row, found.item
     shown = excerpt(row["text"], terms, is_match=is_match)
-    return Hit(source=row["source_id"], path=row["path"], title=row["title"], breadcrumb=row["breadcrumb"],
+    landing = _landing(row, is_match)
+    moved = landing.anchor != row["anchor"]
+    snippet = excerpt(landing.text, terms, is_match=is_match).snippet if moved else shown.snippet
+    url = hit_url(row["source_id"], row["path"], landing.anchor) if moved else found.url
+    return Hit(source=row["source_id"], path=row["path"], title=row["title"], breadcrumb=landing.breadcrumb,
                anchor=row["anchor"], line_start=row["line_start"], line_end=row["line_end"],
-               snippet=shown.snippet, score=round(item.score, 6),
-               ranks={"bm25": item.bm25_rank, "vector": item.vector_rank}, url=found.url,
+               snippet=snippet, score=round(item.score, 6),
+               ranks={"bm25": item.bm25_rank, "vector": item.vector_rank}, url=url,
                more=tuple(found.more), copies=tuple(found.copies), words=shown.words)
+
+
+@dataclass(frozen=True)
+class _Landing:
+    breadcrumb: str
+    anchor: str
+    text: str
+
+
+def _landing(row: Row, is_match: Callable[[str], bool]) -> _Landing:
+    """The section of a hit's chunk that holds most of the query's words (the chunk's first on a tie, or
+    when none does): a chunk holds short sibling sections merged, and H4–H6 (``chunks.places``), and a
+    hit leads to the one its words are in."""
+    text = row["text"]
+    places = json.loads(row["places"])
+    if not places:
+        return _Landing(row["breadcrumb"], row["anchor"], text)
+    starts = [(0, row["breadcrumb"], row["anchor"]), *((int(o), str(b), str(a)) for o, b, a in places)]
+    parts = [_Landing(breadcrumb, anchor, text[start:end]) for (start, breadcrumb, anchor), (end, _, _)
+             in zip(starts, [*starts[1:], (len(text), "", "")], strict=True)]
+    return max(parts, key=lambda part: sum(is_match(m.group()) for m in WORD.finditer(plain_text(part.text))))
 
 
 def _earned(ranked: list[fusion.Ranked], rows: dict[int, Row], terms: list[Term]) -> list[fusion.Ranked]:

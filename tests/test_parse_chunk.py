@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
 
-from builder.chunker import CHARS_PER_TOKEN, HARD_MAX_TOKENS, MAX_TOKENS, chunk_note
+from builder.chunker import CHARS_PER_TOKEN, HARD_MAX_TOKENS, MAX_TOKENS, Place, chunk_note
 from builder.core.slug import Slugger, slugify
 from builder.notes.parse import Heading, headings_of, make_markdown, parse_note
 from tests.conftest import SHARED, require_shared
@@ -200,6 +201,52 @@ def test_a_merged_sibling_cut_again_keeps_its_own_place():
     assert (chunks[0].breadcrumb, chunks[0].anchor) == ("T > A", "a")
     starts = {c.text.split("\n")[0]: (c.breadcrumb, c.anchor) for c in chunks}
     assert starts["## B"] == ("T > B", "b")
+
+
+def test_a_chunk_keeps_where_each_section_it_holds_after_its_first_begins():
+    """Short siblings are merged into one chunk, H4–H6 stay inside theirs: each later section's place (the
+    offset of its heading line in the chunk's text, its breadcrumb and its page anchor, a repeated
+    heading's own) is kept, so a hit on its words can lead to it."""
+    n = note("# T\n\n## Poznámky\n\nkrátké a\n\n## B\n\nkrátké b\n\n#### B4\n\nhluboko\n\n"
+             "## Poznámky\n\nznovu\n\n## C\n\n" + "dlouhé c. " * 100 + "\n")
+    first = chunk_note(n)[0]
+    assert (first.breadcrumb, first.anchor) == ("T > Poznámky", "poznamky")
+    assert [(p.breadcrumb, p.anchor, first.text[p.offset:].split("\n")[0]) for p in first.places] == [
+        ("T > B", "b", "## B"), ("T > B > B4", "b4", "#### B4"), ("T > Poznámky", "poznamky-1", "## Poznámky")]
+    assert first.text[:first.places[0].offset].strip() == "krátké a"
+    assert chunk_note(n)[1].places == ()  # C, alone
+
+
+def test_a_piece_starting_at_a_section_is_named_by_it_not_placed_in_it():
+    n = note("# Dlouhá\n\n## Sekce\n\n" + _words("úvod", 250) + "\n\n#### Podsekce A\n\n" + _words("a1", 250)
+             + "\n\n##### Detail A\n\n" + _words("ad", 300) + "\n")
+    assert [(c.anchor, c.places) for c in chunk_note(n)] == [("sekce", ()), ("podsekce-a", ()), ("detail-a", ())]
+    n = note("# T\n\n## S\n\n#### Ukázka\n\nkód\n")  # the section has no words of its own before its H4
+    assert [(c.anchor, c.places) for c in chunk_note(n)] == [("s", (Place(0, "T > S > Ukázka", "ukazka"),))]
+
+
+@pytest.mark.slow
+def test_every_place_of_every_corpus_chunk_is_a_heading_of_its_note_where_it_says():
+    notes = sorted(require_shared(SHARED / "corpora").rglob("*.md"))
+    placed = 0
+    for path in notes:
+        parsed = parse_note(path.name, path.read_text(encoding="utf-8", errors="replace"))
+        anchors = {h.anchor: h for h in parsed.headings}
+        for chunk in chunk_note(parsed):
+            offsets = [p.offset for p in chunk.places]
+            assert offsets == sorted(set(offsets)), path
+            leads = [chunk.anchor, *(p.anchor for p in chunk.places)]
+            assert all(a != b for a, b in zip(leads, leads[1:], strict=False)), path  # each leads elsewhere
+            for place in chunk.places:
+                heading = anchors[place.anchor]
+                line = chunk.text[place.offset:].split("\n")[0]  # "## Heading", or a setext heading's text line
+                bare = re.sub(r"\W+", "", heading.text)  # a heading's text is its line without markup
+                assert place.offset == 0 or chunk.text[place.offset - 1] == "\n", (path, place)
+                said = re.sub(r"\W+", "", line)  # a setext heading of several lines: its first
+                assert said and (bare in said or said in bare), (path, place)
+                assert place.breadcrumb.endswith(heading.text), (path, place)
+                placed += 1
+    assert placed > 500
 
 
 def test_code_fence_and_table_are_never_split():

@@ -799,3 +799,39 @@ def test_a_rare_tag_filters_inside_the_words_search_and_keeps_its_order(tmp_path
             assert mine == [p for p in everything if p in mine]  # the unfiltered order
     finally:
         conn.close()
+
+
+def test_a_hit_leads_to_the_merged_section_its_words_are_in(config_for, notes_dir, quiet_log):
+    """Short sibling sections share a chunk, H4–H6 stay in theirs: a hit leads to (and shows) the section
+    that holds most of its words, the chunk's first on a tie; an answer's passage is still the whole chunk
+    under its first section's breadcrumb; an index cut before the chunks kept their places still answers."""
+    write_note(notes_dir, "caj.md", "# Čaj\n\n## Masala chai\n\nZázvor a kardamom, metlička ne.\n\n## Teh tarik\n\n"
+                                    "Přelévá se z konvice do konvice.\n\n#### Mléko\n\nKondenzované mléko slazené.\n\n"
+                                    "## Matcha\n\nŠlehá se bambusovou metličkou.\n")
+    config = config_for(EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+
+    def top(query: str) -> tuple[str, str, str]:
+        hit = search(conn, config, query, mode="bm25").hits[0]
+        return hit.url, hit.breadcrumb, hit.snippet
+
+    assert conn.execute("SELECT count(*) FROM chunks WHERE path = 'caj.md'").fetchone()[0] == 1
+    url, breadcrumb, shown = top("bambusovou metličkou")
+    assert (url, breadcrumb) == ("notes/caj.html#matcha", "Čaj > Matcha")
+    assert "<mark>bambusovou</mark>" in shown and "Zázvor" not in shown
+    assert top("kondenzované mléko")[:2] == ("notes/caj.html#mleko", "Čaj > Teh tarik > Mléko")
+    assert top("konvice")[:2] == ("notes/caj.html#teh-tarik", "Čaj > Teh tarik")
+    assert top("kardamom")[:2] == ("notes/caj.html#masala-chai", "Čaj > Masala chai")
+    assert top("metlička")[:2] == ("notes/caj.html#masala-chai", "Čaj > Masala chai")  # one in each: the first
+    hit = search(conn, config, "bambusovou metličkou", mode="bm25").hits[0]
+    assert hit.anchor == "masala-chai"
+    chunk = db.stored_chunk(conn, hit.source, hit.path, hit.anchor, hit.line_start)
+    assert chunk is not None and chunk.breadcrumb == "Čaj > Masala chai" and chunk.text.endswith("metličkou.")
+    conn.close()
+    writable = db.connect(indexfile.resolve(config.index))
+    writable.execute("ALTER TABLE chunks DROP COLUMN places")  # as an index cut before schema step 15
+    writable.close()
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    assert top("bambusovou metličkou")[:2] == ("notes/caj.html#masala-chai", "Čaj > Masala chai")
+    conn.close()

@@ -66,8 +66,8 @@ from builder.core.index.notes import (
     waiting_shas,
 )
 from builder.core.index.queries import (
+    StoredChunk,
     chunk_details,
-    chunk_text,
     count_vectors,
     database_file,
     filter_chunk_ids,
@@ -80,6 +80,7 @@ from builder.core.index.queries import (
     tag_chunk_ids,
     key_chunk_counts,
     knn_search,
+    stored_chunk,
     tag_exists,
     tag_names,
     vector_candidates,
@@ -102,7 +103,7 @@ from builder.core.index.schema import (
 )
 
 __all__ = [
-    "carry_notes", "check_identity", "checkpoint", "chunk_details", "chunk_text", "chunk_stems",
+    "carry_notes", "check_identity", "checkpoint", "chunk_details", "chunk_stems", "stored_chunk", "StoredChunk",
     "CHUNKER_VERSION", "code_pages",
     "connect",
     "content_changes", "content_token",

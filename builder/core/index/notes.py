@@ -237,11 +237,12 @@ def replace_file(conn: Connection, source_id: str, record: FileRecord, chunks: S
                "changed_by": record.changed_by, "encoding": record.encoding, "indexed_at": now})
         conn.executemany(dedent("""
             INSERT INTO chunks (source_id, path, chunk_idx, breadcrumb, anchor, line_start, line_end,
-                                text, embed_sha, stems)
+                                text, embed_sha, stems, places)
             VALUES (:source_id, :path, :chunk_idx, :breadcrumb, :anchor, :line_start, :line_end,
-                    :text, :embed_sha, :stems)
-        """), [{**key, **chunk} if "stems" in chunk else
-               {**key, **chunk, "stems": chunk_stems(chunk["breadcrumb"], chunk["text"])} for chunk in chunks])
+                    :text, :embed_sha, :stems, :places)
+        """), [{**key, "places": "[]", **chunk} if "stems" in chunk else
+               {**key, "places": "[]", **chunk, "stems": chunk_stems(chunk["breadcrumb"], chunk["text"])}
+               for chunk in chunks])
         index_words(conn, key)
         _content_changed(conn, source_id, record.path)
 

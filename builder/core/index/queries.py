@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from builder.core.index.connection import dedent
 from builder.core.index.notes import TAG_FILTER, tag_filter
@@ -131,24 +131,37 @@ def chunk_details(conn: Connection, ids: Sequence[int]) -> dict[int, Row]:
     """The display fields of the given chunks, keyed by id, and whether each still waits for its vector."""
     if not ids:
         return {}
-    rows = conn.execute(dedent("""
+    # an index cut before schema step 15 still answers until a build replaces it: its chunks hold no places
+    places = "c.places" if _has_places(conn) else "'[]' AS places"
+    rows = conn.execute(dedent(f"""
         SELECT c.id, c.source_id, c.path, c.chunk_idx, c.breadcrumb, c.anchor, c.line_start, c.line_end, c.text,
-               f.title, f.tags, c.embedded_at IS NULL AS waiting
+               {places}, f.title, f.tags, c.embedded_at IS NULL AS waiting
         FROM chunks AS c JOIN files AS f ON f.source_id = c.source_id AND f.path = c.path
         WHERE c.id IN (SELECT value FROM json_each(:ids))
     """), {"ids": json.dumps(list(ids))}).fetchall()
     return {row["id"]: row for row in rows}
 
 
-def chunk_text(conn: Connection, source_id: str, path: str, anchor: str, line_start: int) -> str | None:
-    """The text of the chunk a search hit shows (a note's chunk by its section and first line), or None
-    when a build has replaced it since."""
+def _has_places(conn: Connection) -> bool:
+    return any(row[1] == "places" for row in conn.execute("PRAGMA table_info(chunks)"))
+
+
+class StoredChunk(NamedTuple):
+    """A chunk's breadcrumb (its first section's) and text, as the answer's passages send them."""
+
+    breadcrumb: str
+    text: str
+
+
+def stored_chunk(conn: Connection, source_id: str, path: str, anchor: str, line_start: int) -> StoredChunk | None:
+    """The chunk a search hit shows (a note's chunk by its first section's anchor and its first line), or
+    None when a build has replaced it since."""
     row = conn.execute(dedent("""
-        SELECT text FROM chunks
+        SELECT breadcrumb, text FROM chunks
         WHERE source_id = :source_id AND path = :path AND anchor = :anchor AND line_start = :line_start
         ORDER BY chunk_idx LIMIT 1
     """), {"source_id": source_id, "path": path, "anchor": anchor, "line_start": line_start}).fetchone()
-    return None if row is None else str(row[0])
+    return None if row is None else StoredChunk(str(row[0]), str(row[1]))
 
 
 def database_file(conn: Connection) -> str:

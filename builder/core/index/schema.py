@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 # then makes a new index (vectors of unchanged texts from the cache) instead of holding chunks of two
 # kinds; the old one answers queries meanwhile.
 # 2: chunks fit the local model's 512 tokens; 3: pieces name the H4–H6 they start under;
-# 4: front matter YAML refuses is read line by line (its title, its ``published: false``).
-CHUNKER_VERSION = "4"
+# 4: front matter YAML refuses is read line by line (its title, its ``published: false``); 5: chunks keep the
+# places of the sections they hold after their first (``chunks.places``, step 15).
+CHUNKER_VERSION = "5"
 # What the stems column holds: the analysis's keys, laid out by chunk_stems (/2: the breadcrumb twice).
 # An index whose stems were made otherwise has them made again when a build opens it.
 STEMS_VERSION = f"{ANALYSIS_VERSION}/2"
@@ -165,6 +166,14 @@ def _add_stats_digest(conn: Connection) -> None:
     with it instead of reading every file's row. NULL until the source's next build keeps one."""
     if "stats_digest" not in {row[1] for row in conn.execute("PRAGMA table_info(sources)")}:
         conn.execute("ALTER TABLE sources ADD COLUMN stats_digest TEXT")
+
+
+def _add_places(conn: Connection) -> None:
+    """Step 15: ``chunks.places``, where the sections a chunk holds after its first begin in its text (JSON
+    ``[[offset, breadcrumb, anchor], …]``, :class:`builder.chunker.Place`): a search hit links to the one
+    its words are in. ``[]`` in chunks cut before it; CHUNKER_VERSION 5 has every note cut again."""
+    if "places" not in {row[1] for row in conn.execute("PRAGMA table_info(chunks)")}:
+        conn.execute("ALTER TABLE chunks ADD COLUMN places TEXT NOT NULL DEFAULT '[]'")
 
 
 def _add_note_tags(conn: Connection) -> None:
@@ -324,6 +333,8 @@ SCHEMA_STEPS: tuple[str | Callable[[Connection], None], ...] = (
     """,
     # 14: a digest of every folder source's file stats, for the no-op build (see _add_stats_digest)
     _add_stats_digest,
+    # 15: where the sections a chunk holds after its first begin (see _add_places)
+    _add_places,
 )
 
 

@@ -294,8 +294,9 @@ class Claim:
         for index, token in enumerate(found):
             named = (index > 0 and token.text[:1].isupper() and len(token.text) > 1 and token.number is None
                      and not token.negator and token.folded not in lexicon.YES_NO)
-            framing = lexicon.is_frame_noun(token.folded) and any(
+            framing = lexicon.is_frame_noun(token.folded) and (any(
                 other.folded in lexicon.FRAME_CUES for other in found[max(0, index - 4):index + 5])
+                or index == 0 and self.text[token.end:].startswith(":"))  # "Rada: pijte vodu", "Note: …"
             if (token.content and not framing or named) and token.folded not in seen:
                 seen[token.folded] = token
         return list(seen.values())

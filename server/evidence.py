@@ -497,42 +497,56 @@ def _polarity(claim: Claim, passage: PassageText, found: dict[str, _Found]) -> s
     return None
 
 def _turned(claim: Claim, passage: PassageText, window: Window, found: dict[str, _Found]) -> str | None:
-    """A word the claim says with a preposition of direction (``do Brna``, ``to Brno``, ``into the pot``) that
-    the window says only with the opposite one (``z Brna``, ``z hrnca``): where from and where to turned
-    round. A word the passage says without such a preposition, or the claim with both, is not judged."""
+    """A word or number the claim says with a preposition of direction (``do Brna``, ``to Brno``, ``into the
+    pot``, ``od 10 hodin``) that the window says with the opposite one (``z Brna``, ``z hrnca``, ``do 10
+    hodin``) and never with the same: where from and where to, since and until, turned round. A word the
+    claim says with both, or the window only without such a preposition, is not judged."""
     tokens = claim.tokens
+    said: list[tuple[str, list[int]]] = []  # the claim's word, and its places in the window
     for word, f in found.items():
+        said.append((word, [i for i, _ in f.places if i >= 0 and window.start <= passage.words[i].start < window.end]))
+    for t in tokens:
+        if t.folded.isdigit():
+            said.append((t.text, [i for i, w in enumerate(passage.words) if w.folded == t.folded
+                                  and window.start <= w.start < window.end]))
+    for word, places in said:
         folded = next((t.folded for t in tokens if t.text == word), None)
-        said = {_direction(tokens, k, claim.text) for k, t in enumerate(tokens) if t.folded == folded}
-        if len(said) != 1 or None in said:
+        ways = {_direction(tokens, k, claim.text, claim.english) for k, t in enumerate(tokens) if t.folded == folded}
+        if len(ways) != 1 or None in ways or not places:
             continue
-        want = said.pop()
-        places = [i for i, _ in f.places if i >= 0 and window.start <= passage.words[i].start < window.end]
-        ways = {_direction(passage.words, i, passage.plain) for i in places}
-        if places and want not in ways and None not in ways:
-            return (f"it says {want} {word!r} where the passage says {ways.pop()}: "
-                    f"«{_clause_text(passage, places[0])}»")
+        want = ways.pop()
+        there = {_direction(passage.words, i, passage.plain, passage.english) for i in places}
+        if want not in there and there - {None}:
+            other = next(iter(there - {None}))
+            return f"it says {want} {word!r} where the passage says {other}: «{_clause_text(passage, places[0])}»"
     return None
 
 
 _DETERMINERS = frozenset("the a an this that these those my your his her its our their".split())
-# Czech and Slovak adjectives and pronouns agreeing with a noun after z, od, do, k (genitive, dative):
-# velkého, horké, našich, malému, tej.
-_AGREEING = re.compile(r"(?:eho|iho|emu|imu|ych|ich|ym|im|ej|e|i)$")
+# Czech and Slovak adjectives and pronouns agreeing with a noun after z, od, do, k (genitive, dative): velkého,
+# našich, malému, tohoto, tohto, tej; "roku" before a year (od roku 2010). Short endings (-é, -í) are left out: a verb
+# or another noun ends so too (vyndáme, lednice), and a phrase they would open is not judged.
+_AGREEING = re.compile(r"(?:eho|iho|oho|oto|ohto|omto|emu|imu|ych|ich|ym|im|ymi|imi|ej|ejto|roku)$")
+# Nouns whose "od", "k", "to" names what they open, not a way: klíč od bytu, heslo k wifi, the key to the flat.
+_OPENED_BY = frozenset("klic klice klicu klicem heslo hesla heslem kluc kluca klucom kod kodu password passwords "
+                       "key keys code codes access pin".split())
 
-def _direction(words: list[Token], at: int, text: str) -> str | None:
+def _direction(words: list[Token], at: int, text: str, english: bool) -> str | None:
     """"from" or "to" when a preposition of direction (:data:`server.lexicon.FROM`, :data:`~server.lexicon.TO`)
-    opens the phrase of the word at ``at``: right before it, or before an article or up to two agreeing
-    words (``into the pot``, ``do velkého hrnce``), in one stretch of text without a mark between; else None."""
+    opens the phrase of the word at ``at``: right before it, or before an article (English) or up to two
+    agreeing words (Czech and Slovak: ``into the pot``, ``do velkého hrnce``), in one stretch of text without
+    a mark between; else None."""
     for i in range(at - 1, max(at - 4, -1), -1):
         if re.search(r"[.,;:!?()\[\]\n|]", text[words[i].end:words[i + 1].start]):
             return None
-        word = words[i].folded
-        if word in lexicon.FROM or word == "of" and i > 0 and words[i - 1].folded == "out":
+        word, before = words[i].folded, words[i - 1].folded if i > 0 else ""
+        if before in _OPENED_BY:
+            return None
+        if word in lexicon.FROM or word == "of" and before == "out":
             return "from"
-        if word in lexicon.TO:
+        if word in lexicon.TO or word == "po" and before == "az":  # Slovak "až po nedeľu": until Sunday
             return "to"
-        if word not in _DETERMINERS and not _AGREEING.search(word):
+        if not (word in _DETERMINERS if english else _AGREEING.search(word)):
             return None
     return None
 

@@ -112,13 +112,16 @@ popisuje dodava doporucuje odporuca pripousti varuje upozornuje upozornuji
 
 
 # Free words whose folded form a content word shares: být "to be" and byt "flat", Slovak mala "had" and
-# malá "small", radí "advises" and řádí "rages". In a text written with diacritics only these spellings are
+# malá "small", mají "have" and máji "May", radí "advises" and řádí "rages". Not tím "by that" and Slovak
+# tím "team": spelled alike, no spelling tells them apart. In a text written with diacritics only these spellings are
 # free; typed without them, the word stays free (it may be either).
 FREE_SPELLINGS = {
-    "byt": frozenset({"být", "byť"}), "byli": frozenset({"byli"}), "mala": frozenset({"mala"}),
-    "malo": frozenset({"malo"}), "mali": frozenset({"mali"}), "prave": frozenset({"právě"}),
-    "cela": frozenset({"celá"}), "cele": frozenset({"celé"}), "mate": frozenset({"máte"}),
-    "muze": frozenset({"může"}), "tech": frozenset({"těch"}), "radi": frozenset({"radí", "rádi"}),
+    "byt": frozenset({"být", "byť"}), "byli": frozenset({"byli"}), "boli": frozenset({"boli"}),
+    "mala": frozenset({"mala"}), "malo": frozenset({"malo"}), "mali": frozenset({"mali"}),
+    "prave": frozenset({"právě", "práve"}), "proste": frozenset({"prostě"}), "cela": frozenset({"celá"}),
+    "cele": frozenset({"celé"}), "mate": frozenset({"máte"}), "maji": frozenset({"mají"}),
+    "mame": frozenset({"máme"}), "muze": frozenset({"může"}), "tech": frozenset({"těch"}),
+    "radi": frozenset({"radí", "rádi", "radi"}),
 }
 
 
@@ -131,8 +134,8 @@ def free_as_written(folded: str, written: str) -> bool:
 
 # Prepositions of direction, where from and where to: a word a claim says with one and the passage only with
 # the other is the way turned round ("went to Brno" from "odjel z Brna"). "na", "v", "on", "in" say either.
-FROM = frozenset("z ze zo od ode from".split())
-TO = frozenset("do k ke ku to into onto towards toward".split())
+FROM = frozenset("z ze zo od ode from since".split())
+TO = frozenset("do k ke ku to into onto towards toward until till".split())
 
 
 def is_free(folded: str) -> bool:

@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from builder.core import language
 from server.claims import Token, accented, ends_sentence, in_english, normalize, words_of
+from server.wordforms import slovak
 
 _HEADING = re.compile(r"^(\s{0,3})(#{1,6})\s+")
 
@@ -61,9 +61,9 @@ class PassageText:
 
     @cached_property
     def slovak(self) -> bool:
-        """Written in Slovak (:func:`builder.core.language.detect`): an English claim's translations meet its
+        """Surely written in Slovak (:func:`server.wordforms.slovak`): an English claim's translations meet its
         words as Czech reads them (:func:`server.wordforms.as_czech`)."""
-        return language.detect(f"{self.title} {self.heading} {self.text}") == "sk"
+        return slovak(f"{self.title} {self.heading} {self.text}")
 
     @cached_property
     def accented(self) -> bool:

@@ -65,7 +65,24 @@ _PREFIXES = ("pred", "pre", "pri", "pro", "pod", "nad", "roz", "vy", "vz", "za",
 _SLOVAK_FALSE_FRIENDS = (
     (re.compile(r"horúc(?:i|a|e|u|eho|ej|om|emu|im|ich|ou|imi)"), "horký"),
     (re.compile(r"hork(?:ý|á|é|ú|ého|ej|om|ému|ým|ých|ou|ými)"), "hořký"),
+    (re.compile(r"pivnic(?:a|e|i|u|ou|iach|ami)"), "sklep"),  # Czech pivnice: a pub
+    (re.compile(r"kapust(?:a|y|e|u|ou|ami|ách)"), "zelí"),  # Czech kapusta: kale
+    (re.compile(r"pokoj(?:a|u|om|i)?"), "klid"),  # Czech pokoj: a room too (Slovak izba)
 )
+# Words only Slovak writes (Czech: jsou, jsem, jako, když, nebo, ne, také, protože, proto, i, podle, velmi), and
+# its ktor- (Czech kter-).
+_SLOVAK_WORDS = frozenset("sú som sme ste ako keď alebo nie tiež pretože preto aj podľa veľmi".split())
+_SLOVAK_LETTERS = re.compile(r"[äôľĺŕ]", re.IGNORECASE)
+_CZECH_LETTERS = re.compile(r"[řůě]", re.IGNORECASE)
+
+
+def slovak(text: str) -> bool:
+    """Is ``text`` surely Slovak: a letter or a word only Slovak writes, and no letter only Czech does? (A short
+    Czech text can look Slovak to a counter of common words: ``ale``, ``potom``, ``je`` are both languages'.)"""
+    if _CZECH_LETTERS.search(text):
+        return False
+    return bool(_SLOVAK_LETTERS.search(text)) or any(w in _SLOVAK_WORDS or w.startswith("ktor")  # ktorý, ktorú…
+                                                      for w in re.findall(r"\w+", text.lower()))
 
 def as_czech(slovak_word: str) -> str:
     """A Slovak passage's word as the Czech word of its meaning where Czech spells it alike for another

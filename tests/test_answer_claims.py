@@ -172,6 +172,13 @@ def test_a_czech_word_keeps_its_marks_where_both_sides_write_them(answer, passag
     ("Byt je drahý [1].", "Být drahý je snadné.", ["claim"]),  # the passage's být is not the claim's byt
     ("Je to dobrá řada [1].", "Je to dobrá rada.", ["claim"]),
     ("Rada zní: pít hodně vody [1].", "Pít hodně vody.", []),  # beside a cue, rada still names the source
+    ("Rada: pijte hodně vody [1].", "Pijte hodně vody.", []),  # so does a claim it opens with a colon
+    ("Po tréninku bolí svaly [1].", "Po tréninku jsou svaly unavené.", ["claim"]),  # Slovak boli "were"
+    ("Festival sa koná v máji [1].", "Festival sa koná v júni.", ["claim"]),  # mají "have"
+    ("Petr dal dárek mámě [1].", "Petr dal dárek tátovi.", ["claim"]),  # máme "we have"
+    ("Je to prosté jídlo [1].", "Je to slavnostní jídlo.", ["claim"]),  # prostě "simply"
+    ("Práve preto pridávame soľ [1].", "Preto pridávame soľ.", []),  # Slovak práve "just", as Czech právě
+    ("Radi vám pomôžeme s rezerváciou [1].", "Pomôžeme vám s rezerváciou.", []),
     ("Slovensky sa to mala naučiť za týždeň [1].", "Slovensky sa to mala naučiť za týždeň.", []),
 ])
 def test_a_word_spelled_unlike_the_free_word_it_folds_to_is_a_fact(answer, passage, kinds):
@@ -190,6 +197,19 @@ def test_a_word_spelled_unlike_the_free_word_it_folds_to_is_a_fact(answer, passa
     ("Mlieko vylejeme do veľkého hrnca [1].", "Mlieko vylejeme z veľkého hrnca.", False,
      "it says to 'veľkého' where [1] says from"),
     ("Otevřeno od pondělí [1].", "Otevřeno do pondělí.", False, "it says from 'pondělí' where [1] says to"),
+    ("Otevřeno od 10 hodin [1].", "Otevřeno do 10 hodin.", False, "it says from '10' where [1] says to"),
+    ("Děti do 6 let mají vstup zdarma [1].", "Děti od 6 let mají vstup zdarma.", False,
+     "it says to '6' where [1] says from"),
+    ("Petr has lived in Brno since 2010 [1].", "Petr žil v Brně do roku 2010.", True,
+     "it says from '2010' where [1] says to"),
+    ("The road has been closed since Monday [1].", "Silnice je uzavřená do pondělí.", True,
+     "it says from 'Monday' where [1] says to"),
+    ("Výstava je otvorená od nedele [1].", "Výstava je otvorená až po nedeľu.", False,
+     "it says from 'nedele' where [1] says to"),  # Slovak "až po": until
+    ("Put the soup into this pot [1].", "Polévku vylijeme z tohoto hrnce.", True,
+     "it says to 'pot' where [1] says from"),
+    ("Petr went to Brno [1].", "Petr odjel z Brna, protože Brno bylo drahé.", True,
+     "it says to 'Brno' where [1] says from"),  # a mention without a preposition does not say "to"
     # the faithful ones
     ("Petr odjel z Brna [1].", "Petr odjel z Brna v pondělí.", False, None),
     ("The train goes from Brno to Prague [1].", "Vlak jede z Brna do Prahy.", True, None),
@@ -197,6 +217,11 @@ def test_a_word_spelled_unlike_the_free_word_it_folds_to_is_a_fact(answer, passa
     ("Petr jel do Brna [1].", "Petr jel z Prahy do Brna a pak zpět z Brna.", False, None),  # one place says "to"
     ("Petr jel do Brna [1].", "Petr jel vlakem: Brno je daleko.", False, None),  # said without a direction
     ("Add the milk to the tea [1].", "Přidáme do čaje mléko.", True, None),
+    # an English infinitive's "to", a verb ending as an adjective does, a key "od" what it opens: no way said
+    ("Petr wanted to leave Brno [1].", "Petr chtěl odjet z Brna.", True, None),
+    ("Mouku přidáme k máslu [1].", "Z lednice vyndáme máslo a přidáme mouku.", False, None),
+    ("The password to the wifi is on the fridge [1].", "Heslo od wifi je na lednici.", True, None),
+    ("Klíč k bytu nechte na recepci [1].", "Klíč od bytu nechte na recepci.", False, None),
 ])
 def test_a_direction_turned_round_is_refused(freedict, answer, passage, dictionary, said):
     found = problems(answer, passage, dictionary=freedict if dictionary else None)
@@ -213,6 +238,14 @@ def test_a_direction_turned_round_is_refused(freedict, answer, passage, dictiona
     ("The tea is hot [1].", "Keď je čaj horúci, pridáme mlieko.", []),
     ("The tea is bitter [1].", "Keď je čaj horúci, pridáme mlieko.", ["claim"]),
     ("The tea is hot [1].", "Když je čaj horký, přidáme mléko.", []),  # in a Czech note, horký is hot
+    ("The tea is hot [1].", "Čaj je horký, ale potom vychladne.", []),  # Czech, though "ale potom" is Slovak too
+    ("The tea is bitter [1].", "Čaj je horký, ale potom vychladne.", ["claim"]),
+    ("The tea is hot [1].", "Čaj je horký, preto ho pijeme s medom.", ["claim"]),  # preto: only Slovak writes it
+    ("The tea is hot [1].", "Čaj je horký, jak říkají Slováci: ako oheň.", []),  # ř: Czech, quoting Slovak
+    ("The wine is in the pub [1].", "Víno je v pivnici, ktorú nájdete pod hradom.", ["claim"]),  # Slovak: a cellar
+    ("The wine is in the cellar [1].", "Víno je v pivnici, ktorú nájdete pod hradom.", []),
+    ("Kale is healthy [1].", "Kapusta je zdravá, preto ju jeme často.", ["claim"]),  # Slovak: cabbage
+    ("There is a room in the hotel [1].", "V hoteli je pokoj, ktorý ocenia aj rodiny.", ["claim"]),  # Slovak: quiet
 ])
 def test_a_slovak_word_czech_spells_alike_is_read_in_its_slovak_meaning(freedict, answer, passage, kinds):
     assert [kind for kind, _ in problems(answer, passage, dictionary=freedict)] == kinds

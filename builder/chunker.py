@@ -23,7 +23,7 @@ The policy (reference plan, "Chunking"):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -258,19 +258,28 @@ def _place(section: _Section, marks: list[_Unit], n: int, start: int) -> tuple[s
     those of the section or merged sibling it starts in, down to the H4–H6 it starts under (``marks``:
     the section's units that open a merged sibling or hold an H4–H6, in order). A first piece starts
     at the section itself."""
-    crumbs, anchor = section.crumbs, section.heading.anchor if section.heading else ""
-    stack: list[Heading] = []
-    for unit in marks if n else ():
+    found = (" > ".join(section.crumbs), section.heading.anchor if section.heading else "")
+    for unit, place in _walk(section, marks if n else []):
         if unit.start > start:
             break
+        found = place
+    return found
+
+
+def _walk(section: _Section, marks: list[_Unit]) -> Iterator[tuple[_Unit, tuple[str, str]]]:
+    """Each mark of ``section`` with the breadcrumb and anchor of the text after it: a merged sibling's own,
+    or down to the H4–H6 it holds (an empty ``####`` names nothing: the heading above it stays)."""
+    crumbs, anchor = section.crumbs, section.heading.anchor if section.heading else ""
+    stack: list[Heading] = []
+    for unit in marks:
         if unit.opens is not None:
             (crumbs, anchor), stack = unit.opens, []
         elif unit.sub is not None:
             while stack and stack[-1].level >= unit.sub.level:
                 stack.pop()
             stack.append(unit.sub)
-    named = [h for h in stack if h.text]
-    return " > ".join((*crumbs, *(h.text for h in named))), named[-1].anchor if named else anchor
+        named = [h for h in stack if h.text]
+        yield unit, (" > ".join((*crumbs, *(h.text for h in named))), named[-1].anchor if named else anchor)
 
 
 def chunk_note(note: Note, fits: Callable[[str], bool] | None = None) -> list[Chunk]:
@@ -304,10 +313,11 @@ def _places_in(lines: tuple[str, ...], section: _Section, marks: list[_Unit], n:
     a piece cut from a giant line may hold none)."""
     found: list[Place] = []
     at, current = 0, _place(section, marks, n, start)[1]
-    for unit in marks:
-        if not (start < unit.start < end or n == 0 and unit.start == start):
+    for unit, (breadcrumb, anchor) in _walk(section, marks):
+        if unit.start >= end:
+            break
+        if not (start < unit.start or n == 0 and unit.start == start):
             continue
-        breadcrumb, anchor = _place(section, marks, 1, unit.start)
         offset = text.find(lines[unit.start].strip(), at)
         if offset < 0 or anchor == current:
             continue

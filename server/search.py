@@ -35,7 +35,6 @@ from builder.core.urls import hit_url
 from server import fusion, spelling, translate
 from server.query import (
     MAX_QUERY_CHARS,
-    WORD,
     Term,
     common_only,
     content,
@@ -419,7 +418,7 @@ class _Shown:
 def _hit(found: _Shown, terms: list[Term], is_match: Callable[[str], bool]) -> Hit:
     row, item = found.row, found.item
     shown = excerpt(row["text"], terms, is_match=is_match)
-    landing = _landing(row, is_match)
+    landing = _landing(row, terms)
     moved = landing.anchor != row["anchor"]
     snippet = excerpt(landing.text, terms, is_match=is_match).snippet if moved else shown.snippet
     url = hit_url(row["source_id"], row["path"], landing.anchor) if moved else found.url
@@ -437,10 +436,12 @@ class _Landing:
     text: str
 
 
-def _landing(row: Row, is_match: Callable[[str], bool]) -> _Landing:
-    """The section of a hit's chunk that holds most of the query's words (the chunk's first on a tie, or
-    when none does): a chunk holds short sibling sections merged, and H4–H6 (``chunks.places``), and a
-    hit leads to the one its words are in."""
+def _landing(row: Row, terms: list[Term]) -> _Landing:
+    """The section of a hit's chunk that holds most of the query's words, each counted once, in its
+    breadcrumb or its text (the chunk's first on a tie, or when none does): a chunk holds short sibling
+    sections merged, and H4–H6 (``chunks.places``), and a hit leads to the one its words are in. Every
+    breadcrumb opens with the note's title: a word of it names the note and does not choose ("kolik vody
+    na teh tarik" leads to the ingredients, not to the step named Tarik)."""
     text = row["text"]
     places = json.loads(row["places"])
     if not places:
@@ -448,7 +449,7 @@ def _landing(row: Row, is_match: Callable[[str], bool]) -> _Landing:
     starts = [(0, row["breadcrumb"], row["anchor"]), *((int(o), str(b), str(a)) for o, b, a in places)]
     parts = [_Landing(breadcrumb, anchor, text[start:end]) for (start, breadcrumb, anchor), (end, _, _)
              in zip(starts, [*starts[1:], (len(text), "", "")], strict=True)]
-    return max(parts, key=lambda part: sum(is_match(m.group()) for m in WORD.finditer(plain_text(part.text))))
+    return max(parts, key=lambda part: coverage(f"{part.breadcrumb}\n{plain_text(part.text)}", terms))
 
 
 def _earned(ranked: list[fusion.Ranked], rows: dict[int, Row], terms: list[Term]) -> list[fusion.Ranked]:

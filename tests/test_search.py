@@ -808,6 +808,8 @@ def test_a_hit_leads_to_the_merged_section_its_words_are_in(config_for, notes_di
     write_note(notes_dir, "caj.md", "# Čaj\n\n## Masala chai\n\nZázvor a kardamom, metlička ne.\n\n## Teh tarik\n\n"
                                     "Přelévá se z konvice do konvice.\n\n#### Mléko\n\nKondenzované mléko slazené.\n\n"
                                     "## Matcha\n\nŠlehá se bambusovou metličkou.\n")
+    write_note(notes_dir, "voda.md", "# Teh tarik\n\n## Suroviny\n\nLitr vody, sypaný čaj.\n\n## Postup\n\n"
+                                     "Vodu svařím, vodou zaliju čaj. Tarik: přelévám.\n")
     config = config_for(EMBED)
     build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
     conn = db.connect(indexfile.resolve(config.index), readonly=True)
@@ -824,6 +826,10 @@ def test_a_hit_leads_to_the_merged_section_its_words_are_in(config_for, notes_di
     assert top("konvice")[:2] == ("notes/caj.html#teh-tarik", "Čaj > Teh tarik")
     assert top("kardamom")[:2] == ("notes/caj.html#masala-chai", "Čaj > Masala chai")
     assert top("metlička")[:2] == ("notes/caj.html#masala-chai", "Čaj > Masala chai")  # one in each: the first
+    # each word counts once (Postup says voda thrice), and the title's words name the note, not a section
+    assert top("vodou")[:2] == ("notes/voda.html#suroviny", "Teh tarik > Suroviny")
+    assert top("kolik vody na teh tarik")[:2] == ("notes/voda.html#suroviny", "Teh tarik > Suroviny")
+    assert top("tarik zaliju")[:2] == ("notes/voda.html#postup", "Teh tarik > Postup")
     hit = search(conn, config, "bambusovou metličkou", mode="bm25").hits[0]
     assert hit.anchor == "masala-chai"
     chunk = db.stored_chunk(conn, hit.source, hit.path, hit.anchor, hit.line_start)

@@ -259,14 +259,14 @@ def _place(section: _Section, marks: list[_Unit], n: int, start: int) -> tuple[s
     the section's units that open a merged sibling or hold an H4–H6, in order). A first piece starts
     at the section itself."""
     found = (" > ".join(section.crumbs), section.heading.anchor if section.heading else "")
-    for unit, place in _walk(section, marks if n else []):
+    for unit, place in _marked_places(section, marks if n else []):
         if unit.start > start:
             break
         found = place
     return found
 
 
-def _walk(section: _Section, marks: list[_Unit]) -> Iterator[tuple[_Unit, tuple[str, str]]]:
+def _marked_places(section: _Section, marks: list[_Unit]) -> Iterator[tuple[_Unit, tuple[str, str]]]:
     """Each mark of ``section`` with the breadcrumb and anchor of the text after it: a merged sibling's own,
     or down to the H4–H6 it holds (an empty ``####`` names nothing: the heading above it stays)."""
     crumbs, anchor = section.crumbs, section.heading.anchor if section.heading else ""
@@ -313,7 +313,7 @@ def _places_in(lines: tuple[str, ...], section: _Section, marks: list[_Unit], n:
     a piece cut from a giant line may hold none)."""
     found: list[Place] = []
     at, current = 0, _place(section, marks, n, start)[1]
-    for unit, (breadcrumb, anchor) in _walk(section, marks):
+    for unit, (breadcrumb, anchor) in _marked_places(section, marks):
         if unit.start >= end:
             break
         if not (start < unit.start or n == 0 and unit.start == start):

@@ -13,6 +13,7 @@ from builder.core.index import renderstate
 from builder.core.index.renderstate import shard_of
 from builder.render.diagrams import can_draw
 from builder.render import output
+from builder.render.links import Resolver
 from tests.conftest import copy_config
 from tests.render_support import (
     build_and_render,
@@ -326,3 +327,44 @@ def test_a_full_render_lets_go_of_the_last_render_s_entries_and_saves_every_note
     assert before is not None and after is not None and "notes:e.md" in before
     assert sorted(after) == sorted(set(before) - {"notes:e.md"})
     assert after["notes:a.md"] == before["notes:a.md"]
+
+
+def test_a_note_added_to_one_source_resolves_again_the_links_of_that_source_only(tmp_path, monkeypatch):
+    """A link resolves inside its own source: a note added to one source re-resolves that source's links
+    (a broken one now lands on the new note) and asks nothing about the other source's; a note removed
+    likewise; a stored universe from before sources had their own (one digest) re-resolves every link."""
+    for name in ("mine", "theirs"):
+        write(tmp_path / name, "a.md", "# Alfa\n\n[[zeta]] a [beta](b.md)\n")
+        write(tmp_path / name, "b.md", "# Beta\n")
+    config = make_config(tmp_path, {"mine": tmp_path / "mine", "theirs": tmp_path / "theirs"})
+    build_and_render(config)
+    asked: list[tuple[str, str, str]] = []
+    resolve = Resolver.resolve
+
+    def spy(self, source_id, from_path, kind, raw):
+        asked.append((source_id, from_path, raw))
+        return resolve(self, source_id, from_path, kind, raw)
+
+    monkeypatch.setattr(Resolver, "resolve", spy)
+    write(tmp_path / "mine", "zeta.md", "# Zeta\n")
+    run = build_and_render(config)
+    assert set(asked) == {("mine", "a.md", "b.md"), ("mine", "a.md", "zeta")}  # and again to render a.md
+    site = config.site.output
+    assert [a.get("href") for a in parse_page(site / "mine/a.html").iterfind(".//div[@class='note-body']//a")] \
+        == ["zeta.html", "b.html"]
+    assert run.warnings == [] and "theirs/a.html" not in run.report.written
+    assert [s.text for s in parse_page(site / "theirs/a.html").iter("span") if s.get("class") == "broken-link"] \
+        == ["zeta"]
+    asked.clear()
+    (tmp_path / "theirs/b.md").unlink()
+    run = build_and_render(config)
+    assert set(asked) == {("theirs", "a.md", "b.md"), ("theirs", "a.md", "zeta")}
+    assert "theirs/b.html" in run.report.removed
+    asked.clear()
+    state = site / ".render-state"
+    meta = renderstate.read_meta(state)
+    assert meta is not None and set(meta["universe"]) == {"mine", "theirs"}
+    assert renderstate.patch_state(state, {"universe": "one digest of every note, as before"}, {})
+    write(tmp_path / "mine", "eta.md", "# Eta\n")
+    build_and_render(config)
+    assert {source_id for source_id, _, _ in asked} == {"mine", "theirs"}

@@ -180,7 +180,7 @@ def relative(from_url: str, to_url: str) -> str:
     return rel + (f"#{fragment}" if fragment else "")
 
 
-@lru_cache(maxsize=1 << 16)  # a render asks for every page's file several times
+@lru_cache(maxsize=1 << 20)  # a render asks for every page's file several times: the cache must hold them all
 def site_file(url: str) -> str:
     """The file (relative to the site folder) that serves ``url``."""
     return unquote(url.partition("#")[0])

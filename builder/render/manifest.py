@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 from builder.core import urls
-from builder.core.config import Config
+from builder.core.config import Config, SourceConfig
 from builder.render.links import LINK_KIND, LINK_TARGET, LINK_URL, StoredLink
 from builder.core.synclog import SyncLog
 
@@ -76,13 +76,32 @@ def note_fp(env_fp: str, note: NoteInfo, entry: ManifestEntry, backlinks: list[N
 def scopes(config: Config) -> str:
     """What deciding which notes are published depends on in the config: each source's folder and
     scope rules (as JSON)."""
-    return json.dumps([[s.id, str(config.source_root(s)), s.paths, s.include, s.exclude] for s in config.sources])
+    return json.dumps([_rules(config, s) for s in config.sources])
 
 
-def universe(config: Config, notes: list[NoteInfo]) -> str:
-    """What finding a link's target note depends on: every note's path and title, and the scopes.
-    Unchanged → links of unchanged notes still land on the same notes (anchors and files apart)."""
-    return sha(scopes(config), *(f"{n.key}\x1f{n.title}" for n in notes))
+def _rules(config: Config, source: SourceConfig) -> list[object]:
+    return [source.id, str(config.source_root(source)), source.paths, source.include, source.exclude]
+
+
+Universe = dict[str, str]  # source id → the digest of what finding a link's target in it depends on
+
+
+def universe(config: Config, notes: list[NoteInfo]) -> Universe:
+    """What finding a link's target note depends on, by source (a link resolves inside its own source):
+    its notes' paths and titles, and its folder and scope rules. A source's digest unchanged → links of
+    its unchanged notes still land on the same notes (anchors and files apart)."""
+    keys: dict[str, list[str]] = {s.id: [] for s in config.sources}
+    for note in notes:
+        keys.setdefault(note.source_id, []).append(f"{note.key}\x1f{note.title}")
+    return {s.id: sha(json.dumps(_rules(config, s)), *keys[s.id]) for s in config.sources}
+
+
+def same_universe(before: object, now: Universe) -> frozenset[str]:
+    """The sources whose notes' paths and titles and scope are what ``before`` (a stored
+    :func:`universe`; anything else from an older render) says."""
+    if not isinstance(before, dict):
+        return frozenset()
+    return frozenset(source_id for source_id, digest in now.items() if before.get(source_id) == digest)
 
 
 def entry(note: NoteInfo, body: Body, highlights: tuple[str, ...]) -> ManifestEntry:
@@ -102,19 +121,20 @@ def entry(note: NoteInfo, body: Body, highlights: tuple[str, ...]) -> ManifestEn
     return found
 
 
-def recheck(notes: list[NoteInfo], old: Entries, same_universe: bool,
+def recheck(notes: list[NoteInfo], old: Entries, same: frozenset[str],
             resolver: Resolver) -> tuple[Entries, list[NoteInfo]]:
     """Entries of notes whose text is unchanged and whose links still land where they did, and the
     notes whose body must be rendered. Links are re-resolved where the answer may have moved: all
-    of them after a note was added, removed or renamed; else links to files (a broken one only
-    when a file appeared at its path: :meth:`Resolver.still_broken`) and to notes whose headings
-    changed (a ``#fragment`` is mapped onto the target's anchors)."""
+    of a source's after a note of it was added, removed or renamed (``same``: the sources where none
+    was, see :func:`same_universe`); else links to files (a broken one only when a file appeared at its
+    path: :meth:`Resolver.still_broken`) and to notes whose headings changed (a ``#fragment`` is mapped
+    onto the target's anchors)."""
     moved = {n.key for n in notes if n.key in old and old[n.key]["sha"] != n.sha256
              and old[n.key].get("anchors_digest") != sha(*n.anchor_list)}
 
     def holds(note: NoteInfo, kind: str, raw: str, r: StoredLink) -> bool:
         """Does the link still resolve to ``r``?"""
-        if same_universe:
+        if note.source_id in same:
             if kind == "wiki" or r[LINK_KIND] not in ("attachment", "broken"):
                 if r[LINK_KIND] != "note" or f"{note.source_id}:{r[LINK_TARGET]}" not in moved:
                     return True  # only the notes decide it, and they are the same
@@ -124,12 +144,12 @@ def recheck(notes: list[NoteInfo], old: Entries, same_universe: bool,
 
     entries: Entries = {}
     stale = []
-    settled = same_universe and not moved  # then only links to files can answer otherwise
+    settled = same if not moved else frozenset()  # their notes' links to files alone can answer otherwise
     for note in notes:
         found = old.get(note.key)
         if found is None or found["sha"] != note.sha256:
             stale.append(note)
-        elif (settled and not found.get("files", 1)) or all(
+        elif (note.source_id in settled and not found.get("files", 1)) or all(
                 holds(note, kind, raw, r) for (kind, raw), r in zip(found["links"], found["resolved"], strict=True)):
             entries[note.key] = found
         else:

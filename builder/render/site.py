@@ -195,7 +195,8 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         resolver = _resolver_of_notes(config, notes)
         universe = manifest.universe(config, notes)
         old = previous.get("notes", {}) if trust else {}
-        entries, stale = manifest.recheck(notes, old, trust and previous.get("universe") == universe, resolver)
+        same = manifest.same_universe(previous.get("universe"), universe) if trust else frozenset()
+        entries, stale = manifest.recheck(notes, old, same, resolver)
         big = len(stale) >= BIG_RENDER
         spill = bodycache.Spill(site) if big and len(stale) >= bodycache.SPILL_MIN else None
         run = _Pass(config, log, env_fp, content, files, trust, previous, universe, big, out,
@@ -223,7 +224,7 @@ class _Pass:
     files: list[Path]  # the renderer's code files (the stamp's)
     trust: bool  # the last render's manifest holds for this one (same renderer and settings, not --full)
     previous: dict[str, Any]  # the last render's manifest
-    universe: str  # what finding a link's target depends on (manifest.universe)
+    universe: manifest.Universe  # what finding a link's target depends on, by source (manifest.universe)
     big: bool  # enough notes to render for the forked workers and the stored code blocks and bodies
     out: output.Output
     ctx: notepages.Context
@@ -333,7 +334,8 @@ def _render_notes(run: _Pass, notes: list[pages.NoteInfo], entries: manifest.Ent
         dirty = manifest.dirty(notes, stale, old, entries, moved) if run.trust else None
         # the navigation trees list the notes with a page: every note's path and title, less those
         # that could not be read (their pages stay, but a fresh render would leave them out)
-        trees = manifest.sha(run.universe, *(n.key for n in notes if n.key not in entries))
+        trees = manifest.sha(*(f"{source_id}\x1f{digest}" for source_id, digest in sorted(run.universe.items())),
+                             *(n.key for n in notes if n.key not in entries))
         made = _site_pages(run.ctx, out, run.env_fp, [n for n in notes if n.key in entries],
                            {s.id: s.kind for s in run.config.sources}, dirty,
                            SiteData(entries, links, run.trust and run.previous.get("trees") == trees))

@@ -188,6 +188,28 @@ def one_note_builds(corpus: Corpus, runs: int, kind: str) -> dict[str, Any]:
     return {**_measured(results), "note": str(target.relative_to(corpus.folder / "notes"))}
 
 
+def added_note_builds(corpus: Corpus, runs: int) -> dict[str, Any]:
+    """``runs`` builds after a note is added beside the edited note, each followed by a build after it is
+    removed again: what a new note costs the every-minute build (every page that lists the notes or
+    resolves links may change). The last of each checked: the page there, then gone."""
+    target = corpus.edited()
+    source, rel = note_path(EDITED_NOTE % corpus.notes)
+    added = target.with_name("added-note.md")
+    page = corpus.folder / "site" / source / Path(rel).with_name("added-note.html")
+    build(corpus)
+    results: dict[str, list[Any]] = {"added": [], "removed": []}
+    for run in range(runs):
+        added.write_text(f"# Nová poznámka {run}\n\nOdkaz na [[{target.stem}]].\n", encoding="utf-8")
+        results["added"].append(build(corpus))
+        if not page.is_file():
+            raise SystemExit(f"the build after a note was added wrote no {page}")
+        added.unlink()
+        results["removed"].append(build(corpus))
+        if page.exists():
+            raise SystemExit(f"the build after a note was removed left {page}")
+    return {kind: _measured(found) for kind, found in results.items()}
+
+
 def warm_up(folder: Path, pools: Pools) -> None:
     """A first build, a no-op and a one-note build of a few notes, untimed: every module the builds
     import is compiled to bytecode once, as an installed package's already is."""

@@ -198,8 +198,10 @@ def scale_markdown(rows: dict[str, dict[str, Any]]) -> str:
              ("no-op, s", lambda r: r["noop"]["seconds"]["median"]),
              ("body edit, s", lambda r: r["body"]["seconds"]["median"]),
              ("heading edit, s", lambda r: r["heading"]["seconds"]["median"]),
-             ("peak RSS of any build, MB", lambda r: max(r[k]["peak_rss_mb"] for k in ("first", "full", "noop", "body",
-                                                                                         "heading"))),
+             ("a note added, s", lambda r: r["added"]["seconds"]["median"]),
+             ("a note removed, s", lambda r: r["removed"]["seconds"]["median"]),
+             ("peak RSS of any build, MB", lambda r: max(r[k]["peak_rss_mb"] for k in (
+                 "first", "full", "noop", "body", "heading", "added", "removed"))),
              ("index, MB", lambda r: r["first"]["index_mb"]),
              ("site, MB", lambda r: r["site_mb"]),
              ("a note page and what it loads, KB", lambda r: max(r["weights"]["note_page"]["kb"],

@@ -6,11 +6,11 @@ several sizes of one generated collection, and the pictures of the slopes.
 Each size is a corpus of ``bench_corpus``'s generated notes (real Czech, Slovak and English text of the shared
 corpora, links, tags, code, tables; half of the notes in flat folders, half in a folder each, as Grav keeps
 pages) with provider ``none``: a first build, no-op builds, builds after a body edit and after a heading
-edit, and a ``--full`` build, each the real CLI in a fresh process with its peak RSS; the index's and the
-site's sizes; the largest page and file of the site and what a note page makes the browser download (the
-page and the scripts, styles and data it loads, the diagram library aside); ``toc --json`` and ``grep``
-over the whole collection. ``pictures`` draws one PNG per family (builds, memory, weight) with notes on a
-log axis, from the same figures (matplotlib, the ``dev`` extra).
+edit, after a note is added and after it is removed, and a ``--full`` build, each the real CLI in a fresh
+process with its peak RSS; the index's and the site's sizes; the largest page and file of the site and what
+a note page makes the browser download (the page and the scripts, styles and data it loads, the diagram
+library aside); ``toc --json`` and ``grep`` over the whole collection. ``pictures`` draws one PNG per family
+(builds, memory, weight) with notes on a log axis, from the same figures (matplotlib, the ``dev`` extra).
 """
 
 from __future__ import annotations
@@ -119,6 +119,8 @@ def scale_row(work: Path, notes: int, pools: Pools, runs: int, say: Any) -> dict
     for kind in ("body", "heading"):
         say(f"scale: {notes:,} notes: {runs} builds after a {kind} edit")
         row[kind] = bench_builds.one_note_builds(corpus, runs, kind)
+    say(f"scale: {notes:,} notes: {runs} builds after a note is added, and after it is removed")
+    row.update(bench_builds.added_note_builds(corpus, runs))
     say(f"scale: {notes:,} notes: a --full build")
     full = run_measured([*cli(), "build", "--full", "--config", str(corpus.config)])
     row["full"] = {"seconds": full.seconds, "peak_rss_mb": full.peak_rss_mb}
@@ -151,13 +153,16 @@ def pictures(rows: dict[str, dict[str, Any]], out: Path) -> list[Path]:
             "no-op": lambda r: r["noop"]["seconds"]["median"],
             "body edit": lambda r: r["body"]["seconds"]["median"],
             "heading edit": lambda r: r["heading"]["seconds"]["median"],
+            "a note added": lambda r: r["added"]["seconds"]["median"],
+            "a note removed": lambda r: r["removed"]["seconds"]["median"],
             "toc --json": lambda r: r["read"]["toc"],
             "grep": lambda r: r["read"]["grep"]}),
         "scale-memory.png": ("peak RSS, MB", {
             "first build": lambda r: r["first"]["peak_rss_mb"],
             "--full": lambda r: r["full"]["peak_rss_mb"],
             "no-op": lambda r: r["noop"]["peak_rss_mb"],
-            "body edit": lambda r: r["body"]["peak_rss_mb"]}),
+            "body edit": lambda r: r["body"]["peak_rss_mb"],
+            "a note added": lambda r: r["added"]["peak_rss_mb"]}),
         "scale-weight.png": ("KB", {
             "a note page and what it loads": lambda r: max(r["weights"]["note_page"]["kb"],
                                                            r["weights"]["grav_note_page"]["kb"]),

@@ -431,6 +431,8 @@ def _hit(found: _Shown, terms: list[Term], is_match: Callable[[str], bool]) -> H
 
 @dataclass(frozen=True)
 class _Landing:
+    """A part of a hit's chunk: a section it holds, where a hit's link may lead."""
+
     breadcrumb: str
     anchor: str
     text: str

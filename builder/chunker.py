@@ -304,6 +304,19 @@ def chunk_note(note: Note, fits: Callable[[str], bool] | None = None) -> list[Ch
     return chunks
 
 
+def _unit_at(text: str, unit: str, start: int) -> int:
+    """Where the unit whose text is ``unit`` begins in a piece's ``text`` (from ``start``), or -1: its units
+    are joined by blank lines (:func:`_join`), so a unit is only where one begins and ends, never a heading's
+    words inside a paragraph, a longer heading or a code block."""
+    at = text.find(unit, start)
+    while at >= 0:
+        after = at + len(unit)
+        if (at == 0 or text.startswith("\n\n", at - 2)) and (after == len(text) or text.startswith("\n\n", after)):
+            return at
+        at = text.find(unit, at + 1)
+    return -1
+
+
 def _places_in(lines: tuple[str, ...], section: _Section, marks: list[_Unit], n: int, start: int, end: int,
                text: str) -> tuple[Place, ...]:
     """The sections that begin inside the ``n``-th piece of ``section`` (lines ``start`` to ``end``, its
@@ -318,7 +331,7 @@ def _places_in(lines: tuple[str, ...], section: _Section, marks: list[_Unit], n:
             break
         if not (start < unit.start or n == 0 and unit.start == start):
             continue
-        offset = text.find(lines[unit.start].strip(), at)
+        offset = _unit_at(text, _text(lines, unit.start, unit.end), at)
         if offset < 0 or anchor == current:
             continue
         found.append(Place(offset, breadcrumb, anchor))

@@ -401,7 +401,14 @@ def _group(ranked: list[fusion.Ranked], rows: dict[int, Row], terms: list[Term],
         shown.append(hit)
         by_text[text_key] = hit
     is_match = matcher(terms)  # one for all the snippets: their words recur
-    return [_hit(h, terms, is_match) for h in hits]
+    return [_hit(h, terms, is_match, _elsewhere(h, by_note[(h.row["source_id"], h.row["path"])])) for h in hits]
+
+
+def _elsewhere(hit: _Shown, shown: list[_Shown]) -> set[str]:
+    """The anchors that other hits of ``hit``'s note, and the sections listed under them, already lead to: its
+    link does not lead there too (a long section cut in chunks: the first chunk holds the H4 the second
+    starts at)."""
+    return ({h.row["anchor"] for h in shown} | {m.anchor for h in shown for m in h.more}) - {hit.row["anchor"]}
 
 
 @dataclass(frozen=True)
@@ -415,10 +422,10 @@ class _Shown:
     copies: list[TextCopy] = field(default_factory=list)
 
 
-def _hit(found: _Shown, terms: list[Term], is_match: Callable[[str], bool]) -> Hit:
+def _hit(found: _Shown, terms: list[Term], is_match: Callable[[str], bool], elsewhere: set[str]) -> Hit:
     row, item = found.row, found.item
     shown = excerpt(row["text"], terms, is_match=is_match)
-    landing = _landing(row, terms)
+    landing = _landing(row, terms, elsewhere)
     moved = landing.anchor != row["anchor"]
     snippet = excerpt(landing.text, terms, is_match=is_match).snippet if moved else shown.snippet
     url = hit_url(row["source_id"], row["path"], landing.anchor) if moved else found.url
@@ -438,12 +445,13 @@ class _Landing:
     text: str
 
 
-def _landing(row: Row, terms: list[Term]) -> _Landing:
+def _landing(row: Row, terms: list[Term], elsewhere: set[str]) -> _Landing:
     """The section of a hit's chunk that holds most of the query's words, each counted once, in its
     breadcrumb or its text (the chunk's first on a tie, or when none does): a chunk holds short sibling
     sections merged, and H4–H6 (``chunks.places``), and a hit leads to the one its words are in. Every
     breadcrumb opens with the note's title: a word of it names the note and does not choose ("kolik vody
-    na teh tarik" leads to the ingredients, not to the step named Tarik)."""
+    na teh tarik" leads to the ingredients, not to the step named Tarik). Never to a section another hit
+    leads to (``elsewhere``)."""
     text = row["text"]
     places = json.loads(row["places"])
     if not places:
@@ -451,7 +459,8 @@ def _landing(row: Row, terms: list[Term]) -> _Landing:
     starts = [(0, row["breadcrumb"], row["anchor"]), *((int(o), str(b), str(a)) for o, b, a in places)]
     parts = [_Landing(breadcrumb, anchor, text[start:end]) for (start, breadcrumb, anchor), (end, _, _)
              in zip(starts, [*starts[1:], (len(text), "", "")], strict=True)]
-    return max(parts, key=lambda part: coverage(f"{part.breadcrumb}\n{plain_text(part.text)}", terms))
+    return max((part for part in parts if part.anchor not in elsewhere),
+               key=lambda part: coverage(f"{part.breadcrumb}\n{plain_text(part.text)}", terms))
 
 
 def _earned(ranked: list[fusion.Ranked], rows: dict[int, Row], terms: list[Term]) -> list[fusion.Ranked]:

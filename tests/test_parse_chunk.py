@@ -225,6 +225,21 @@ def test_a_piece_starting_at_a_section_is_named_by_it_not_placed_in_it():
     assert [(c.anchor, c.places) for c in chunk_note(n)] == [("s", (Place(0, "T > S > Ukázka", "ukazka"),))]
 
 
+def test_a_place_is_its_heading_s_own_line_not_the_same_words_elsewhere():
+    """A heading's words opening a paragraph, inside a longer heading or in a code block above it are not
+    where its section begins."""
+    n = note("# T\n\n## Úvod\n\nPoužití je prosté: zavolej frobnikaci.\n\nPoužití\n-------\n\nspusť\n")
+    first = chunk_note(n)[0]
+    assert [(p.anchor, first.text[p.offset:]) for p in first.places] == [("pouziti", "Použití\n\nspusť")]
+    n = note("# T\n\n## A\n\núvod\n\n```\n#### Krok\n```\n\n#### Běhání\n\nrychle\n\n## Běh\n\npomalu\n\n"
+             "#### Krok\n\ndál\n")
+    first = chunk_note(n)[0]
+    assert [(p.anchor, first.text[p.offset:].split("\n")[0]) for p in first.places] == [
+        ("behani", "#### Běhání"), ("beh", "## Běh"), ("krok", "#### Krok")]
+    assert first.text[first.places[2].offset - 2:first.places[2].offset] == "\n\n"
+    assert "```\n#### Krok" in first.text[:first.places[0].offset]
+
+
 @pytest.mark.slow
 def test_every_place_of_every_corpus_chunk_is_a_heading_of_its_note_where_it_says():
     notes = sorted(require_shared(SHARED / "corpora").rglob("*.md"))

@@ -801,6 +801,25 @@ def test_a_rare_tag_filters_inside_the_words_search_and_keeps_its_order(tmp_path
         conn.close()
 
 
+def test_two_hits_of_a_note_never_lead_to_one_section(config_for, notes_dir, quiet_log):
+    """A long section cut in two chunks, the first holding the start of an H4 the second goes on under: the
+    first chunk's hit on the H4's words stays at its own section, the second's leads to the H4."""
+    def para(word: str, count: int) -> str:
+        return " ".join(f"{word}{i}" for i in range(count))
+
+    write_note(notes_dir, "dlouha.md", "# T\n\n## Dlouhá\n\n" + para("úvod", 150) + "\n\n#### Detail\n\n"
+               "kvazikrystal mříž " + para("a", 60) + "\n\n" + "\n\n".join(para(f"p{k}x", 60) for k in range(8))
+               + "\n\nkvazikrystal mříž na konci.\n")
+    config = config_for(EMBED)
+    build(config, embedder_factory=HashEmbedder, log=quiet_log(config))
+    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    hits = search(conn, config, "kvazikrystal mříž", mode="bm25").hits
+    conn.close()
+    assert sorted((h.anchor, h.url, h.breadcrumb) for h in hits) == [
+        ("detail", "notes/dlouha.html#detail", "T > Dlouhá > Detail"),
+        ("dlouha", "notes/dlouha.html#dlouha", "T > Dlouhá")]
+
+
 def test_a_hit_leads_to_the_merged_section_its_words_are_in(config_for, notes_dir, quiet_log):
     """Short sibling sections share a chunk, H4–H6 stay in theirs: a hit leads to (and shows) the section
     that holds most of its words, the chunk's first on a tie; an answer's passage is still the whole chunk

@@ -1,14 +1,16 @@
 """``forkpool.fork_each``: a few long jobs at once, each but the first in a process forked for it, and what
-each returned or raised given back in order. The build walks its folder sources this way."""
+each returned or raised given back in order. The build walks its folder sources this way. ``forkpool.meanwhile``:
+one job in a forked process while this one goes on (the delta render's proof that every page is on disk)."""
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
-from builder.core.forkpool import fork_each
+from builder.core.forkpool import fork_each, meanwhile
 from tests.failure_support import found, run
 from tests.render_support import make_config
 
@@ -103,3 +105,35 @@ def test_a_build_walks_its_folder_sources_each_in_a_process_of_its_own(tmp_path:
     assert [found(config, f"slovo{name}") for name in roots] == [1, 1, 1]
     (roots["treti"] / "treti.md").write_text("# treti\n\nzmena.\n", encoding="utf-8")
     assert run(config) == (0, []) and found(config, "zmena") == 1 and found(config, "slovotreti") == 0
+
+
+def waits_for(path: Path) -> tuple[bool, int]:
+    """Waits up to 10 s for ``path`` (written by the test process once the job has started): whether it came."""
+    (path.parent / "started").write_text(str(os.getpid()), encoding="utf-8")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if path.exists():
+            return True, os.getpid()
+        time.sleep(0.01)
+    return False, os.getpid()
+
+
+def test_meanwhile_runs_its_job_in_a_process_of_its_own_while_this_one_goes_on(tmp_path: Path):
+    with meanwhile(waits_for, tmp_path / "go") as result:
+        (tmp_path / "go").write_text("", encoding="utf-8")  # only after the block began: the job waits for it
+        came, pid = result()
+    assert came and pid != HERE
+    with meanwhile(job, "fails") as result, pytest.raises(ValueError, match="^the job failed: fails$"):
+        result()
+    with meanwhile(job, "dies") as result:  # its process ends without its result: the job runs here
+        assert result() == ("DIES", HERE)
+
+
+def test_meanwhile_left_without_asking_ends_its_process(tmp_path: Path):
+    started = time.monotonic()
+    with meanwhile(waits_for, tmp_path / "never"):
+        while not (tmp_path / "started").exists():
+            time.sleep(0.01)
+    assert time.monotonic() - started < 5  # not the job's 10 s
+    with pytest.raises(ProcessLookupError):  # ended and reaped
+        os.kill(int((tmp_path / "started").read_text(encoding="utf-8")), 0)

@@ -167,6 +167,39 @@ def test_edit_after_edit_each_delta_render_leaves_what_the_next_needs(portals, m
     assert "Odstavec 2." in (by_delta.site.output / "notes/sub/b.html").read_text("utf-8")
 
 
+def test_a_heading_edit_reads_and_writes_the_list_of_its_own_source_s_notes_only(portals, monkeypatch):
+    """The delta render's lists of each source's notes (titles for its links, the table of contents) are kept by
+    source: a heading renamed in one source reads and writes that source's list alone, and the next edit in the
+    other source still finds its own list as the full render left it."""
+    root, by_delta, by_full = portals
+    asked: list[tuple[str, ...]] = []
+    real = renderstate.read_keys
+
+    def read_keys(path, name, keys):
+        keys = list(keys)
+        if name == "titles":
+            asked.append(tuple(keys))
+        return real(path, name, keys)
+
+    monkeypatch.setattr(renderstate, "read_keys", read_keys)
+    state = by_delta.site.output / output.STATE
+    before = renderstate.read_state(state)["titles"]
+    write(root.parent / "other", "x.md", OTHER["x.md"] + "\n## Nová\n")
+    taken = spy_on_delta(monkeypatch)
+    build_and_render(by_delta)
+    assert taken == [True] and asked == [("other",)]
+    after = renderstate.read_state(state)["titles"]
+    assert after["notes"] == before["notes"] and after["other"] != before["other"]
+    write(root, "sub/d.md", NOTES["sub/d.md"] + "\n## Jedna\n")
+    build_and_render(by_delta)
+    assert taken == [True, True] and asked[1:] == [("notes",)]
+    with monkeypatch.context() as patch:
+        patch.setattr(delta, "render_edits", lambda *a, **k: None)
+        build_and_render(by_full)  # the same notes (both portals read them), fully rendered
+    assert site_snapshot(by_delta.site.output) == site_snapshot(by_full.site.output)
+    assert manifest(by_delta.site.output) == manifest(by_full.site.output)
+
+
 def settle(site: Path) -> None:
     """Let the manifest's folder times read as taken long after each folder's last change (the case
     where a folder is trusted from its time alone, without listing it)."""
@@ -250,8 +283,8 @@ def test_a_note_that_could_not_be_read_leaves_the_next_render_to_the_full_render
 def test_a_failing_delta_render_costs_a_warning_and_the_full_render_repairs_its_pages(portals, monkeypatch):
     root, by_delta, by_full = portals
 
-    def broken(config, conn, notes, old, meta, out, *rest):  # writes one page, then fails
-        out.write(notes[0].url, "<p>half done</p>")  # (recorded in the journal first, as every write)
+    def broken(config, conn, notes, old, meta, titles, opened, *rest):  # writes one page, then fails
+        opened().write(notes[0].url, "<p>half done</p>")  # (recorded in the journal first, as every write)
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(delta, "_render_delta", broken)

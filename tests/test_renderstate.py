@@ -69,6 +69,22 @@ def test_keys_and_maps_that_are_gone_leave_the_file(tmp_path):
     assert set(rows(path)) == {("meta", "version"), ("notes", shard_of("src:a.md"))}
 
 
+def test_a_value_kept_whole_before_and_by_shards_now_or_the_other_way_leaves_one_row_of_it(tmp_path):
+    """A renderer that moves a key of the manifest between ``meta`` and the maps leaves no copy of the old kind
+    (which :func:`renderstate.read_meta` would read on every build, or :func:`read_state` merge into the new)."""
+    path = tmp_path / ".render-state"
+    before = {**manifest(3), "titles": {"src": [["a.md", "A", "d"]]}}
+    write_state(path, before, {}, maps=MAPS)
+    now = {**before, "titles": {"src": [["b.md", "B", "d"]]}, "pages": {"notes/b.html": "fp"}}
+    write_state(path, now, read_state(path), maps=("notes", "titles"))
+    assert read_state(path) == now
+    assert ("meta", "titles") not in rows(path) and ("titles", shard_of("src")) in rows(path)
+    assert renderstate.read_meta(path) == {k: v for k, v in now.items() if k not in ("notes", "titles")}
+    assert {name for name, _ in rows(path)} == {"meta", "notes", "titles"}
+    write_state(path, before, read_state(path), maps=MAPS)
+    assert read_state(path) == before and {name for name, _ in rows(path)} == {"meta", "notes", "pages"}
+
+
 def test_nothing_stored_makes_the_file_anew(tmp_path):
     """``stored`` empty (nothing read, or nothing usable): every row is written again, none kept."""
     path = tmp_path / ".render-state"

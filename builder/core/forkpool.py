@@ -13,6 +13,7 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, TypeVar
@@ -133,6 +134,31 @@ def fork_each(fn: Callable[[T], R], items: list[T]) -> list[Callable[[], R]]:
             if child.pid is not None:
                 os.close(child.pipe)
                 os.waitpid(child.pid, 0)
+
+
+@contextmanager
+def meanwhile(fn: Callable[[T], R], item: T) -> Iterator[Callable[[], R]]:
+    """``fn(item)`` in a process forked for it while this one goes on (run here on the first ask where there
+    is no ``fork``, or it fails): yields the call that waits for its result, or raises what it raised, as
+    :func:`fork_each`'s. Leaving the block without asking ends the process (a job no longer wanted). For one
+    job whose result is small: it is pickled back through a pipe."""
+    child = _forked(fn, item) if hasattr(os, "fork") else _Child(item)
+    got: list[Callable[[], R]] = []
+
+    def result() -> R:
+        if not got:
+            got.append(_collected(fn, child))
+        return got[0]()
+
+    try:
+        yield result
+    finally:
+        if not got and child.pid is not None:
+            import signal
+
+            os.close(child.pipe)
+            os.kill(child.pid, signal.SIGKILL)
+            os.waitpid(child.pid, 0)
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,14 @@ contents of a source whose notes' headings changed, and whatever attachments cha
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from builder.core import index as db
-from builder.core import templates, urls
+from builder.core import forkpool, templates, urls
 from builder.core.config import Config
 from builder.core.index import renderstate
 from builder.render import graph, highlight, manifest, notepages, output, pages, stamp, toc
@@ -53,7 +54,9 @@ FileLink = list[Any]
 
 class DeltaMemory(TypedDict):
     """What a full render stores beside its manifest for the next delta render (:func:`remember`); a stored
-    state that lacks one of these keys (an older render's) sends the build to the full render."""
+    state that lacks one of these keys (an older render's) sends the build to the full render. ``titles`` and
+    ``file_links`` are kept by shards (:data:`builder.render.output.MAPS`): a delta render reads only the
+    sources' titles it needs, and the file links only when the stamp lost their files' record."""
 
     content: str  # the index content it rendered (builder.core.index.content_token)
     scopes: str  # the digest of every source's folder and scope rules
@@ -69,7 +72,7 @@ class DeltaMemory(TypedDict):
     page_count: int  # pages of the site
 
 
-_KEYS = tuple(sorted(DeltaMemory.__required_keys__))
+_KEYS = tuple(sorted(DeltaMemory.__required_keys__ - set(output.MAPS)))  # what the state's meta holds
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,18 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     changed = db.content_changes(conn, meta["content"])
     if not changed or len(changed) > MAX_NOTES:
         return None
+    # the proof that every page is still on disk (a stat per site folder) runs beside the rest of the proofs
+    with forkpool.meanwhile(partial(output.stray_files, site, meta["files"]), meta["folders"]) as strays:
+        return _render_changed(config, conn, cast(DeltaMemory, meta), changed, content, env_fp, files, log, strays)
+
+
+def _render_changed(config: Config, conn: Connection, meta: DeltaMemory, changed: list[tuple[str, str]], content: str,
+                    env_fp: str, files: list[Path], log: SyncLog,
+                    strays: Callable[[], set[str] | None]) -> DeltaReport | None:
+    """:func:`render_edits` of the notes ``changed`` since the last render (``strays``: what the site holds
+    besides the last render's files, None when one of those is gone)."""
+    site = config.site.output
+    path = site / output.STATE
     notes = pages.published_notes(config, [pages.note_from_row(r) for r in db.notes_for_render(conn, changed)])
     old = renderstate.read_keys(path, "notes", (f"{source_id}:{rel}" for source_id, rel in changed))
     # a note published before and now, with the same face; a file that was no page and is none (a
@@ -148,14 +163,15 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     stored_pages = renderstate.read_map(path, "pages")
     if not stored_pages:
         return None
-    present = output.unchanged_files(site, meta["files"], meta["folders"])
-    if present is None:
-        return None  # a page to write again (or a folder changed by hand): the full render finds which
     roots = {s.id: config.source_root(s) for s in config.sources}
-    resolver = _resolver_of_titles(config, conn, meta["titles"])
+    titles = _Titles(path, {n.source_id for n in notes})
+    if not titles.held:
+        return None
+    resolver = _resolver_of_titles(config, conn, titles)
     # the files the last render's links named, none changed since: then every link to a file lands where it did
     kept = stamp.kept_watch(config, meta["content"])
-    if kept is None and not _files_hold(resolver, meta["file_links"]):
+    file_links = renderstate.read_map(path, "file_links") if kept is None else {}
+    if file_links is None or not _files_hold(resolver, file_links):
         return None
     if not _anchors_hold(path, resolver, notes, old, meta["into"]):
         return None
@@ -163,25 +179,32 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
                                 tuple(s.id for s in config.sources), templates.ask_target(config.answer),
                                 config.site.language)
     journal = output.Journal(site)
-    out = output.Output(site, stored_pages, present, set(), journal)
+
+    def opened() -> output.Output | None:
+        found = strays()
+        if found is None:
+            return None  # a page to write again (or a folder changed by hand): the full render finds which
+        return output.Output(site, stored_pages, found.union(meta["files"]), set(), journal)
+
     blocks = highlight.CodeBlocks()
     blocks.use(highlight.blocks_file(site))
     ctx = notepages.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site,
                             blocks, max_note_bytes=config.max_note_bytes)
     try:
-        report = _render_delta(config, conn, notes, old, cast(DeltaMemory, meta), out, log, env_fp, content, ctx)
+        report = _render_delta(config, conn, notes, old, meta, titles, opened, log, env_fp, content, ctx)
     finally:
         journal.close()
     if report is not None:  # its notes link the files the last render's did (else it declined)
         stamp.write_stamp(config, files, content,
-                          kept if kept is not None else stamp.linked_state(linked_files(resolver, meta["file_links"])))
+                          kept if kept is not None else stamp.linked_state(linked_files(resolver, file_links)))
     return report
 
 
 def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: manifest.Entries,
-                  meta: DeltaMemory, out: output.Output, log: SyncLog, env_fp: str, content: str,
-                  ctx: notepages.Context) -> DeltaReport | None:
-    """Decide everything first (None: the full render must run), then write, with the render's ``ctx``."""
+                  meta: DeltaMemory, titles: _Titles, opened: Callable[[], output.Output | None], log: SyncLog,
+                  env_fp: str, content: str, ctx: notepages.Context) -> DeltaReport | None:
+    """Decide everything first (None: the full render must run), then write, with the render's ``ctx``, to
+    the site ``opened`` gives (None: a page of the last render is gone)."""
     site = config.site.output
     stale = [n for n in notes if n.sha256 != old[n.key]["sha"]]
     bodies = {n.key: outcome for group in notepages.same_text_groups(stale)
@@ -201,12 +224,15 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
     moved = [n for n in notes if entries[n.key]["toc_digest"] != old[n.key]["toc_digest"]]
     tocs: dict[str, toc.TocPlan] = {}
     for source_id in sorted({n.source_id for n in moved}):
-        plan = _toc_plan(conn, config, env_fp, source_id, kinds[source_id], moved, meta["titles"][source_id])
+        plan = _toc_plan(conn, config, env_fp, source_id, kinds[source_id], moved, titles[source_id])
         if plan is None:
             return None
         tocs[source_id] = plan
     into: dict[str, list[str]] = meta["into"]
     links = _links(conn, config, [n.key for n in notes], into)
+    out = opened()
+    if out is None:
+        return None
     page_jobs = []
     for note in notes:
         backlinks = [links.notes[key] for key in into.get(note.key, ())]
@@ -242,14 +268,14 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
     for rel in removed:
         (site / rel).unlink(missing_ok=True)
     for note in moved:
-        for item in meta["titles"][note.source_id]:
+        for item in titles[note.source_id]:
             if item[0] == note.path:
                 item[2] = entries[note.key]["toc_digest"]
     if renderstate.patch_state(site / output.STATE, {
         "content": content, "recent": [[*at] for at, _ in recent], "home": home.context,
         "folders": {**meta["folders"], **output.folder_times(site, _touched(meta["folders"], out.written, removed))},
-        **({"titles": meta["titles"]} if moved else {}),
     }, {"notes": {key: entry for key, entry in entries.items() if entry != old[key]},
+        "titles": {source_id: titles[source_id] for source_id in {n.source_id for n in moved}},
         "pages": {url: fp for url, fp in out.pages.items() if out.old.get(url) != fp}}):
         out.journal.clear()  # else the journal keeps naming the pages written (see output.Journal)
     return DeltaReport(tuple(out.written), tuple(removed), len(out.old) - len(out.written), len(page_jobs), broken,
@@ -326,19 +352,56 @@ def _anchors_hold(path: Path, resolver: Resolver, notes: list[pages.NoteInfo], o
     return True
 
 
-def _resolver_of_titles(config: Config, conn: Connection, titles: dict[str, list[list[str]]]) -> Resolver:
+class _Titles:
+    """The last render's list of each source's published notes ([path, title, toc_digest], see :func:`remember`),
+    read from the state a source at a time when first asked for: a one-note edit resolves the links of one source
+    (links resolve inside their own) and lists the notes of one source's table of contents."""
+
+    def __init__(self, path: Path, first: Collection[str]) -> None:
+        """Reads those of the sources ``first`` (:attr:`held`: whether the state holds them all)."""
+        self.path = path
+        self._read: dict[str, list[list[str]]] = renderstate.read_keys(path, "titles", first) or {}
+        self.held = self._read.keys() >= set(first)
+
+    def __getitem__(self, source_id: str) -> list[list[str]]:
+        if source_id not in self._read:
+            found = renderstate.read_keys(self.path, "titles", [source_id]) or {}
+            if source_id not in found:  # the state lost it since this render began: the full render repairs it
+                raise RuntimeError(f"the render's state holds no list of the notes of {source_id}")
+            self._read.update(found)
+        return self._read[source_id]
+
+
+class _SourcesOfTitles(dict[str, SourceNotes]):
+    """A :class:`Resolver`'s sources, each made from ``titles`` when a link of it is first resolved."""
+
+    def __init__(self, make: Callable[[str], SourceNotes]) -> None:
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, source_id: str) -> SourceNotes:
+        made = self[source_id] = self._make(source_id)
+        return made
+
+
+def _resolver_of_titles(config: Config, conn: Connection, titles: _Titles) -> Resolver:
     """Link resolution over the published notes (``titles``: their paths and titles by source, as
     the last render stored them (see :func:`remember`): the delta render runs only while they stay
-    the same), the anchors
-    of a note read from the index when a link asks for them."""
+    the same), the anchors of a note read from the index when a link asks for them."""
     def anchors(source_id: str) -> Callable[[str], tuple[str, ...]]:
         def of(path: str) -> tuple[str, ...]:
             rows = db.notes_for_render(conn, [(source_id, path)])
             return pages.note_from_row(rows[0]).anchor_list if rows else ()
         return of
 
-    return Resolver({s.id: SourceNotes(s.id, config.source_root(s), Scope.of(s), [(p, t) for p, t, _ in titles[s.id]],
-                                       anchors(s.id)) for s in config.sources})
+    sources = {s.id: s for s in config.sources}
+
+    def made(source_id: str) -> SourceNotes:
+        s = sources[source_id]
+        return SourceNotes(s.id, config.source_root(s), Scope.of(s), [(p, t) for p, t, _ in titles[s.id]],
+                           anchors(s.id))
+
+    return Resolver(_SourcesOfTitles(made))
 
 
 def _files_hold(resolver: Resolver, file_links: dict[str, list[FileLink]]) -> bool:
@@ -377,7 +440,7 @@ def _links(conn: Connection, config: Config, keys: list[str], into: dict[str, li
         near |= {k for key in near for k in (*out.get(key, ()), *into.get(key, ()))}
     known = {n.key: n for n in pages.published_notes(config, [pages.note_from_row(r) for r in db.notes_for_render(
         conn, [_index_order(key) for key in near])])}
-    return graph.Links.made(known, out, {key: set(sources) for key, sources in into.items()})
+    return graph.Links.made(known, out, {key: set(into[key]) for key in near if key in into})  # all the picture asks
 
 
 def _recent(stored: list[list[str]], items: list[dict[str, str]],

@@ -28,7 +28,8 @@ from builder.core.index.renderstate import JSON_MANIFEST, MARSHAL_MANIFEST
 # The manifest lives in <site>/.render-state (builder.core.index.renderstate, which reads it, and the
 # older renderers' files, for the render and for ``status``: a save writes only what changed).
 STATE = renderstate.STATE_FILE
-MAPS = ("notes", "pages")  # the manifest's big maps: the state file keeps them by shards
+# the manifest's big maps: the state file keeps them by shards, and a delta render reads the keys it needs
+MAPS = ("notes", "pages", "titles", "file_links")
 JOURNAL = ".render-journal"
 CACHE_DIR = ".render-cache"
 STAMP = ".render-stamp"
@@ -151,12 +152,19 @@ def folder_times(site: Path, folders: Iterable[str] | None = None, previous: Fol
 
 
 def unchanged_files(site: Path, files: list[str], folders: FolderTimes) -> set[str] | None:
-    """The files of the site when every file of ``files`` (the last render's) is still there, else None.
+    """The files of the site when every file of ``files`` (the last render's) is still there, else None:
+    ``files`` and :func:`stray_files`."""
+    strays = stray_files(site, files, folders)
+    return None if strays is None else strays.union(files)
+
+
+def stray_files(site: Path, files: list[str], folders: FolderTimes) -> set[str] | None:
+    """What the site holds besides ``files`` (the last render's; a temporary file of a killed write) when
+    every file of ``files`` is still there, else None.
 
     A folder whose time has not moved since :func:`folder_times` took it holds what it held; the site's own
     folder (the renderer's records change it every render), and a folder whose time was taken within
-    :data:`SETTLED_NS` of its change, are listed instead. What the listed folders hold besides ``files``
-    (a temporary file of a killed write) is in the answer too."""
+    :data:`SETTLED_NS` of its change, are listed instead: only what those hold besides ``files`` is found."""
     unsure = {""}
     root = os.fspath(site)
     for rel, (mtime, taken) in folders.items():
@@ -170,7 +178,6 @@ def unchanged_files(site: Path, files: list[str], folders: FolderTimes) -> set[s
             return None
         if mtime >= taken - SETTLED_NS:
             unsure.add(rel)
-    present = set(files)
     expected: dict[str, set[str]] = {rel: set() for rel in unsure}
     for rel in files:
         folder = rel.rpartition("/")[0]
@@ -178,6 +185,7 @@ def unchanged_files(site: Path, files: list[str], folders: FolderTimes) -> set[s
             expected[folder].add(rel)
         elif folder not in folders:
             return None  # a folder whose time was not taken: nothing known of it
+    strays: set[str] = set()
     for folder, wanted in expected.items():
         prefix = f"{folder}/" if folder else ""
         try:
@@ -187,8 +195,8 @@ def unchanged_files(site: Path, files: list[str], folders: FolderTimes) -> set[s
             return None
         if not held.issuperset(wanted):
             return None
-        present |= held - OWN_DOT_FILES
-    return present
+        strays |= held - wanted - OWN_DOT_FILES
+    return strays
 
 
 class Journal:

@@ -38,7 +38,9 @@ SHARDS = 64  # rows per map: ~160 entries (~110 kB) each at 10,000 notes
 MARSHAL_MANIFEST = ".render-manifest"
 MANIFEST_MAGIC = b"notes-portal manifest\n"  # then marshal data (a dict of str, int, list and dict only)
 JSON_MANIFEST = ".render-manifest.json"
-MANIFEST_VERSION = 3  # the manifest's own layout: 2: entry keys spelled out; 3: dates, broken links with lines
+# the manifest's own layout: 2: entry keys spelled out; 3: dates, broken links with lines; 4: the delta render's
+# titles and file links kept by shards (builder.render.output.MAPS)
+MANIFEST_VERSION = 4
 
 _SCHEMA = dedent("""
     CREATE TABLE IF NOT EXISTS meta (
@@ -240,9 +242,16 @@ def _save(path: Path, manifest: dict[str, Any], stored: dict[str, Any], maps: Co
         conn.execute("BEGIN IMMEDIATE")
         try:
             for key, value in manifest.items():
+                was = stored.get(key)
                 if key in maps:
-                    _save_map(conn, key, value, stored.get(key))
-                elif key not in stored or stored[key] != value:
+                    if key in stored and not isinstance(was, StoredMap):  # a value a renderer before kept whole
+                        conn.execute("DELETE FROM meta WHERE key = :key", {"key": key})
+                    _save_map(conn, key, value, was)
+                elif isinstance(was, StoredMap):  # a map a renderer before kept by shards
+                    conn.execute("DELETE FROM shards WHERE map = :key", {"key": key})
+                    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (:key, :value)",
+                                 {"key": key, "value": marshal.dumps(value)})
+                elif key not in stored or was != value:
                     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (:key, :value)",
                                  {"key": key, "value": marshal.dumps(value)})
             for key, value in stored.items():

@@ -347,6 +347,43 @@ def test_a_folder_whose_time_was_never_taken_or_is_gone_is_not_trusted(tmp_path)
     assert kept == {"notes": folders["notes"]}  # the same time keeps its record; a gone folder is left out
 
 
+def test_a_full_render_after_a_note_added_or_removed_times_the_folders_it_changed_and_lists_no_folder(portals,
+                                                                                                     monkeypatch):
+    """A full render whose last render's folder times still hold learns the site's files from them (a ``stat`` a
+    folder, no listing) and takes again only the times of the folders it wrote or removed files in: its record
+    is then what a listing of every folder would find, a folder it made included and one it emptied left out, so
+    the next delta render still misses no page deleted by hand."""
+    root, by_delta, _ = portals
+    site = by_delta.site.output
+    listed: list[Path] = []
+    real = output.existing_files
+    monkeypatch.setattr(output, "existing_files", lambda path: (listed.append(path), real(path))[1])
+    taken = spy_on_delta(monkeypatch)
+
+    def times() -> dict[str, int]:
+        return {rel: mtime for rel, (mtime, _) in renderstate.read_manifest(site)["folders"].items()}
+
+    def listing() -> dict[str, int]:
+        return {rel: mtime for rel, (mtime, _) in output.folder_times(site).items()}
+
+    write(root, "nova/f.md", "# Fí\n\nNová, odkaz na [[Alfa]].\n")
+    build_and_render(by_delta)
+    assert taken == [False] and listed == []  # the full render, the site's files from the folders' times
+    assert (site / "notes/nova/f.html").is_file() and times() == listing() and "notes/nova" in times()
+    (site / "notes/sub/d.html").unlink()  # by hand
+    write(root, "e.md", NOTES["e.md"] + "\nDále.\n")
+    build_and_render(by_delta)
+    assert taken == [False, False] and listed == [site]  # the folder's time moved: both renders decline to trust
+    assert (site / "notes/sub/d.html").is_file() and times() == listing()
+    (root / "nova/f.md").unlink()
+    build_and_render(by_delta)
+    assert taken[2] is False and listed == [site] and not (site / "notes/nova").exists()
+    assert times() == listing() and "notes/nova" not in times()
+    write(root, "sub/b.md", NOTES["sub/b.md"] + "\nA dál.\n")
+    build_and_render(by_delta)
+    assert taken[3] is True and times() == listing()
+
+
 def test_a_temporary_file_of_a_killed_write_in_a_folder_timed_too_soon_is_removed_by_the_delta_render(portals,
                                                                                                       monkeypatch):
     root, by_delta, _ = portals

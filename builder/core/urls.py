@@ -64,8 +64,14 @@ def note_url(source_id: str, path: str) -> str:
     """The page of a note: ``recepty/teh-tarik.md`` in source ``notes`` → ``notes/recepty/teh-tarik.html``
     (see :func:`page_name`)."""
     folder, _, name = path.rpartition("/")
-    prefix = f"{folder}/" if folder else ""
-    return _q(f"{source_id}/{prefix}{page_name(name, path.count('/'))}")
+    # encoded a character at a time, so the folder's part (shared by its notes) is encoded once
+    return _folder_part(source_id, folder) + _q(page_name(name, path.count("/")))
+
+
+@lru_cache(maxsize=1 << 16)
+def _folder_part(source_id: str, folder: str) -> str:
+    """The encoded start of the URLs of a folder's pages: ``source/folder/``."""
+    return _q(f"{source_id}/{folder}/" if folder else f"{source_id}/")
 
 
 def name_problem(path: str) -> str | None:

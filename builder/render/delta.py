@@ -273,24 +273,13 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
                 item[2] = entries[note.key]["toc_digest"]
     if renderstate.patch_state(site / output.STATE, {
         "content": content, "recent": [[*at] for at, _ in recent], "home": home.context,
-        "folders": {**meta["folders"], **output.folder_times(site, _touched(meta["folders"], out.written, removed))},
+        "folders": output.retimed(site, meta["folders"], out.written, removed),
     }, {"notes": {key: entry for key, entry in entries.items() if entry != old[key]},
         "titles": {source_id: titles[source_id] for source_id in {n.source_id for n in moved}},
         "pages": {url: fp for url, fp in out.pages.items() if out.old.get(url) != fp}}):
         out.journal.clear()  # else the journal keeps naming the pages written (see output.Journal)
     return DeltaReport(tuple(out.written), tuple(removed), len(out.old) - len(out.written), len(page_jobs), broken,
                        meta["page_count"])
-
-
-def _touched(folders: output.FolderTimes, written: list[str], removed: list[str]) -> set[str]:
-    """The folders whose time a delta render takes again: those of the files it wrote or removed and their
-    parents (a folder it made), and those whose time was taken too soon after their change (listed and
-    found whole by :func:`builder.render.output.unchanged_files` at this render's start)."""
-    found = {rel for rel, (mtime, taken) in folders.items() if mtime >= taken - output.SETTLED_NS}
-    for rel in (*written, *removed):
-        while rel := rel.rpartition("/")[0]:  # not the site's own folder: never timed
-            found.add(rel)
-    return found
 
 
 def _toc_plan(conn: Connection, config: Config, env_fp: str, source_id: str, kind: str,

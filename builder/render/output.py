@@ -94,7 +94,7 @@ def is_temporary(rel: str) -> bool:
 def existing_files(site: Path) -> set[str]:
     """Every file in the site folder (relative POSIX paths) except the renderer's own records."""
     found: set[str] = set()
-    stack = [(site, "")]
+    stack = [(os.fspath(site), "")]  # str paths: a Path per folder costs more than its listing
     while stack:
         directory, prefix = stack.pop()
         try:
@@ -105,7 +105,7 @@ def existing_files(site: Path) -> set[str]:
             rel = f"{prefix}{entry.name}"
             if entry.is_dir(follow_symlinks=False):
                 if rel != CACHE_DIR:
-                    stack.append((Path(entry.path), f"{rel}/"))
+                    stack.append((entry.path, f"{rel}/"))
             elif rel not in OWN_DOT_FILES:
                 found.add(rel)
     return found
@@ -132,14 +132,15 @@ def folder_times(site: Path, folders: Iterable[str] | None = None, previous: Fol
         return before if before is not None and before[0] == mtime else [mtime, taken]
 
     found: FolderTimes = {}
+    root = os.fspath(site)
     if folders is not None:
         for rel in folders:
             try:
-                found[rel] = record(rel, os.stat(site / rel).st_mtime_ns)
+                found[rel] = record(rel, os.stat(f"{root}/{rel}").st_mtime_ns)
             except OSError:
                 continue
         return found
-    stack = [(site, "")]
+    stack = [(root, "")]
     while stack:
         directory, prefix = stack.pop()
         with os.scandir(directory) as entries:
@@ -147,8 +148,22 @@ def folder_times(site: Path, folders: Iterable[str] | None = None, previous: Fol
                 rel = f"{prefix}{entry.name}"
                 if entry.is_dir(follow_symlinks=False) and rel != CACHE_DIR:
                     found[rel] = record(rel, entry.stat(follow_symlinks=False).st_mtime_ns)
-                    stack.append((Path(entry.path), f"{rel}/"))
+                    stack.append((entry.path, f"{rel}/"))
     return found
+
+
+def retimed(site: Path, folders: FolderTimes, written: Iterable[str], removed: Iterable[str]) -> FolderTimes:
+    """The site's folders' times after a render that found ``folders`` (the last render's record) true at its start
+    (:func:`unchanged_files`) and then wrote ``written`` and removed ``removed``: those of the folders it wrote or
+    removed files in and their parents (a folder it made, or emptied and removed), and of those whose time was
+    taken too soon after their change, taken again (a folder gone is left out); the others' kept, without a
+    listing of the site."""
+    touched = {rel for rel, (mtime, taken) in folders.items() if mtime >= taken - SETTLED_NS}
+    for rel in (*written, *removed):
+        while rel := rel.rpartition("/")[0]:  # not the site's own folder: never timed
+            touched.add(rel)
+    return {**{rel: time for rel, time in folders.items() if rel not in touched},
+            **folder_times(site, touched, previous=folders)}
 
 
 def unchanged_files(site: Path, files: list[str], folders: FolderTimes) -> set[str] | None:

@@ -189,8 +189,8 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
     spill: bodycache.Spill | None = None
     try:  # the journal's file is closed however the render ends (a full disk, a failing page)
         recorded = journal.recorded()
-        out = output.Output(site, previous.get("pages", {}) if trust else {}, output.existing_files(site), recorded,
-                            journal)
+        present, timed = _site_files(site, previous if trust else {})
+        out = output.Output(site, previous.get("pages", {}) if trust else {}, present, recorded, journal)
         notes = _notes_to_render(config, conn, skip, log)
         resolver = _resolver_of_notes(config, notes)
         universe = manifest.universe(config, notes)
@@ -200,7 +200,7 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         big = len(stale) >= BIG_RENDER
         spill = bodycache.Spill(site) if big and len(stale) >= bodycache.SPILL_MIN else None
         run = _Pass(config, log, env_fp, content, files, trust, previous, universe, big, out,
-                    _context(config, resolver, big, files, spill), spill)
+                    _context(config, resolver, big, files, spill), spill, timed)
         try:
             rendered = _render_notes(run, notes, entries, stale, workers, last)
         finally:
@@ -211,6 +211,18 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         journal.close()
         if spill is not None:
             spill.remove()
+
+
+def _site_files(site: Path, previous: dict[str, Any]) -> tuple[set[str], output.FolderTimes | None]:
+    """Every file of the site, and the last render's folder times when they told it (``previous``: the last
+    render's manifest, when trusted): a ``stat`` a folder (:func:`builder.render.output.unchanged_files`);
+    else a listing of every folder, and None (the render's end then takes every folder's time again)."""
+    files, folders = previous.get("files"), previous.get("folders")
+    if isinstance(files, list) and isinstance(folders, dict):
+        found = output.unchanged_files(site, files, folders)
+        if found is not None:
+            return found, folders
+    return output.existing_files(site), None
 
 
 @dataclass(frozen=True)
@@ -229,6 +241,7 @@ class _Pass:
     out: output.Output
     ctx: notepages.Context
     spill: bodycache.Spill | None  # a render of many bodies keeps their HTML on disk while it runs
+    timed: output.FolderTimes | None  # the last render's folder times, found true at this one's start (_site_files)
 
 
 @dataclass(frozen=True)
@@ -360,7 +373,8 @@ def _end_pass(run: _Pass, notes: list[pages.NoteInfo], done: _Rendered, saved: d
                        {bodycache.key(n) for n in notes})
     memory = delta.remember(config, run.content, notes, done.entries, done.links, done.made.recent,
                             done.made.home.context, len(done.made.urls), produced,
-                            output.folder_times(config.site.output, previous=saved.get("folders")),
+                            output.retimed(config.site.output, run.timed, out.written, removed) if run.timed is not None
+                            else output.folder_times(config.site.output, previous=saved.get("folders")),
                             retry={*skip, *done.failed})
     out.save_manifest({"version": renderstate.MANIFEST_VERSION, "env": run.env_fp, "universe": run.universe,
                        "trees": done.trees, **memory, "pages": out.pages, "notes": done.entries}, saved)

@@ -137,3 +137,29 @@ def test_meanwhile_left_without_asking_ends_its_process(tmp_path: Path):
     assert time.monotonic() - started < 5  # not the job's 10 s
     with pytest.raises(ProcessLookupError):  # ended and reaped
         os.kill(int((tmp_path / "started").read_text(encoding="utf-8")), 0)
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_meanwhile_interrupted_while_waiting_raises_that_and_leaves_no_process(tmp_path: Path):
+    """A signal while the result is awaited (Ctrl-C): what it raised comes out, not an error of the clean-up, and
+    the job's process is ended and reaped."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise Interrupted
+
+    before = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        with pytest.raises(Interrupted), meanwhile(waits_for, tmp_path / "never") as result:
+            while not (tmp_path / "started").exists():
+                time.sleep(0.01)
+            signal.setitimer(signal.ITIMER_REAL, 0.3)
+            result()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int((tmp_path / "started").read_text(encoding="utf-8")), 0)

@@ -384,6 +384,62 @@ def test_a_full_render_after_a_note_added_or_removed_times_the_folders_it_change
     assert taken[3] is True and times() == listing()
 
 
+def test_a_file_the_delta_render_writes_anew_is_in_its_record_of_the_site_and_a_full_render_removes_it(portals,
+                                                                                                      monkeypatch):
+    """An attachment a full render could not copy is copied by the next delta render: the site's record of its
+    files names it, so a full render that trusts the folders' times (not listing them) removes it once no note
+    links it."""
+    root, by_delta, _ = portals
+    site = by_delta.site.output
+    real = output.copy_atomic
+
+    def refuse(source, target, **kwargs):
+        if target.name == "img.png":
+            raise PermissionError(13, "Permission denied")
+        return real(source, target, **kwargs)
+
+    (root / "sub/img.png").write_bytes(b"png-2, bigger")
+    write(root, "f.md", "# Fí\n\nNová.\n")  # a full render
+    with monkeypatch.context() as patch:
+        patch.setattr(output, "copy_atomic", refuse)
+        build_and_render(by_delta)
+    assert not (site / "notes/sub/img.png").exists()
+    taken = spy_on_delta(monkeypatch)
+    write(root, "e.md", NOTES["e.md"] + "\nDále.\n")
+    build_and_render(by_delta)
+    assert taken == [True] and (site / "notes/sub/img.png").read_bytes() == b"png-2, bigger"
+    assert "notes/sub/img.png" in renderstate.read_manifest(site)["files"]
+    settle(site)  # every folder trusted from its time: no listing shows the file
+    write(root, "sub/c.md", NOTES["sub/c.md"].replace("![obrázek](img.png)", "obrázek"))
+    build_and_render(by_delta)
+    assert taken == [True, False] and not (site / "notes/sub/img.png").exists()
+
+
+def test_a_folder_timed_too_soon_is_trusted_once_a_render_listed_it_whole_long_enough_after_its_change(
+        portals, monkeypatch):
+    """A render writes into a folder, then times it at once: too soon to trust (the folder's clock may not have
+    ticked). The next render lists it and finds it whole; when that listing came long enough after the folder's
+    last change, its time is recorded as of the listing, and later renders trust it without listing it."""
+    root, by_delta, _ = portals
+    site = by_delta.site.output
+    monkeypatch.setattr(output, "SETTLED_NS", 50_000_000)  # a fine clock's tick: the test need not wait 2 s
+    taken = spy_on_delta(monkeypatch)
+
+    def record(rel: str) -> list[int]:
+        return renderstate.read_manifest(site)["folders"][rel]
+
+    write(root, "sub/b.md", NOTES["sub/b.md"] + "\nOdstavec.\n")
+    build_and_render(by_delta)
+    mtime, at = record("notes/sub")
+    assert mtime >= at - output.SETTLED_NS  # written, then timed at once
+    time.sleep(0.2)
+    write(root, "e.md", NOTES["e.md"] + "\nDále.\n")  # a page of another folder
+    build_and_render(by_delta)
+    assert taken == [True, True] and record("notes/sub")[0] == mtime
+    assert record("notes/sub")[1] - mtime >= output.SETTLED_NS  # trusted from now on
+    assert os.stat(site / "notes/sub").st_mtime_ns == mtime
+
+
 def test_a_temporary_file_of_a_killed_write_in_a_folder_timed_too_soon_is_removed_by_the_delta_render(portals,
                                                                                                       monkeypatch):
     root, by_delta, _ = portals

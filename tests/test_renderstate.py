@@ -3,6 +3,7 @@ and that a save is all or nothing."""
 
 from __future__ import annotations
 
+import marshal
 import sqlite3
 import subprocess
 import sys
@@ -83,6 +84,17 @@ def test_a_value_kept_whole_before_and_by_shards_now_or_the_other_way_leaves_one
     assert {name for name, _ in rows(path)} == {"meta", "notes", "titles"}
     write_state(path, before, read_state(path), maps=MAPS)
     assert read_state(path) == before and {name for name, _ in rows(path)} == {"meta", "notes", "pages"}
+
+
+def test_a_key_kept_both_whole_and_by_shards_reads_as_no_state(tmp_path):
+    """What a renderer that kept ``titles`` whole leaves beside the shards of one that keeps them by shards (a
+    downgrade then an upgrade): no state, so the render starts afresh, instead of failing on every build."""
+    path = tmp_path / ".render-state"
+    write_state(path, {**manifest(3), "titles": {"src": [["a.md", "A", "d"]]}}, {}, maps=(*MAPS, "titles"))
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO meta (key, value) VALUES ('titles', ?)", (marshal.dumps({"src": []}),))
+    conn.close()
+    assert read_state(path) == {} and renderstate.read_manifest(tmp_path) == {}
 
 
 def test_nothing_stored_makes_the_file_anew(tmp_path):

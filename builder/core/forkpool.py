@@ -144,21 +144,30 @@ def meanwhile(fn: Callable[[T], R], item: T) -> Iterator[Callable[[], R]]:
     job whose result is small: it is pickled back through a pipe."""
     child = _forked(fn, item) if hasattr(os, "fork") else _Child(item)
     got: list[Callable[[], R]] = []
+    asked = False
 
     def result() -> R:
-        if not got:
+        nonlocal asked
+        if not asked:
+            asked = True  # from here _collected owns the process (it reaps it however the ask ends)
             got.append(_collected(fn, child))
         return got[0]()
 
     try:
         yield result
     finally:
-        if not got and child.pid is not None:
-            import signal
+        if not asked and child.pid is not None:
+            _end(child.pid, child.pipe)
 
-            os.close(child.pipe)
-            os.kill(child.pid, signal.SIGKILL)
-            os.waitpid(child.pid, 0)
+
+def _end(pid: int, pipe: int | None) -> None:
+    """Kill and reap a forked job no longer wanted (its pipe closed first, unless already closed)."""
+    import signal
+
+    if pipe is not None:
+        os.close(pipe)
+    os.kill(pid, signal.SIGKILL)  # one that has ended (not yet reaped) takes it harmlessly
+    os.waitpid(pid, 0)
 
 
 @dataclass(frozen=True)
@@ -199,8 +208,12 @@ def _collected(fn: Callable[[T], R], child: _Child[T]) -> Callable[[], R]:
 
     if child.pid is None:
         return _outcome(fn, child.item)
-    with os.fdopen(child.pipe, "rb") as pipe:
-        data = pipe.read()
+    try:
+        with os.fdopen(child.pipe, "rb") as pipe:
+            data = pipe.read()
+    except BaseException:  # interrupted while waiting: the process is not left behind
+        _end(child.pid, None)
+        raise
     os.waitpid(child.pid, 0)
     try:
         done, value = pickle.loads(data)

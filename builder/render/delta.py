@@ -143,15 +143,17 @@ def render_edits(config: Config, conn: Connection, *, env_fp: str, files: list[P
     if not changed or len(changed) > MAX_NOTES:
         return None
     # the proof that every page is still on disk (a stat per site folder) runs beside the rest of the proofs
+    checked = output.CheckedTimes(meta["folders"], time.time_ns())
     with forkpool.meanwhile(partial(output.stray_files, site, meta["files"]), meta["folders"]) as strays:
-        return _render_changed(config, conn, cast(DeltaMemory, meta), changed, content, env_fp, files, log, strays)
+        return _render_changed(config, conn, cast(DeltaMemory, meta), changed, content, env_fp, files, log,
+                               strays, checked)
 
 
 def _render_changed(config: Config, conn: Connection, meta: DeltaMemory, changed: list[tuple[str, str]], content: str,
-                    env_fp: str, files: list[Path], log: SyncLog,
-                    strays: Callable[[], set[str] | None]) -> DeltaReport | None:
+                    env_fp: str, files: list[Path], log: SyncLog, strays: Callable[[], set[str] | None],
+                    checked: output.CheckedTimes) -> DeltaReport | None:
     """:func:`render_edits` of the notes ``changed`` since the last render (``strays``: what the site holds
-    besides the last render's files, None when one of those is gone)."""
+    besides the last render's files, None when one of those is gone; its folders' times ``checked``)."""
     site = config.site.output
     path = site / output.STATE
     notes = pages.published_notes(config, [pages.note_from_row(r) for r in db.notes_for_render(conn, changed)])
@@ -191,7 +193,7 @@ def _render_changed(config: Config, conn: Connection, meta: DeltaMemory, changed
     ctx = notepages.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site,
                             blocks, max_note_bytes=config.max_note_bytes)
     try:
-        report = _render_delta(config, conn, notes, old, meta, titles, opened, log, env_fp, content, ctx)
+        report = _render_delta(config, conn, notes, old, meta, titles, opened, log, env_fp, content, ctx, checked)
     finally:
         journal.close()
     if report is not None:  # its notes link the files the last render's did (else it declined)
@@ -202,7 +204,8 @@ def _render_changed(config: Config, conn: Connection, meta: DeltaMemory, changed
 
 def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: manifest.Entries,
                   meta: DeltaMemory, titles: _Titles, opened: Callable[[], output.Output | None], log: SyncLog,
-                  env_fp: str, content: str, ctx: notepages.Context) -> DeltaReport | None:
+                  env_fp: str, content: str, ctx: notepages.Context,
+                  checked: output.CheckedTimes) -> DeltaReport | None:
     """Decide everything first (None: the full render must run), then write, with the render's ``ctx``, to
     the site ``opened`` gives (None: a page of the last render is gone)."""
     site = config.site.output
@@ -271,9 +274,12 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
         for item in titles[note.source_id]:
             if item[0] == note.path:
                 item[2] = entries[note.key]["toc_digest"]
+    listed = set(meta["files"])
+    fresh = [rel for rel in out.written if rel not in listed]  # e.g. an attachment the last render could not copy
     if renderstate.patch_state(site / output.STATE, {
         "content": content, "recent": [[*at] for at, _ in recent], "home": home.context,
-        "folders": output.retimed(site, meta["folders"], out.written, removed),
+        "folders": output.retimed(site, checked, out.written, removed),
+        **({"files": sorted(listed.union(fresh))} if fresh else {}),
     }, {"notes": {key: entry for key, entry in entries.items() if entry != old[key]},
         "titles": {source_id: titles[source_id] for source_id in {n.source_id for n in moved}},
         "pages": {url: fp for url, fp in out.pages.items() if out.old.get(url) != fp}}):

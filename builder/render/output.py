@@ -16,6 +16,7 @@ import os
 import re
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -152,18 +153,34 @@ def folder_times(site: Path, folders: Iterable[str] | None = None, previous: Fol
     return found
 
 
-def retimed(site: Path, folders: FolderTimes, written: Iterable[str], removed: Iterable[str]) -> FolderTimes:
-    """The site's folders' times after a render that found ``folders`` (the last render's record) true at its start
-    (:func:`unchanged_files`) and then wrote ``written`` and removed ``removed``: those of the folders it wrote or
-    removed files in and their parents (a folder it made, or emptied and removed), and of those whose time was
-    taken too soon after their change, taken again (a folder gone is left out); the others' kept, without a
-    listing of the site."""
-    touched = {rel for rel, (mtime, taken) in folders.items() if mtime >= taken - SETTLED_NS}
+@dataclass(frozen=True)
+class CheckedTimes:
+    """The last render's folder times (:func:`folder_times`), every one found true by this render's start
+    (:func:`unchanged_files`, :func:`stray_files`), which began at ``listed_at`` (``time.time_ns()``)."""
+
+    folders: FolderTimes
+    listed_at: int
+
+
+def retimed(site: Path, checked: CheckedTimes, written: Iterable[str], removed: Iterable[str]) -> FolderTimes:
+    """The site's folders' times after a render that found ``checked`` true at its start and then wrote
+    ``written`` and removed ``removed``: those of the folders it wrote or removed files in and their parents (a
+    folder it made, or emptied and removed: left out), taken again; those of the others kept, without a listing
+    of the site. A folder timed too soon after its change, listed whole by the start and unchanged since,
+    is recorded as of that listing when it came :data:`SETTLED_NS` after the change (any later change moves
+    its time), so the next render trusts its time instead of listing it again."""
+    folders = checked.folders
+    soon = {rel for rel, (mtime, taken) in folders.items() if mtime >= taken - SETTLED_NS}
+    touched = set(soon)
     for rel in (*written, *removed):
         while rel := rel.rpartition("/")[0]:  # not the site's own folder: never timed
             touched.add(rel)
-    return {**{rel: time for rel, time in folders.items() if rel not in touched},
-            **folder_times(site, touched, previous=folders)}
+    now = folder_times(site, touched, previous=folders)
+    for rel in soon:
+        found = now.get(rel)
+        if found is not None and found[0] == folders[rel][0] and checked.listed_at - found[0] >= SETTLED_NS:
+            now[rel] = [found[0], checked.listed_at]
+    return {**{rel: time for rel, time in folders.items() if rel not in touched}, **now}
 
 
 def unchanged_files(site: Path, files: list[str], folders: FolderTimes) -> set[str] | None:

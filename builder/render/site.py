@@ -213,15 +213,16 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
             spill.remove()
 
 
-def _site_files(site: Path, previous: dict[str, Any]) -> tuple[set[str], output.FolderTimes | None]:
+def _site_files(site: Path, previous: dict[str, Any]) -> tuple[set[str], output.CheckedTimes | None]:
     """Every file of the site, and the last render's folder times when they told it (``previous``: the last
     render's manifest, when trusted): a ``stat`` a folder (:func:`builder.render.output.unchanged_files`);
     else a listing of every folder, and None (the render's end then takes every folder's time again)."""
     files, folders = previous.get("files"), previous.get("folders")
     if isinstance(files, list) and isinstance(folders, dict):
+        checked = output.CheckedTimes(folders, time.time_ns())
         found = output.unchanged_files(site, files, folders)
         if found is not None:
-            return found, folders
+            return found, checked
     return output.existing_files(site), None
 
 
@@ -241,7 +242,7 @@ class _Pass:
     out: output.Output
     ctx: notepages.Context
     spill: bodycache.Spill | None  # a render of many bodies keeps their HTML on disk while it runs
-    timed: output.FolderTimes | None  # the last render's folder times, found true at this one's start (_site_files)
+    timed: output.CheckedTimes | None  # the last render's folder times, found true at this one's start (_site_files)
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,8 @@ def read_state(path: Path) -> dict[str, Any]:
                 "SELECT key, value FROM meta")}
             for name, shard, data in conn.execute("SELECT map, shard, data FROM shards ORDER BY map, shard"):
                 part = marshal.loads(data)
+                if name in found and not isinstance(found[name], StoredMap):
+                    return {}  # a key kept both whole and by shards (by two renderers): start afresh
                 if name not in found:
                     found[name] = StoredMap()
                     found[name].shards = {}

@@ -270,22 +270,33 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
     removed = [rel for rel in sorted(out.present.difference(meta["files"])) if output.is_temporary(rel)]
     for rel in removed:
         (site / rel).unlink(missing_ok=True)
-    for note in moved:
-        for item in titles[note.source_id]:
-            if item[0] == note.path:
-                item[2] = entries[note.key]["toc_digest"]
-    listed = set(meta["files"])
-    fresh = [rel for rel in out.written if rel not in listed]  # e.g. an attachment the last render could not copy
+    _record_digests(titles, moved, entries)
     if renderstate.patch_state(site / output.STATE, {
         "content": content, "recent": [[*at] for at, _ in recent], "home": home.context,
-        "folders": output.retimed(site, checked, out.written, removed),
-        **({"files": sorted(listed.union(fresh))} if fresh else {}),
+        "folders": output.retimed(site, checked, out.written, removed), **_files_after(meta["files"], out.written),
     }, {"notes": {key: entry for key, entry in entries.items() if entry != old[key]},
         "titles": {source_id: titles[source_id] for source_id in {n.source_id for n in moved}},
         "pages": {url: fp for url, fp in out.pages.items() if out.old.get(url) != fp}}):
         out.journal.clear()  # else the journal keeps naming the pages written (see output.Journal)
     return DeltaReport(tuple(out.written), tuple(removed), len(out.old) - len(out.written), len(page_jobs), broken,
                        meta["page_count"])
+
+
+def _record_digests(titles: _Titles, moved: list[pages.NoteInfo], entries: manifest.Entries) -> None:
+    """Give the notes whose headings moved their new table of contents digest in their source's list."""
+    for note in moved:
+        for item in titles[note.source_id]:
+            if item[0] == note.path:
+                item[2] = entries[note.key]["toc_digest"]
+
+
+def _files_after(files: list[str], written: list[str]) -> dict[str, list[str]]:
+    """The record of the site's files to store after a delta render wrote ``written``: none when ``files`` (the
+    last render's) names every one, else all of them (a file written anew: an attachment the last render could
+    not copy), so that a full render that trusts the folders' times knows it is the portal's."""
+    listed = set(files)
+    fresh = [rel for rel in written if rel not in listed]
+    return {"files": sorted(listed.union(fresh))} if fresh else {}
 
 
 def _toc_plan(conn: Connection, config: Config, env_fp: str, source_id: str, kind: str,

@@ -180,7 +180,7 @@ def retimed(site: Path, checked: CheckedTimes, written: Iterable[str], removed: 
         found = now.get(rel)
         if found is not None and found[0] == folders[rel][0] and checked.listed_at - found[0] >= SETTLED_NS:
             now[rel] = [found[0], checked.listed_at]
-    return {**{rel: time for rel, time in folders.items() if rel not in touched}, **now}
+    return {**{rel: kept for rel, kept in folders.items() if rel not in touched}, **now}
 
 
 def unchanged_files(site: Path, files: list[str], folders: FolderTimes) -> set[str] | None:

@@ -25,6 +25,7 @@ contents of a source whose notes' headings changed, and whatever attachments cha
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -65,7 +66,7 @@ class DeltaMemory(TypedDict):
     into: dict[str, list[str]]  # note key → the notes linking to it
     file_links: dict[str, list[FileLink]]  # note key → its links to files (or to nothing)
     attachments: dict[str, list[str]]  # site URL of a copied file → [source id, path]
-    files: list[str]  # every file of the site
+    files: list[str]  # every file of the site, sorted
     folders: output.FolderTimes  # every folder of the site, its time and when that was taken (output.folder_times)
     recent: list[list[str]]  # the home page's recently changed notes' order keys
     home: dict[str, Any]  # the home page's template context
@@ -294,9 +295,14 @@ def _files_after(files: list[str], written: list[str]) -> dict[str, list[str]]:
     """The record of the site's files to store after a delta render wrote ``written``: none when ``files`` (the
     last render's) names every one, else all of them (a file written anew: an attachment the last render could
     not copy), so that a full render that trusts the folders' times knows it is the portal's."""
-    listed = set(files)
-    fresh = [rel for rel in written if rel not in listed]
-    return {"files": sorted(listed.union(fresh))} if fresh else {}
+    fresh = [rel for rel in written if not _in_sorted(files, rel)]  # a few looked up, not every file hashed
+    return {"files": sorted({*files, *fresh})} if fresh else {}
+
+
+def _in_sorted(files: list[str], rel: str) -> bool:
+    """Is ``rel`` in ``files`` (sorted, as :func:`remember` and :func:`_files_after` store it)?"""
+    at = bisect.bisect_left(files, rel)
+    return at < len(files) and files[at] == rel
 
 
 def _toc_plan(conn: Connection, config: Config, env_fp: str, source_id: str, kind: str,

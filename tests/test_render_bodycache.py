@@ -4,6 +4,8 @@ land elsewhere is not taken."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -205,9 +207,72 @@ def test_a_big_render_that_keeps_its_bodies_on_disk_writes_the_same_site(portals
     assert site_snapshot(spilled.site.output) == site_snapshot(held.site.output)
     assert manifest(spilled.site.output) == manifest(held.site.output)
     assert not (spilled.site.output / ".render-cache/spill.sqlite").exists()
+    assert kept_bodies(spilled) == kept_bodies(held) != {}  # whole: their links too, read back from the spill
     rendered = parsed_notes(monkeypatch)
     build_and_render(spilled, full=True, workers=workers)  # the kept bodies, written from the spill, are taken
     assert rendered == [] and site_snapshot(spilled.site.output) == site_snapshot(held.site.output)
+
+
+def kept_bodies(config) -> dict[str, bytes]:
+    """Every body kept for the next render, as stored."""
+    from builder.core.index import bodystore
+
+    (path,) = (config.site.output / ".render-cache").glob("bodies-*.sqlite")
+    conn = bodystore.sqlite_module().connect(str(path))
+    try:
+        return dict(conn.execute("SELECT key, data FROM bodies"))
+    finally:
+        conn.close()
+
+
+def render_memory(monkeypatch) -> list:
+    """From now on, what each full render holds at its end: (its notes, the bodies it rendered)."""
+    held: list = []
+    real = site._end_pass
+
+    def spy(run, notes, done, *args, **kwargs):
+        held.append((notes, done.bodies))
+        return real(run, notes, done, *args, **kwargs)
+
+    monkeypatch.setattr(site, "_end_pass", spy)
+    return held
+
+
+def test_a_big_render_holds_of_a_spilled_body_only_what_its_page_shows_besides_the_html(portals, monkeypatch):
+    """Issue 47: a body's links and their resolutions (1.4 KB a note) went to the manifest entry and stayed in
+    memory to the render's end; in a spilled render the spill keeps them, memory the page's language and summary."""
+    root, spilled, _ = portals
+    write(root, "souhrn.md", "---\nsummary: Krátce o všem\nlang: cs\n---\n# Souhrn\n\n[Alfa](a.md)\n")
+    no_kept_bodies(spilled)
+    spied_spill(monkeypatch)
+    held = render_memory(monkeypatch)
+    build_and_render(spilled, full=True)
+    (_, bodies), = held
+    assert {o.body.html for o in bodies.values()} == {bodycache.SPILLED}
+    assert {(o.body.links, o.body.results, o.body.lines, o.highlights) for o in bodies.values()} == {((), (), (), ())}
+    summary = bodies["notes:souhrn.md"].body
+    assert (summary.lang, summary.summary) == ("cs", "Krátce o všem")
+    page = (spilled.site.output / "notes/souhrn.html").read_text("utf-8")
+    assert '<meta name="description" content="Krátce o všem">' in page and 'lang="cs"' in page
+    assert '<a href="a.html" rel="noopener noreferrer">Alfa</a>' in page
+
+
+def test_the_workers_of_a_big_render_are_sent_no_note(portals, monkeypatch):
+    """Forked workers hold the render's notes: a job names them by position. A note pickled to a worker kept a
+    UTF-8 copy of each of its strings that is not ASCII (1.2 KB a note of the render's memory at 10,000 notes)."""
+    root, spilled, _ = portals
+    for number in range(5):
+        write(root, f"poznámky/čeština-{number}.md", f"---\ntags: [štítek]\n---\n# Čeština {number}\n\n[[Alfa]]\n")
+    monkeypatch.setattr("builder.core.forkpool.PARALLEL_MIN", 1)
+    no_kept_bodies(spilled)
+    held = render_memory(monkeypatch)
+    build_and_render(spilled, full=True, workers=2)
+    (notes, _), = held
+    czech = [n for n in notes if not n.path.isascii()]
+    assert len(czech) == 5 and (spilled.site.output / "notes/poznámky/čeština-4.html").is_file()
+    for note in czech:  # sys.getsizeof counts a str's UTF-8 copy once one was made (its key and title travel in
+        for text in (note.path, note.url, *note.tags):  # the pictures of links: not the note)
+            assert sys.getsizeof(text) == sys.getsizeof(text.encode().decode()), (note.key, text)
 
 
 def test_a_spill_that_cannot_be_written_keeps_the_bodies_in_memory(portals, monkeypatch):
@@ -219,3 +284,36 @@ def test_a_spill_that_cannot_be_written_keeps_the_bodies_in_memory(portals, monk
     assert batches == []
     assert site_snapshot(spilled.site.output) == site_snapshot(held.site.output)
     assert (spilled.site.output / ".render-cache/spill.sqlite").is_dir()  # left as it was found
+
+
+@pytest.mark.parametrize("cycles", ["collected", "left"])
+def test_the_pages_templates_leave_no_reference_cycles_to_the_render_s_end(tmp_path, monkeypatch, cycles):
+    """A render runs without the cycle collector (it would rescan the render's 10^6 objects again and again), but
+    each page a template renders leaves reference cycles (Jinja's contexts), which held 100,000 notes' tables of
+    contents and tag pages to the render's end (issue 47): they are collected while the pages besides the notes'
+    are made. ``left``: the same render with that collection taken out, to show the count below can fail."""
+    import gc
+
+    import jinja2.runtime
+
+    notes = tmp_path / "notes"
+    for number in range(160):
+        write(notes, f"složka-{number % 12}/poznámka-{number}.md", f"---\ntags: [štítek-{number % 7}]\n---\n"
+              f"# Poznámka {number}\n\n## Část\n\nText.\n")
+    config = make_config(tmp_path, {"notes": notes})
+    monkeypatch.setattr("builder.core.forkpool.PARALLEL_MIN", 1)  # the note pages' templates run in the workers
+    monkeypatch.setattr("builder.render.toc.TOC_ENTRIES", 10)  # a table of contents in pieces, as a big one is
+    if cycles == "left":
+        monkeypatch.setattr(site, "_cycles_collected", contextlib.nullcontext)
+    found: list[int] = []
+    real = site._note_pages
+
+    def spy(*args, **kwargs):  # called once the other pages are made
+        found.append(sum(isinstance(o, jinja2.runtime.Context) for o in gc.get_objects()))  # not one is in use
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(site, "_note_pages", spy)
+    gc.collect()  # none left by what ran before in this process
+    build_and_render(config, full=True, workers=2)
+    assert (config.site.output / "notes/index.html").is_file() and len(found) == 1
+    assert (found[0] == 0) == (cycles == "collected"), found

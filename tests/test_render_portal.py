@@ -172,7 +172,7 @@ def test_a_note_picture_shows_two_hops_both_ways_with_links_to_the_notes(tmp_pat
 
 
 def test_the_picture_keeps_its_size_around_a_hub():
-    notes = [pages.NoteInfo("s", f"n{i:02}.md", f"N{i:02}", (), "[]", None, "x", f"s:n{i:02}.md", f"s/n{i:02}.html")
+    notes = [pages.NoteInfo("s", f"n{i:02}.md", f"N{i:02}", (), b"[]", None, "x", f"s:n{i:02}.md", f"s/n{i:02}.html")
              for i in range(40)]
     entries = {n.key: {"resolved": [["note", "", "n00.md", ""]] if n.path != "n00.md" else []} for n in notes}
     links = graph.Links(notes, entries)

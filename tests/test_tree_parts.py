@@ -21,7 +21,7 @@ CALL = re.compile(r'^notesPortalTree\("(?P<source>[^"]+)",(?P<node>.*?)(?:,"(?P<
 
 def note(path: str) -> pages.NoteInfo:
     url = urls.note_url("s", path)
-    return pages.NoteInfo("s", path, f"T {path}", (), "[]", None, "x", f"s:{path}", url)
+    return pages.NoteInfo("s", path, f"T {path}", (), b"[]", None, "x", f"s:{path}", url)
 
 
 def whole_tree(notes: list[pages.NoteInfo]) -> dict:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import marshal
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,28 +54,20 @@ def cache_file(site: Path, code: Iterable[Path], trusted: bool, language: str = 
 
 def key(note: NoteInfo) -> str:
     """What a note's body is made of besides its links: its text, its page and its headings."""
-    return hashlib.sha256(f"{note.sha256}\0{note.url}\0{note.headings_json}".encode()).hexdigest()
+    return hashlib.sha256(f"{note.sha256}\0{note.url}\0".encode() + note.headings_json).hexdigest()
 
 
 def lookup(path: Path, note: NoteInfo, resolve: Callable[[str, str], Link]) -> tuple[Body, tuple[str, ...]] | None:
     """The body kept for ``note`` when its links (``resolve(kind, raw)``) render as it shows them, with
     the keys of its highlighted code blocks; else None."""
-    from builder.render.links import Link
-    from builder.render.markdown import Body, same_body
+    from builder.render.markdown import same_body
 
     wanted = key(note)
     data = read_body(path, wanted)
-    if data is None:
+    found = _record_body(data) if data is not None else None
+    if found is None or found[0] != wanted:
         return None
-    try:
-        kept_for, html, links, results, lines, code, lang, summary = marshal.loads(data)
-        body = Body(html, tuple((kind, raw) for kind, raw in links), tuple(Link(*r) for r in results),
-                    tuple(tuple(at) for at in lines), str(lang), str(summary))
-        if kept_for != wanted or not isinstance(html, str) or len(body.results) != len(body.links):
-            return None  # a damaged file
-        code = tuple(str(block) for block in code)
-    except (ValueError, EOFError, TypeError):  # not ours
-        return None
+    _, body, code = found
     now = same_body(body, note.url, note.url, tuple(resolve(kind, raw) for kind, raw in body.links))
     return (now, code) if now is not None else None
 
@@ -84,48 +76,67 @@ def save(path: Path, made: Callable[[], Iterable[tuple[str, Body, tuple[str, ...
     """Keep the bodies ``made()`` yields (key, body, the keys of its code blocks: called once or twice, so that
     they need not all be in memory); with ``keep``, forget every other key (a render that saw every note); drop
     other versions' files."""
-    def rows() -> Iterator[tuple[str, bytes]]:
-        for k, body, code in made():
-            yield k, marshal.dumps((k, body.html, [list(link) for link in body.links],
-                                    [r.as_list() for r in body.results], [list(at) for at in body.lines], list(code),
-                                    body.lang, body.summary))
-
-    if write_bodies(path, rows, keep):
+    if write_bodies(path, lambda: ((k, _body_record(k, body, code)) for k, body, code in made()), keep):
         for other in path.parent.glob("bodies-*.sqlite"):
             if other != path:
                 other.unlink(missing_ok=True)
 
 
-# A render of at least this many bodies keeps their HTML on disk (:class:`Spill`) rather than in memory: 100,000
-# notes held 2 GB of it.
+def _body_record(name: str, body: Body, code: tuple[str, ...]) -> bytes:
+    """One body as the files of this module keep it (:data:`BODY_FORMAT`), under ``name``."""
+    return marshal.dumps((name, body.html, [list(link) for link in body.links], [r.as_list() for r in body.results],
+                          [list(at) for at in body.lines], list(code), body.lang, body.summary))
+
+
+def _record_body(data: bytes) -> tuple[str, Body, tuple[str, ...]] | None:
+    """A :func:`_body_record` read back: (its name, the body, its code blocks' keys); None for a damaged one."""
+    from builder.render.links import Link
+    from builder.render.markdown import Body
+
+    try:
+        name, html, links, results, lines, code, lang, summary = marshal.loads(data)
+        body = Body(html, tuple((kind, raw) for kind, raw in links), tuple(Link(*r) for r in results),
+                    tuple(tuple(at) for at in lines), str(lang), str(summary))
+        if not isinstance(html, str) or len(body.results) != len(body.links):
+            return None  # a damaged file
+        return str(name), body, tuple(str(block) for block in code)
+    except (ValueError, EOFError, TypeError):  # not ours
+        return None
+
+
+# A render of at least this many bodies keeps them on disk (:class:`Spill`) rather than in memory: 100,000 notes
+# held 2 GB of their HTML.
 SPILL_MIN = 20_000
 SPILL_BATCH = 1_000  # bodies written to the spill at once
 SPILLED = "\x00spilled\x00"  # a body's HTML while it is in the spill (no sanitised HTML holds a NUL)
 
 
 class Spill:
-    """The HTML of one big render's note bodies, on disk while the render runs (``.render-cache/spill.sqlite``,
-    made empty at the start and removed at the end): the render process hands over bodies in batches and, once a
-    batch is written, keeps only their links (the HTML becomes :data:`SPILLED`); the page workers read it back by
-    the note's key. A batch the file could not take stays in memory, and nothing more is spilled: the spill saves
-    memory, never a page."""
+    """One big render's note bodies, on disk while the render runs (``.render-cache/spill.sqlite``, made empty at
+    the start and removed at the end): the render process hands over bodies in batches and, once a batch is
+    written, keeps of each only what its page needs besides its HTML (:func:`spilled`); the page workers read the
+    HTML back by the note's key, the render's end the whole body (for the bodies kept between renders). A batch
+    the file could not take stays in memory, and nothing more is spilled: the spill saves memory, never a page."""
 
     def __init__(self, site: Path) -> None:
         self.path = site / CACHE_DIR / "spill.sqlite"
         self.failed = False
         self.remove()  # a killed render's
 
-    def write(self, batch: list[tuple[str, str]]) -> bool:
-        """Write ``batch`` ((note key, HTML), …); True when it is on disk, False when it stays in memory."""
+    def write(self, batch: list[tuple[str, Body, tuple[str, ...]]]) -> bool:
+        """Write ``batch`` ((note key, body, its code blocks' keys), …); True when it is on disk, False when it
+        stays in memory."""
         if self.failed or not batch:
             return False
-        rows = [(key, html.encode("utf-8", "surrogatepass")) for key, html in batch]
+        rows = [(key, _body_record(key, body, code)) for key, body, code in batch]
         self.failed = not write_bodies(self.path, lambda: rows, None)
         return not self.failed
 
-    def html(self, key: str) -> str | None:
-        """The HTML written under ``key``, or None."""
-        return spilled_html(self.path, key)
+    def body(self, key: str) -> tuple[Body, tuple[str, ...]] | None:
+        """The body written under the note ``key`` and its code blocks' keys, or None."""
+        data = read_body(self.path, key)
+        found = _record_body(data) if data is not None else None
+        return found[1:] if found is not None and found[0] == key else None
 
     def remove(self) -> None:
         close_reader()
@@ -133,7 +144,15 @@ class Spill:
             self.path.unlink(missing_ok=True)
 
 
+def spilled(body: Body) -> Body:
+    """What a render keeps in memory of a body in the spill: its language and summary (its page shows them)."""
+    from builder.render.markdown import Body
+
+    return Body(SPILLED, (), (), (), body.lang, body.summary)
+
+
 def spilled_html(path: Path, key: str) -> str | None:
     """The HTML a :class:`Spill` at ``path`` holds for the note ``key`` (read in a page worker), or None."""
     data = read_body(path, key)
-    return None if data is None else data.decode("utf-8", "surrogatepass")
+    found = _record_body(data) if data is not None else None
+    return found[1].html if found is not None and found[0] == key else None

@@ -318,7 +318,7 @@ def _toc_plan(conn: Connection, config: Config, env_fp: str, source_id: str, kin
     rows = db.notes_for_render(conn, around)
     fresh = {n.path: n for n in pages.published_notes(config, [pages.note_from_row(r) for r in rows])}
     fresh.update(changed)
-    members = [fresh.get(path) or pages.NoteInfo(source_id, path, title, (), "[]", None, "", f"{source_id}:{path}", "")
+    members = [fresh.get(path) or pages.NoteInfo(source_id, path, title, (), b"[]", None, "", f"{source_id}:{path}", "")
                for path, title, _ in listed]  # (outside those folders only the path counts: see toc.plan)
     if len(fresh) != len(changed) + len(around):
         return None

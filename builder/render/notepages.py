@@ -7,6 +7,7 @@ instead of unpickling it).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -40,6 +41,7 @@ class Context:
     kept_bodies: Path | None = None  # the bodies kept by earlier renders (builder.render.bodycache), if used
     spill: Path | None = None  # a big render's bodies' HTML on disk (builder.render.bodycache.Spill), if used
     max_note_bytes: int = 2_000_000  # limits.max_note_bytes: a note read for its page is read no further
+    notes: Sequence[NoteInfo] = ()  # the render's notes, which jobs name by position (forked workers hold them)
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,18 @@ def page_job(ctx: Context, job: tuple[NoteInfo, Body, list[NoteInfo], Local]) ->
     except Exception as exc:  # a template or a drawing that chokes on one note: that note's alone
         return Written(note.url, note.key, f"its page could not be made ({type(exc).__name__}: {str(exc)[:200]})")
     return Written(note.url, note.key)
+
+
+def page_job_at(ctx: Context, job: tuple[int, Body, list[int], Local]) -> Written:
+    """:func:`page_job` of the note and backlinks at those positions of ``ctx.notes`` (a job so named sends no note
+    to a worker: pickling a note's strings left a UTF-8 copy of each on them, 1 KB a note of the render's memory)."""
+    number, body, backlinks, local = job
+    return page_job(ctx, (ctx.notes[number], body, [ctx.notes[other] for other in backlinks], local))
+
+
+def body_job_at(ctx: Context, numbers: list[int]) -> list[Outcome]:
+    """:func:`body_job` of the notes at those positions of ``ctx.notes`` (see :func:`page_job_at`)."""
+    return body_job(ctx, [ctx.notes[number] for number in numbers])
 
 
 def body_job(ctx: Context, notes: list[NoteInfo]) -> list[Outcome]:

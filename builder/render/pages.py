@@ -14,9 +14,9 @@ import heapq
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from builder.core import urls
@@ -74,21 +74,23 @@ class HeadingInfo:
     line: int  # 1-based, as the index stores it
 
 
-_ANCHOR_IN_JSON = re.compile(r'"anchor": "([^"\\]*)"')
-_LINE_IN_JSON = re.compile(r'"line": \d+')
+_ANCHOR_IN_JSON = re.compile(rb'"anchor": "([^"\\]*)"')
+_LINE_IN_JSON = re.compile(rb'"line": \d+')
 
 
 # Not frozen (but hashed by value, as if it were): a render makes one per note of the index, and a frozen
-# dataclass's __init__ costs five times as much. Nothing assigns to a NoteInfo's fields.
-@dataclass(unsafe_hash=True)
+# dataclass's __init__ costs five times as much. Nothing assigns to a NoteInfo's fields. Slotted, and nothing
+# decoded is kept on it: a render holds one per note of the collection for its whole run (a ``__dict__`` and
+# the decoded headings were 2 KB a note of the render's memory; see docs/BENCHMARKS.md).
+@dataclass(unsafe_hash=True, slots=True)
 class NoteInfo:
-    """One published note as the index describes it (headings are decoded only when needed)."""
+    """One published note as the index describes it (its headings decoded on each read: keep them while needed)."""
 
     source_id: str
     path: str
     title: str
     tags: tuple[str, ...]
-    headings_json: str  # files.headings: [{anchor, level, line, text}, ...]
+    headings_json: bytes  # files.headings, UTF-8 (half a str's size for Czech): [{anchor, level, line, text}, ...]
     changed_at: str | None  # the last change the build saw: git's last commit touching it, else the file time
     sha256: str
     key: str  # "<source>:<path>"
@@ -96,11 +98,12 @@ class NoteInfo:
     changed_by: str | None = None  # git sources: the author of that commit
     created: str | None = None  # YYYY-MM-DD from the front matter (date, created), when it says
     updated_fm: str | None = None  # YYYY-MM-DD from the front matter (updated, lastmod, modified)
+    _sort: tuple[str, str] | None = field(default=None, init=False, repr=False, compare=False)  # sort_key, once read
 
-    @cached_property
+    @property
     def anchor_list(self) -> tuple[str, ...]:
         """The heading anchors in order, read without decoding the JSON."""
-        return tuple(_ANCHOR_IN_JSON.findall(self.headings_json))
+        return tuple(anchor.decode() for anchor in _ANCHOR_IN_JSON.findall(self.headings_json))
 
     @property
     def updated_at(self) -> str:
@@ -118,19 +121,24 @@ class NoteInfo:
         """What the note's page says about its dates and that its text does not (see ``changed_at``)."""
         return f"{self.changed_at or ''}\x1f{self.changed_by or ''}"
 
-    @cached_property
+    @property
     def headings(self) -> tuple[HeadingInfo, ...]:
+        """The headings, decoded now (each read decodes them again)."""
         return tuple(HeadingInfo(int(h["level"]), str(h["text"]), str(h["anchor"]), int(h["line"]))
-                     for h in json.loads(self.headings_json or "[]"))
+                     for h in json.loads(self.headings_json or b"[]"))
 
     @property
     def toc_entry(self) -> str:
         """What a table of contents shows of this note (headings without their line numbers)."""
-        return "\x1f".join((self.path, self.title, *self.tags, _LINE_IN_JSON.sub("", self.headings_json)))
+        return "\x1f".join((self.path, self.title, *self.tags, _LINE_IN_JSON.sub(b"", self.headings_json).decode()))
 
-    @cached_property
+    @property
     def sort_key(self) -> tuple[str, str]:
-        return fold(self.title), self.path
+        """Where the note sorts in lists: by its folded title (kept once read: the graph sorts each note's
+        neighbours by it)."""
+        if self._sort is None:
+            self._sort = fold(self.title), self.path
+        return self._sort
 
     @property
     def folder(self) -> str:
@@ -163,7 +171,8 @@ def _decoded_tags(stored: str) -> tuple[str, ...]:
 def note_from_row(row: NoteRow) -> NoteInfo:
     """A row of :func:`builder.core.index.notes_for_render` as a :class:`NoteInfo`."""
     source_id, path, title, tags, headings, changed_at, changed_by, sha256, created, updated = row
-    return NoteInfo(source_id, path, title, _decoded_tags(tags) if tags and tags != "[]" else (), headings or "[]",
+    return NoteInfo(source_id, path, title, _decoded_tags(tags) if tags and tags != "[]" else (),
+                    (headings or "[]").encode(),
                     changed_at, sha256, f"{source_id}:{path}", urls.note_url(source_id, path), changed_by,
                     day_of(created) if created is not None else None, day_of(updated) if updated is not None else None)
 
@@ -172,12 +181,6 @@ def published_notes(config: Config, notes: list[NoteInfo]) -> list[NoteInfo]:
     """Notes of configured sources, inside today's scope (a note outside it never gets a page)."""
     scopes = {s.id: Scope.of(s) for s in config.sources}
     return [n for n in notes if n.source_id in scopes and scopes[n.source_id].wants(n.path)]
-
-
-def settle(notes: list[NoteInfo]) -> None:
-    """Decode now what pages show of ``notes`` (headings, sort keys): the objects do not change later."""
-    for note in notes:
-        note.headings, note.sort_key  # noqa: B018  (cached properties: reading them stores them)
 
 
 def _tag_links(tags: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -197,11 +200,11 @@ def note_breadcrumbs(note: NoteInfo) -> tuple[tuple[str | Label, str | None], ..
     return (*crumbs, (note.title, None))
 
 
-def title_in_body(note: NoteInfo, body_html: str) -> bool:
-    """Does the body open with an H1? Then it is the page's heading, whether or not it says the front
-    matter's title (which still names the page in its tab, breadcrumbs and lists): a page has one H1."""
-    first = note.headings[0] if note.headings else None
-    return first is not None and first.level == 1 and body_html.lstrip().startswith("<h1")
+def title_in_body(headings: tuple[HeadingInfo, ...], body_html: str) -> bool:
+    """Does the body (of a note with these ``headings``) open with an H1? Then it is the page's heading, whether
+    or not it says the front matter's title (which still names the page in its tab, breadcrumbs and lists): a
+    page has one H1."""
+    return bool(headings) and headings[0].level == 1 and body_html.lstrip().startswith("<h1")
 
 
 def note_dates(note: NoteInfo) -> dict[str, str]:
@@ -240,14 +243,15 @@ def note_page(note: NoteInfo, body_html: str, backlinks: list[NoteInfo], graph_s
     """The page of one note around its rendered body; ``graph_svg``: the picture of its links; ``lang``: the
     language its text is written in (its front matter's ``lang``, else as detected), which its page marks
     when it is not the site's; ``description``: its summary or first paragraph (the meta description)."""
-    in_body = title_in_body(note, body_html)
+    headings = note.headings
+    in_body = title_in_body(headings, body_html)
     diagrams = has_diagram(body_html)
     drawn = diagrams and can_draw()  # a stat, asked only of a page with a diagram
     head, rest = "", body_html
     if in_body:
         cut = body_html.find("</h1>") + len("</h1>")
         head, rest = body_html[:cut], body_html[cut:]
-    toc = [h for h in note.headings if h.level <= 3]
+    toc = [h for h in headings if h.level <= 3]
     if in_body:
         toc = toc[1:]
     context = {

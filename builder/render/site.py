@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -167,6 +167,24 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
+@contextmanager
+def _cycles_collected() -> Iterator[None]:
+    """Within :func:`_no_cycle_collection`: the cycle collector on for the objects made from here, blind to those
+    made before (frozen: the render's long-lived objects are not scanned again). The templates leave reference
+    cycles behind each page they render (Jinja's contexts); uncollected, those of the tables of contents, tag
+    pages and sitemaps of 100,000 notes stayed to the render's end (docs/BENCHMARKS.md)."""
+    if gc.isenabled():
+        yield
+        return
+    gc.freeze()
+    gc.enable()
+    try:
+        yield
+    finally:
+        gc.disable()
+        gc.unfreeze()
+
+
 def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, workers: int | None,
                  started: float, claimed: bool, skip: dict[str, str], last: bool) -> RenderReport:
     """One pass of the render, leaving out the notes of ``skip`` (key → why); a note page that fails
@@ -200,7 +218,7 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         big = len(stale) >= BIG_RENDER
         spill = bodycache.Spill(site) if big and len(stale) >= bodycache.SPILL_MIN else None
         run = _Pass(config, log, env_fp, content, files, trust, previous, universe, big, out,
-                    _context(config, resolver, big, files, spill), spill, timed)
+                    _context(config, notes, resolver, big, files, spill), spill, timed)
         try:
             rendered = _render_notes(run, notes, entries, stale, workers, last)
         finally:
@@ -290,11 +308,11 @@ def _notes_to_render(config: Config, conn: Connection, skip: dict[str, str], log
     return [n for n in notes if n.key not in left_out]
 
 
-def _context(config: Config, resolver: Resolver, big: bool, files: list[Path],
+def _context(config: Config, notes: list[pages.NoteInfo], resolver: Resolver, big: bool, files: list[Path],
              spill: bodycache.Spill | None) -> notepages.Context:
-    """What rendering a note needs besides the note; a ``big`` render starts from the stored code blocks (before
-    the workers fork: they inherit them) and keeps note bodies, a small one reads the blocks on a miss; the page
-    workers read the bodies' HTML back from ``spill``."""
+    """What rendering the render's ``notes`` needs besides them (jobs name them by position); a ``big`` render
+    starts from the stored code blocks (before the workers fork: they inherit them) and keeps note bodies, a small
+    one reads the blocks on a miss; the page workers read the bodies' HTML back from ``spill``."""
     site = config.site.output
     blocks = highlight.CodeBlocks()
     kept: Path | None = None  # the note bodies kept between big renders (builder.render.bodycache)
@@ -308,7 +326,8 @@ def _context(config: Config, resolver: Resolver, big: bool, files: list[Path],
                                 config.site.language)
     return notepages.Context(resolver, {s.id: config.source_root(s) for s in config.sources}, config.allow_html,
                              jinja, time.strftime("%Y-%m-%d %H:%M"), site, blocks, kept_bodies=kept,
-                             spill=spill.path if spill is not None else None, max_note_bytes=config.max_note_bytes)
+                             spill=spill.path if spill is not None else None, max_note_bytes=config.max_note_bytes,
+                             notes=notes)
 
 
 def _render_notes(run: _Pass, notes: list[pages.NoteInfo], entries: manifest.Entries, stale: list[pages.NoteInfo],
@@ -318,9 +337,7 @@ def _render_notes(run: _Pass, notes: list[pages.NoteInfo], entries: manifest.Ent
     old: manifest.Entries = run.previous.get("notes", {}) if run.trust else {}
     out = run.out
     with Pool(workers, run.ctx) as pool:
-        bodies = _bodies(pool, stale, run.spill)
-        entries.update({n.key: manifest.entry(n, body, bodies[n.key].highlights)
-                        for n in stale if (body := bodies[n.key].body)})
+        bodies = _bodies(pool, stale, run.spill, entries)
         broken = manifest.log_broken(stale, bodies, entries, run.log)
         links = graph.Links(notes, entries)
         moved, before = graph.moved(stale, set(old) - {n.key for n in notes}, old, entries)
@@ -336,23 +353,23 @@ def _render_notes(run: _Pass, notes: list[pages.NoteInfo], entries: manifest.Ent
         pending = [n for n in notes if n.key in entries and not out.kept(n.url, affected is None or n.key in affected)
                    and out.wants(n.url, fingerprint(n))]
         bodies.update(_bodies(pool, [n for n in pending if n.key not in bodies], run.spill))
-        page_jobs = [(n, body, backlinks.get(n.key, []), pictures[n.key])
+        position = _positions(run.ctx.notes)
+        page_jobs = [(position[n.key], body, [position[b.key] for b in backlinks.get(n.key, ())], pictures[n.key])
                      for n in pending if (body := bodies[n.key].body)]
-        # the workers write note pages while this process makes the others; the notes sent along
-        # must not change meanwhile (they are pickled by another thread)
-        pages.settle([n for job in page_jobs for n in (job[0], *job[2])])
         for job in page_jobs:
-            out.journal.add(urls.site_file(job[0].url))
-        note_pages = pool.start(notepages.page_job, page_jobs)
+            out.journal.add(urls.site_file(run.ctx.notes[job[0]].url))
+        # the workers write note pages while this process makes the others
+        note_pages = pool.start(notepages.page_job_at, page_jobs)
         out.keep(n.url for n in notes if n.key not in entries)
         dirty = manifest.dirty(notes, stale, old, entries, moved) if run.trust else None
         # the navigation trees list the notes with a page: every note's path and title, less those
         # that could not be read (their pages stay, but a fresh render would leave them out)
         trees = manifest.sha(*(f"{source_id}\x1f{digest}" for source_id, digest in sorted(run.universe.items())),
                              *(n.key for n in notes if n.key not in entries))
-        made = _site_pages(run.ctx, out, run.env_fp, [n for n in notes if n.key in entries],
-                           {s.id: s.kind for s in run.config.sources}, dirty,
-                           SiteData(entries, links, run.trust and run.previous.get("trees") == trees))
+        with _cycles_collected():
+            made = _site_pages(run.ctx, out, run.env_fp, [n for n in notes if n.key in entries],
+                               {s.id: s.kind for s in run.config.sources}, dirty,
+                               SiteData(entries, links, run.trust and run.previous.get("trees") == trees))
         failed = _note_pages(out, note_pages(), len(page_jobs), last, run.log)
     return _Rendered(entries, bodies, links, broken, made, failed, len(page_jobs), trees)
 
@@ -452,52 +469,63 @@ def _affected(notes: list[pages.NoteInfo], stale: list[pages.NoteInfo], old: man
     return found
 
 
-def _bodies(pool: Pool[notepages.Context], notes: list[pages.NoteInfo],
-            spill: bodycache.Spill | None = None) -> dict[str, notepages.Outcome]:
+def _bodies(pool: Pool[notepages.Context], notes: list[pages.NoteInfo], spill: bodycache.Spill | None = None,
+            entries: manifest.Entries | None = None) -> dict[str, notepages.Outcome]:
     """Note key → its rendered body (:class:`builder.render.notepages.Outcome`); one job per text. The
-    code blocks a worker highlighted join the render's (``pool.shared.blocks``). With ``spill``, the bodies'
-    HTML goes to disk in batches as they arrive (see :class:`builder.render.bodycache.Spill`)."""
-
+    code blocks a worker highlighted join the render's (``pool.shared.blocks``). With ``spill``, the bodies go
+    to disk in batches as they arrive, and each keeps in memory only what its page needs besides its HTML (see
+    :class:`builder.render.bodycache.Spill`); ``entries``: where the manifest entry of each note rendered goes,
+    made from its whole body."""
+    position = _positions(pool.shared.notes)
     groups = notepages.same_text_groups(notes)
     bodies: dict[str, notepages.Outcome] = {}
-    batch: list[tuple[str, str]] = []
+    made: manifest.Entries = {}
+    batch: list[tuple[str, Body, tuple[str, ...]]] = []
 
     def spilled() -> None:
         if spill is not None and spill.write(batch):
-            for key, _ in batch:
-                outcome = bodies[key]
-                assert outcome.body is not None
-                bodies[key] = replace(outcome, body=replace(outcome.body, html=bodycache.SPILLED))
+            for key, body, _ in batch:
+                bodies[key] = replace(bodies[key], body=bodycache.spilled(body), highlights=(), blocks=None)
         batch.clear()
 
-    for group, outcomes in zip(groups, pool.imap(notepages.body_job, groups), strict=True):
+    jobs = [[position[n.key] for n in group] for group in groups]
+    for group, outcomes in zip(groups, pool.imap(notepages.body_job_at, jobs), strict=True):
         for note, outcome in zip(group, outcomes, strict=True):
             if outcome.blocks:
                 pool.shared.blocks.remember(outcome.blocks)
             bodies[note.key] = outcome
-            if spill is not None and outcome.body is not None:
-                batch.append((note.key, outcome.body.html))
+            if outcome.body is None:
+                continue
+            if entries is not None:
+                made[note.key] = manifest.entry(note, outcome.body, outcome.highlights)
+            if spill is not None:
+                batch.append((note.key, outcome.body, outcome.highlights))
                 if len(batch) >= bodycache.SPILL_BATCH:
                     spilled()
     spilled()
+    if entries is not None:
+        entries.update((n.key, made[n.key]) for n in notes if n.key in made)
     return bodies
+
+
+def _positions(notes: Sequence[pages.NoteInfo]) -> dict[str, int]:
+    """Note key → where the note is in ``notes`` (the render's, which its forked workers hold too: a job names
+    its notes so, instead of sending them)."""
+    return {note.key: number for number, note in enumerate(notes)}
 
 
 def _new_bodies(notes: list[pages.NoteInfo], bodies: dict[str, notepages.Outcome],
                 spill: bodycache.Spill | None) -> Iterator[tuple[str, Body, tuple[str, ...]]]:
-    """The bodies rendered by this render (worth keeping for the next full one), their HTML read back from
-    ``spill`` where it went."""
+    """The bodies rendered by this render (worth keeping for the next full one), read back from ``spill`` where
+    they went."""
     for note in notes:
         outcome = bodies.get(note.key)
         if outcome is None or not outcome.new or outcome.body is None:
             continue
-        body = outcome.body
-        if body.html == bodycache.SPILLED:
-            html = spill.html(note.key) if spill is not None else None
-            if html is None:
-                continue
-            body = replace(body, html=html)
-        yield bodycache.key(note), body, outcome.highlights
+        if outcome.body.html != bodycache.SPILLED:
+            yield bodycache.key(note), outcome.body, outcome.highlights
+        elif spill is not None and (found := spill.body(note.key)) is not None:
+            yield bodycache.key(note), *found
 
 
 @dataclass(frozen=True)

@@ -223,11 +223,12 @@ def fragment_context(source_id: str, notes: list[NoteInfo]) -> dict[str, Any]:
     prefix = f"{source_id}/"
     entries = []
     for note in notes:
-        title = fold(note.title) if any(h.level == 1 for h in note.headings) else ""
+        headings = note.headings
+        title = fold(note.title) if any(h.level == 1 for h in headings) else ""
         entries.append({
             "href": note.url.removeprefix(prefix), "title": note.title, "file": note.path.rpartition("/")[2],
             "tags": [(tag, f"../{urls.tag_url(tag)}") for tag in note.tags],
-            "headings": [(h.level, h.text, h.anchor) for h in note.headings
+            "headings": [(h.level, h.text, h.anchor) for h in headings
                          if h.level <= 3 and not (h.level == 1 and fold(h.text) == title)],
         })
     return {"notes": entries}

@@ -86,6 +86,26 @@ def test_a_value_kept_whole_before_and_by_shards_now_or_the_other_way_leaves_one
     assert read_state(path) == before and {name for name, _ in rows(path)} == {"meta", "notes", "pages"}
 
 
+@pytest.mark.parametrize("kept", ["whole before", "by shards before"])
+def test_keys_left_unread_are_left_out_and_the_save_writes_them_whole_leaving_no_other_copy(tmp_path, kept):
+    """A render that does not trust the last state reads none of what it will not use (issue 47: ``--full``); its
+    save writes those keys whole, and a copy of the other kind that a renderer before left (kept whole, or by
+    shards) is gone: the next read is the new state, not "no state"."""
+    path = tmp_path / ".render-state"
+    before = {**manifest(20), "titles": {"src": [["a.md", "A", "d"]]}, "into": {"src:a.md": ["src:b.md"]}}
+    maps = (*MAPS, "titles", "into") if kept == "by shards before" else MAPS
+    write_state(path, before, {}, maps=maps)
+    unread = ("notes", "titles", "into")
+    stored = read_state(path, unread)
+    assert stored == {k: v for k, v in before.items() if k not in unread}
+    now = {**before, "titles": {"src": [["b.md", "B", "d"]]}, "into": {"src:b.md": []},
+           "notes": {"src:b.md": {"sha": "2"}}}
+    write_state(path, now, stored, maps=(*MAPS, "titles"))
+    assert read_state(path) == now
+    assert {name for name, _ in rows(path)} == {"meta", "notes", "pages", "titles"}
+    assert ("meta", "into") in rows(path) and ("meta", "titles") not in rows(path)
+
+
 def test_a_key_kept_both_whole_and_by_shards_reads_as_no_state(tmp_path):
     """What a renderer that kept ``titles`` whole leaves beside the shards of one that keeps them by shards (a
     downgrade then an upgrade): no state, so the render starts afresh, instead of failing on every build."""

@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import marshal
 from collections.abc import Callable, Iterable
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -145,10 +146,18 @@ class Spill:
 
 
 def spilled(body: Body) -> Body:
-    """What a render keeps in memory of a body in the spill: its language and summary (its page shows them)."""
+    """What a render keeps in memory of a body in the spill: its language and summary (its page shows them);
+    most notes have neither, and share one."""
     from builder.render.markdown import Body
 
-    return Body(SPILLED, (), (), (), body.lang, body.summary)
+    return _bare_spilled() if not body.lang and not body.summary else Body(SPILLED, (), (), (), body.lang, body.summary)
+
+
+@cache
+def _bare_spilled() -> Body:
+    from builder.render.markdown import Body
+
+    return Body(SPILLED, (), ())
 
 
 def spilled_html(path: Path, key: str) -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import json
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
@@ -171,6 +172,7 @@ def _decoded_tags(stored: str) -> tuple[str, ...]:
 def note_from_row(row: NoteRow) -> NoteInfo:
     """A row of :func:`builder.core.index.notes_for_render` as a :class:`NoteInfo`."""
     source_id, path, title, tags, headings, changed_at, changed_by, sha256, created, updated = row
+    source_id = sys.intern(source_id)  # one string for all of a source's notes, not one each
     return NoteInfo(source_id, path, title, _decoded_tags(tags) if tags and tags != "[]" else (),
                     (headings or "[]").encode(),
                     changed_at, sha256, f"{source_id}:{path}", urls.note_url(source_id, path), changed_by,

@@ -62,6 +62,10 @@ if TYPE_CHECKING:
 # A render of this many notes forks workers; then reading and writing the site's stored highlighted code
 # pays off (a small render reads it only for a code block it does not remember: CodeBlocks.use).
 BIG_RENDER = PARALLEL_MIN
+# What a render that does not trust the last one's state leaves unread of it (its save writes them whole): the
+# notes' entries, the site's files, backlinks, titles and links to files, ~3.5 KB a note (362 MB at 100,000
+# notes, held for the whole render). The pages it lists and the folder times are read: what to remove, and when.
+UNTRUSTED = ("notes", "files", "into", "titles", "file_links")
 
 
 @dataclass(frozen=True)
@@ -198,11 +202,12 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         edits = _delta_render(config, conn, env_fp, files, log, started)
         if edits is not None:
             return edits
-    saved = renderstate.read_manifest(site)
+    saved = renderstate.read_manifest(site, UNTRUSTED if full else ())
     previous = renderstate.current_manifest(saved)
     trust = not full and previous.get("env") == env_fp
-    if not trust:  # its entry of every note is not used (~3 KB a note, held for the whole render); its save
-        saved.pop("notes", None)  # then writes every shard of the new entries
+    if not trust:
+        for key in UNTRUSTED:
+            saved.pop(key, None)
     journal = output.Journal(site)
     spill: bodycache.Spill | None = None
     try:  # the journal's file is closed however the render ends (a full disk, a failing page)
@@ -353,9 +358,7 @@ def _render_notes(run: _Pass, notes: list[pages.NoteInfo], entries: manifest.Ent
         pending = [n for n in notes if n.key in entries and not out.kept(n.url, affected is None or n.key in affected)
                    and out.wants(n.url, fingerprint(n))]
         bodies.update(_bodies(pool, [n for n in pending if n.key not in bodies], run.spill))
-        position = _positions(run.ctx.notes)
-        page_jobs = [(position[n.key], body, [position[b.key] for b in backlinks.get(n.key, ())], pictures[n.key])
-                     for n in pending if (body := bodies[n.key].body)]
+        page_jobs = _page_jobs(run.ctx.notes, pending, bodies, backlinks, pictures)
         for job in page_jobs:
             out.journal.add(urls.site_file(run.ctx.notes[job[0]].url))
         # the workers write note pages while this process makes the others
@@ -506,6 +509,16 @@ def _bodies(pool: Pool[notepages.Context], notes: list[pages.NoteInfo], spill: b
     if entries is not None:
         entries.update((n.key, made[n.key]) for n in notes if n.key in made)
     return bodies
+
+
+def _page_jobs(notes: Sequence[pages.NoteInfo], pending: list[pages.NoteInfo], bodies: dict[str, notepages.Outcome],
+               backlinks: dict[str, list[pages.NoteInfo]],
+               pictures: dict[str, graph.Local]) -> list[tuple[int, Body, list[int], graph.Local]]:
+    """The jobs of :func:`builder.render.notepages.page_job_at` for the ``pending`` notes that have a body: each
+    note and its backlinks by their position in ``notes`` (the render's)."""
+    position = _positions(notes)
+    return [(position[n.key], body, [position[b.key] for b in backlinks.get(n.key, ())], pictures[n.key])
+            for n in pending if (body := bodies[n.key].body)]
 
 
 def _positions(notes: Sequence[pages.NoteInfo]) -> dict[str, int]:

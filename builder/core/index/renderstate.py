@@ -69,9 +69,10 @@ class StoredMap(dict[str, Any]):
     shards: dict[int, list[str]]
 
 
-def read_state(path: Path) -> dict[str, Any]:
+def read_state(path: Path, unread: Collection[str] = ()) -> dict[str, Any]:
     """The manifest the last complete save stored at ``path``, or ``{}`` when there is none or it
-    cannot be read (damaged, another layout): the render then starts afresh."""
+    cannot be read (damaged, another layout): the render then starts afresh. The keys ``unread`` are left
+    out (a render that will not use them; :func:`write_state` then writes them whole)."""
     if not path.is_file():
         return {}
     sqlite3 = sqlite_module()
@@ -79,9 +80,12 @@ def read_state(path: Path) -> dict[str, Any]:
         with _connection(path, create=False) as conn:
             if conn.execute("PRAGMA user_version").fetchone()[0] != FORMAT:
                 return {}
+            skipped = {"unread": json.dumps(sorted(unread))}
             found: dict[str, Any] = {key: marshal.loads(value) for key, value in conn.execute(
-                "SELECT key, value FROM meta")}
-            for name, shard, data in conn.execute("SELECT map, shard, data FROM shards ORDER BY map, shard"):
+                "SELECT key, value FROM meta WHERE key NOT IN (SELECT value FROM json_each(:unread))", skipped)}
+            for name, shard, data in conn.execute(dedent("""
+                SELECT map, shard, data FROM shards WHERE map NOT IN (SELECT value FROM json_each(:unread))
+                ORDER BY map, shard"""), skipped):
                 part = marshal.loads(data)
                 if name in found and not isinstance(found[name], StoredMap):
                     return {}  # a key kept both whole and by shards (by two renderers): start afresh
@@ -95,12 +99,16 @@ def read_state(path: Path) -> dict[str, Any]:
     return found
 
 
-def read_manifest(site: Path) -> dict[str, Any]:
+def read_manifest(site: Path, unread: Collection[str] = ()) -> dict[str, Any]:
     """The last saved manifest of the render of ``site``, whatever its version (the state file's, else an
-    older renderer's file), or ``{}`` when there is none (or it is unreadable). See :func:`current_manifest`."""
+    older renderer's file), or ``{}`` when there is none (or it is unreadable), without the keys ``unread``.
+    See :func:`current_manifest`."""
     if (site / STATE_FILE).is_file():
-        return read_state(site / STATE_FILE)
-    return _marshal_manifest(site)
+        return read_state(site / STATE_FILE, unread)
+    found = _marshal_manifest(site)
+    for key in unread:
+        found.pop(key, None)
+    return found
 
 
 def _marshal_manifest(site: Path) -> dict[str, Any]:
@@ -224,7 +232,7 @@ def _patch_shard(conn: Connection, name: str, shard: int, changes: dict[str, Any
 def write_state(path: Path, manifest: dict[str, Any], stored: dict[str, Any], *, maps: Collection[str]) -> None:
     """Store ``manifest`` at ``path``, its keys ``maps`` (dicts) by shards, where ``stored`` is what
     :func:`read_state` read there before (``{}``: nothing usable; then the file is made anew).
-    Writes only the rows that differ."""
+    Writes only the rows that differ; a key ``stored`` lacks (not read) is written whole."""
     sqlite3 = sqlite_module()
     if not stored or not path.is_file():
         _remove(path)
@@ -246,14 +254,14 @@ def _save(path: Path, manifest: dict[str, Any], stored: dict[str, Any], maps: Co
             for key, value in manifest.items():
                 was = stored.get(key)
                 if key in maps:
-                    if key in stored and not isinstance(was, StoredMap):  # a value a renderer before kept whole
+                    if not isinstance(was, StoredMap):  # a value a renderer before kept whole, or one not read
                         conn.execute("DELETE FROM meta WHERE key = :key", {"key": key})
                     _save_map(conn, key, value, was)
-                elif isinstance(was, StoredMap):  # a map a renderer before kept by shards
-                    conn.execute("DELETE FROM shards WHERE map = :key", {"key": key})
+                elif isinstance(was, StoredMap) or key not in stored:  # a map a renderer before kept by shards
+                    conn.execute("DELETE FROM shards WHERE map = :key", {"key": key})  # (or one not read)
                     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (:key, :value)",
                                  {"key": key, "value": marshal.dumps(value)})
-                elif key not in stored or was != value:
+                elif was != value:
                     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (:key, :value)",
                                  {"key": key, "value": marshal.dumps(value)})
             for key, value in stored.items():

@@ -301,7 +301,7 @@ def test_an_unchanged_notes_broken_links_follow_the_files_beside_it(portal):
 
 def test_a_full_render_reads_none_of_the_state_it_does_not_trust_and_saves_it_whole(portal, monkeypatch):
     """``--full`` does not trust the last render's state: each note's entry, the site's files, the backlinks, the
-    titles and the links to files are not read (~3.5 KB a note: 362 MB of 100,000 notes, held for the whole
+    titles and the links to files are not read (~3.2 KB a note: 323 MB of 100,000 notes, held for the whole
     render; issue 47). Its save writes them afresh, as a render that read them would, and the next build trusts
     them (an edit renders one note). The pages the last render listed are read: a note gone loses its page."""
     config, root = portal

@@ -155,6 +155,7 @@ def spilled(body: Body) -> Body:
 
 @cache
 def _bare_spilled() -> Body:
+    """The one body in the spill without a language or summary (a frozen Body: shared by every such note)."""
     from builder.render.markdown import Body
 
     return Body(SPILLED, (), ())

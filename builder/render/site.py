@@ -63,8 +63,8 @@ if TYPE_CHECKING:
 # pays off (a small render reads it only for a code block it does not remember: CodeBlocks.use).
 BIG_RENDER = PARALLEL_MIN
 # What a render that does not trust the last one's state leaves unread of it (its save writes them whole): the
-# notes' entries, the site's files, backlinks, titles and links to files, ~3.5 KB a note (362 MB at 100,000
-# notes, held for the whole render). The pages it lists and the folder times are read: what to remove, and when.
+# notes' entries, the site's files, backlinks, titles and links to files, ~3.2 KB a note (323 MB at 100,000 notes,
+# held for the whole render). The pages it lists and the folder times are read: what to remove, and when.
 UNTRUSTED = ("notes", "files", "into", "titles", "file_links")
 
 

@@ -65,7 +65,7 @@ def lookup(path: Path, note: NoteInfo, resolve: Callable[[str, str], Link]) -> t
 
     wanted = key(note)
     data = read_body(path, wanted)
-    found = _record_body(data) if data is not None else None
+    found = _from_record(data) if data is not None else None
     if found is None or found[0] != wanted:
         return None
     _, body, code = found
@@ -89,7 +89,7 @@ def _body_record(name: str, body: Body, code: tuple[str, ...]) -> bytes:
                           [list(at) for at in body.lines], list(code), body.lang, body.summary))
 
 
-def _record_body(data: bytes) -> tuple[str, Body, tuple[str, ...]] | None:
+def _from_record(data: bytes) -> tuple[str, Body, tuple[str, ...]] | None:
     """A :func:`_body_record` read back: (its name, the body, its code blocks' keys); None for a damaged one."""
     from builder.render.links import Link
     from builder.render.markdown import Body
@@ -136,7 +136,7 @@ class Spill:
     def body(self, key: str) -> tuple[Body, tuple[str, ...]] | None:
         """The body written under the note ``key`` and its code blocks' keys, or None."""
         data = read_body(self.path, key)
-        found = _record_body(data) if data is not None else None
+        found = _from_record(data) if data is not None else None
         return found[1:] if found is not None and found[0] == key else None
 
     def remove(self) -> None:
@@ -164,5 +164,5 @@ def _bare_spilled() -> Body:
 def spilled_html(path: Path, key: str) -> str | None:
     """The HTML a :class:`Spill` at ``path`` holds for the note ``key`` (read in a page worker), or None."""
     data = read_body(path, key)
-    found = _record_body(data) if data is not None else None
+    found = _from_record(data) if data is not None else None
     return found[1].html if found is not None and found[0] == key else None

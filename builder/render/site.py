@@ -479,7 +479,9 @@ def _bodies(pool: Pool[notepages.Context], notes: list[pages.NoteInfo], spill: b
     to disk in batches as they arrive, and each keeps in memory only what its page needs besides its HTML (see
     :class:`builder.render.bodycache.Spill`); ``entries``: where the manifest entry of each note rendered goes,
     made from its whole body."""
-    position = _positions(pool.shared.notes)
+    if not notes:
+        return {}
+    position = _positions(pool.shared.notes, notes)
     groups = notepages.same_text_groups(notes)
     bodies: dict[str, notepages.Outcome] = {}
     made: manifest.Entries = {}
@@ -521,10 +523,12 @@ def _page_jobs(notes: Sequence[pages.NoteInfo], pending: list[pages.NoteInfo], b
             for n in pending if (body := bodies[n.key].body)]
 
 
-def _positions(notes: Sequence[pages.NoteInfo]) -> dict[str, int]:
-    """Note key → where the note is in ``notes`` (the render's, which its forked workers hold too: a job names
-    its notes so, instead of sending them)."""
-    return {note.key: number for number, note in enumerate(notes)}
+def _positions(notes: Sequence[pages.NoteInfo], of: list[pages.NoteInfo] | None = None) -> dict[str, int]:
+    """Note key → where the note is in ``notes`` (the render's, which its forked workers hold too: a job names its
+    notes so, instead of sending them); with ``of``, of those notes only (a note added: no map of every note for
+    the one body it renders)."""
+    wanted = None if of is None else {note.key for note in of}
+    return {note.key: number for number, note in enumerate(notes) if wanted is None or note.key in wanted}
 
 
 def _new_bodies(notes: list[pages.NoteInfo], bodies: dict[str, notepages.Outcome],

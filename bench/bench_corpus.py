@@ -174,10 +174,12 @@ def _outside_fences(lines: list[str]) -> list[int]:
 
 
 def edit_body(path: Path, run: int) -> None:
-    """Change the text of the paragraph under the H1 (no heading changes): the note's body only."""
+    """Change the text of the first paragraph under the H1 (no heading changes): the note's body only. (Not a
+    code fence's first line: its text is the fence's language, which the page does not show.)"""
     lines = path.read_text("utf-8").splitlines()
-    h1 = next(n for n in _outside_fences(lines) if lines[n].startswith("# "))
-    at = next(n for n in range(h1 + 1, len(lines)) if lines[n].strip())
+    outside = _outside_fences(lines)
+    h1 = next(n for n in outside if lines[n].startswith("# "))
+    at = next(n for n in outside if n > h1 and lines[n].strip() and not lines[n].startswith(("#", "|")))
     lines[at] = re.sub(r" \(úprava \d+\)$", "", lines[at]) + f" (úprava {run})"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 

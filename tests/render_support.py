@@ -19,6 +19,7 @@ from builder import indexfile
 from builder.core import index as db
 from builder.core.config import Config, load_config
 from builder.core.index import renderstate
+from builder.render.links import SourceNotes
 from builder.render.site import RenderReport, render_site
 from builder.render.stamp import site_is_stale
 from builder.sync import build
@@ -154,12 +155,17 @@ def site_snapshot(site: Path) -> dict[str, bytes]:
 
 
 def manifest(site: Path) -> dict:
-    """The site's manifest without the name of the index generation (each portal has its own), and with the
-    site's folders named but not timed (a folder's time is when it was written)."""
+    """The site's manifest without the name of the index generation (each portal has its own), with the
+    site's folders named but not timed (a folder's time is when it was written), and without the wikilink tables
+    kept (those the renders happened to build), each of which must equal the table built anew from the titles kept."""
     found = renderstate.read_manifest(site)
     found.pop("content")
     if "folders" in found:
         found["folders"] = sorted(found["folders"])
+    for key, table in found.pop("wiki", {}).items():
+        source_id, _, name = key.rpartition(":")
+        notes = [(path, title) for path, title, _ in found["titles"][source_id]]
+        assert table == getattr(SourceNotes(source_id, site, None, notes, dict), name), key  # type: ignore[arg-type]
     return found
 
 

@@ -307,11 +307,12 @@ def test_a_full_render_reads_none_of_the_state_it_does_not_trust_and_saves_it_wh
     config, root = portal
     state = config.site.output / ".render-state"
     before = renderstate.read_map(state, "notes")
-    kept = {key: renderstate.read_state(state)[key] for key in site.UNTRUSTED}
+    kept = {key: value for key, value in renderstate.read_state(state).items() if key in site.UNTRUSTED}
+    assert set(site.UNTRUSTED) - set(kept) == {"wiki"}  # no one-note render built a wikilink table yet
     read, found = renderstate.read_state, []
 
-    def read_state(path, unread=()):
-        saved = read(path, unread)
+    def read_state(path, unread=(), only=None):
+        saved = read(path, unread, only)
         found.append(sorted(saved))
         return saved
 
@@ -325,7 +326,7 @@ def test_a_full_render_reads_none_of_the_state_it_does_not_trust_and_saves_it_wh
     assert sorted(after) == sorted(set(before) - {"notes:e.md"})
     assert after["notes:a.md"] == before["notes:a.md"]
     now = renderstate.read_state(state)
-    assert set(site.UNTRUSTED) <= set(now) and "notes/e.html" in kept["files"] and "notes/e.html" not in now["files"]
+    assert set(kept) <= set(now) and "notes/e.html" in kept["files"] and "notes/e.html" not in now["files"]
     assert now["file_links"] == kept["file_links"] and now["titles"].keys() == kept["titles"].keys()
     write(root, "a.md", (root / "a.md").read_text("utf-8") + "\nDalší věta.\n")
     assert build_and_render(config).report.notes_rendered == 1

@@ -38,7 +38,7 @@ from builder.core import forkpool, templates, urls
 from builder.core.config import Config
 from builder.core.index import renderstate
 from builder.render import graph, highlight, manifest, notepages, output, pages, stamp, toc
-from builder.render.links import LINK_KIND, LINK_TARGET, LINK_URL, Resolver, SourceNotes
+from builder.render.links import LINK_KIND, LINK_TARGET, LINK_URL, Resolver, SourceNotes, WikiTable
 from builder.notes.sources import Scope
 from builder.core.synclog import SyncLog
 
@@ -53,17 +53,27 @@ MAX_NOTES = 16  # more changed notes than this: the full render (it forks worker
 FileLink = list[Any]
 
 
-class DeltaMemory(TypedDict):
+class _DeltaCache(TypedDict, total=False):
+    """What a stored state may hold for the delta render besides :class:`DeltaMemory`: a cache it builds."""
+
+    # "source id:table name" → a wikilink table of its titles (links.WIKI_TABLES): those a delta render built, kept
+    # while the source's paths and titles stay
+    wiki: dict[str, WikiTable]
+
+
+class DeltaMemory(_DeltaCache):
     """What a full render stores beside its manifest for the next delta render (:func:`remember`); a stored
-    state that lacks one of these keys (an older render's) sends the build to the full render. ``titles`` and
-    ``file_links`` are kept by shards (:data:`builder.render.output.MAPS`): a delta render reads only the
-    sources' titles it needs, and the file links only when the stamp lost their files' record."""
+    state that lacks one of these keys (an older render's) sends the build to the full render. ``titles``,
+    ``into``, ``out``, ``wiki`` and ``file_links`` are kept by shards (:data:`builder.render.output.MAPS`): a
+    delta render reads only the sources' titles it needs, the links of the notes two hops from the edited ones,
+    the wikilink tables its wikilinks ask for, and the file links only when the stamp lost their files' record."""
 
     content: str  # the index content it rendered (builder.core.index.content_token)
     scopes: str  # the digest of every source's folder and scope rules
     titles: dict[str, list[list[str]]]  # source → its published notes' [path, title, toc_digest]
     unreadable: list[str]  # the notes it could not read or whose page failed: every full render retries them
     into: dict[str, list[str]]  # note key → the notes linking to it
+    out: dict[str, list[str]]  # note key → the notes it links to (into, the other way)
     file_links: dict[str, list[FileLink]]  # note key → its links to files (or to nothing)
     attachments: dict[str, list[str]]  # site URL of a copied file → [source id, path]
     files: list[str]  # every file of the site, sorted
@@ -90,14 +100,16 @@ class DeltaReport:
 
 def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries: manifest.Entries,
              links: graph.Links, recent: list[pages.NoteInfo], home: dict[str, Any], page_count: int,
-             files: set[str], folders: output.FolderTimes,
-             retry: set[str] | frozenset[str] = frozenset()) -> DeltaMemory:
+             files: set[str], folders: output.FolderTimes, retry: set[str] | frozenset[str] = frozenset(),
+             kept: dict[str, Any] | None = None) -> DeltaMemory:
     """What a full render stores beside its manifest for the next delta render: the index content it
     rendered, the published notes' paths, titles and table of contents digests, the notes linking to
-    each note, every note's links to files, the attachments copied, the home page's data (``home``)
-    and its recently changed notes, how many pages the site has, every page's file (``files``) and the
-    site's folders' times (``folders``), and the notes it could not read or whose page failed (``retry``:
-    every full render tries them again)."""
+    each note and those it links to, every note's links to files, the attachments copied, the home page's
+    data (``home``) and its recently changed notes, how many pages the site has, every page's file (``files``)
+    and the site's folders' times (``folders``), and the notes it could not read or whose page failed (``retry``:
+    every full render tries them again). ``kept``: what the state held of :data:`builder.render.site.DELTA_ONLY`;
+    its wikilink tables stay for the sources whose notes' paths and titles are the same (``titles``, the last
+    render's list, when it was read)."""
     file_links: dict[str, list[FileLink]] = {}
     attachments: dict[str, list[str]] = {}
     for key, entry in entries.items():
@@ -118,8 +130,18 @@ def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries:
     return {"content": content, "scopes": manifest.sha(manifest.scopes(config)), "titles": titles,
             "unreadable": sorted({n.key for n in notes if n.key not in entries} | retry),
             "into": {key: sorted(sources, key=_index_order) for key, sources in links.into.items()},
+            "out": {key: sorted(targets, key=_index_order) for key, targets in links.out.items()},
+            "wiki": _wiki_kept((kept or {}).get("wiki", {}), (kept or {}).get("titles", {}), titles),
             "file_links": file_links, "attachments": attachments, "files": sorted(files), "folders": folders,
             "recent": [[*pages.recent_key(n)] for n in recent], "home": home, "page_count": page_count}
+
+
+def _wiki_kept(tables: dict[str, WikiTable], before: dict[str, list[list[str]]],
+               titles: dict[str, list[list[str]]]) -> dict[str, WikiTable]:
+    """The wikilink ``tables`` of the sources whose notes have the paths and titles they had (``before``)."""
+    same = {source_id for source_id, listed in titles.items()
+            if [item[:2] for item in before.get(source_id, ())] == [item[:2] for item in listed]}
+    return {key: table for key, table in tables.items() if key.rpartition(":")[0] in same}
 
 
 def _index_order(key: str) -> tuple[str, str]:
@@ -163,9 +185,6 @@ def _render_changed(config: Config, conn: Connection, meta: DeltaMemory, changed
     # draft) changes nothing here
     if old is None or len(old) != len(notes) or not all(n.key in old and _same_face(n, old[n.key]) for n in notes):
         return None
-    stored_pages = renderstate.read_map(path, "pages")
-    if not stored_pages:
-        return None
     roots = {s.id: config.source_root(s) for s in config.sources}
     titles = _Titles(path, {n.source_id for n in notes})
     if not titles.held:
@@ -176,17 +195,23 @@ def _render_changed(config: Config, conn: Connection, meta: DeltaMemory, changed
     file_links = renderstate.read_map(path, "file_links") if kept is None else {}
     if file_links is None or not _files_hold(resolver, file_links):
         return None
-    if not _anchors_hold(path, resolver, notes, old, meta["into"]):
+    into = renderstate.read_keys(path, "into", [n.key for n in notes])
+    if into is None or not _anchors_hold(path, resolver, notes, old, into):
         return None
     jinja = templates.Templates(templates.TEMPLATE_DIR, config.site.title, templates.asset_version(),
                                 tuple(s.id for s in config.sources), templates.ask_target(config.answer),
                                 config.site.language)
     journal = output.Journal(site)
 
-    def opened() -> output.Output | None:
+    def opened(wanted: Collection[str]) -> output.Output | None:
+        """The site, with the last render's fingerprints of the pages ``wanted`` (a page not among them is
+        written again)."""
         found = strays()
         if found is None:
             return None  # a page to write again (or a folder changed by hand): the full render finds which
+        stored_pages = renderstate.read_keys(path, "pages", wanted)
+        if stored_pages is None or not all(n.url in stored_pages for n in notes):
+            return None  # the state lost them since the render began: the full render repairs it
         return output.Output(site, stored_pages, found.union(meta["files"]), set(), journal)
 
     blocks = highlight.CodeBlocks()
@@ -194,7 +219,8 @@ def _render_changed(config: Config, conn: Connection, meta: DeltaMemory, changed
     ctx = notepages.Context(resolver, roots, config.allow_html, jinja, time.strftime("%Y-%m-%d %H:%M"), site,
                             blocks, max_note_bytes=config.max_note_bytes)
     try:
-        report = _render_delta(config, conn, notes, old, meta, titles, opened, log, env_fp, content, ctx, checked)
+        report = _render_delta(config, conn, notes, old, meta, titles, into, opened, log, env_fp, content, ctx,
+                               checked)
     finally:
         journal.close()
     if report is not None:  # its notes link the files the last render's did (else it declined)
@@ -204,11 +230,12 @@ def _render_changed(config: Config, conn: Connection, meta: DeltaMemory, changed
 
 
 def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo], old: manifest.Entries,
-                  meta: DeltaMemory, titles: _Titles, opened: Callable[[], output.Output | None], log: SyncLog,
-                  env_fp: str, content: str, ctx: notepages.Context,
-                  checked: output.CheckedTimes) -> DeltaReport | None:
+                  meta: DeltaMemory, titles: _Titles, into: dict[str, list[str]],
+                  opened: Callable[[Collection[str]], output.Output | None], log: SyncLog, env_fp: str, content: str,
+                  ctx: notepages.Context, checked: output.CheckedTimes) -> DeltaReport | None:
     """Decide everything first (None: the full render must run), then write, with the render's ``ctx``, to
-    the site ``opened`` gives (None: a page of the last render is gone)."""
+    the site ``opened`` gives for the pages it may write (None: a page of the last render is gone). ``into``:
+    the notes linking to each of ``notes``."""
     site = config.site.output
     stale = [n for n in notes if n.sha256 != old[n.key]["sha"]]
     bodies = {n.key: outcome for group in notepages.same_text_groups(stale)
@@ -226,16 +253,14 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
         return None
     kinds = {s.id: s.kind for s in config.sources}
     moved = [n for n in notes if entries[n.key]["toc_digest"] != old[n.key]["toc_digest"]]
-    tocs: dict[str, toc.TocPlan] = {}
-    for source_id in sorted({n.source_id for n in moved}):
-        plan = _toc_plan(conn, config, env_fp, source_id, kinds[source_id], moved, titles[source_id])
-        if plan is None:
-            return None
-        tocs[source_id] = plan
-    into: dict[str, list[str]] = meta["into"]
-    links = _links(conn, config, [n.key for n in notes], into)
-    out = opened()
-    if out is None:
+    tocs = _toc_plans(conn, config, env_fp, moved, titles)
+    if tocs is None:
+        return None
+    links = _links(conn, config, config.site.output / output.STATE, [n.key for n in notes])
+    statics = templates.static_files()
+    out = opened([*(n.url for n in notes), urls.HOME_URL, *(p.url for plan in tocs.values() for p in plan.pieces),
+                  *(urls.static_url(rel) for rel, _ in statics), *meta["attachments"]])
+    if links is None or out is None:
         return None
     page_jobs = []
     for note in notes:
@@ -263,7 +288,7 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
         out.write(home.url, ctx.templates.render(home, ctx.built_at))
     for source_id, plan in tocs.items():
         toc.write_page(out, ctx.templates, ctx.built_at, plan, source_id, kinds[source_id])
-    output.copy_static(out, templates.static_files())
+    output.copy_static(out, statics)
     roots = ctx.roots
     manifest.log_unwritten(output.copy_attachments(out, {url: roots[source_id] / rel
                                                       for url, (source_id, rel) in meta["attachments"].items()}), log)
@@ -276,11 +301,14 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
         "content": content, "recent": [[*at] for at, _ in recent], "home": home.context,
         "folders": output.retimed(site, checked, out.written, removed), **_files_after(meta["files"], out.written),
     }, {"notes": {key: entry for key, entry in entries.items() if entry != old[key]},
+        "wiki": {f"{source_id}:{name}": table for source_id, source in ctx.resolver.sources.items()
+                 for name, table in source.built_here().items()},
         "titles": {source_id: titles[source_id] for source_id in {n.source_id for n in moved}},
         "pages": {url: fp for url, fp in out.pages.items() if out.old.get(url) != fp}}):
         out.journal.clear()  # else the journal keeps naming the pages written (see output.Journal)
-    return DeltaReport(tuple(out.written), tuple(removed), len(out.old) - len(out.written), len(page_jobs), broken,
-                       meta["page_count"])
+    # the last render's pages are its files (each page one file): those not written now are as they were
+    return DeltaReport(tuple(out.written), tuple(removed), len(meta["files"]) - len(out.written), len(page_jobs),
+                       broken, meta["page_count"])
 
 
 def _record_digests(titles: _Titles, moved: list[pages.NoteInfo], entries: manifest.Entries) -> None:
@@ -303,6 +331,20 @@ def _in_sorted(files: list[str], rel: str) -> bool:
     """Is ``rel`` in ``files`` (sorted, as :func:`remember` and :func:`_files_after` store it)?"""
     at = bisect.bisect_left(files, rel)
     return at < len(files) and files[at] == rel
+
+
+def _toc_plans(conn: Connection, config: Config, env_fp: str, moved: list[pages.NoteInfo],
+               titles: _Titles) -> dict[str, toc.TocPlan] | None:
+    """The table of contents of each source some of whose notes (``moved``) show other headings now (see
+    :func:`_toc_plan`), by source; None when one of them cannot be made from the site's cache."""
+    kinds = {s.id: s.kind for s in config.sources}
+    plans: dict[str, toc.TocPlan] = {}
+    for source_id in sorted({n.source_id for n in moved}):
+        plan = _toc_plan(conn, config, env_fp, source_id, kinds[source_id], moved, titles[source_id])
+        if plan is None:
+            return None
+        plans[source_id] = plan
+    return plans
 
 
 def _toc_plan(conn: Connection, config: Config, env_fp: str, source_id: str, kind: str,
@@ -399,7 +441,8 @@ class _SourcesOfTitles(dict[str, SourceNotes]):
 def _resolver_of_titles(config: Config, conn: Connection, titles: _Titles) -> Resolver:
     """Link resolution over the published notes (``titles``: their paths and titles by source, as
     the last render stored them (see :func:`remember`): the delta render runs only while they stay
-    the same), the anchors of a note read from the index when a link asks for them."""
+    the same), the anchors of a note read from the index when a link asks for them, the wikilink tables from
+    the state (those the last render built, from the same titles) or else built here."""
     def anchors(source_id: str) -> Callable[[str], tuple[str, ...]]:
         def of(path: str) -> tuple[str, ...]:
             rows = db.notes_for_render(conn, [(source_id, path)])
@@ -408,10 +451,16 @@ def _resolver_of_titles(config: Config, conn: Connection, titles: _Titles) -> Re
 
     sources = {s.id: s for s in config.sources}
 
+    def kept(source_id: str) -> Callable[[str], WikiTable | None]:
+        def table(name: str) -> WikiTable | None:
+            key = f"{source_id}:{name}"
+            return (renderstate.read_keys(titles.path, "wiki", [key]) or {}).get(key)
+        return table
+
     def made(source_id: str) -> SourceNotes:
         s = sources[source_id]
         return SourceNotes(s.id, config.source_root(s), Scope.of(s), [(p, t) for p, t, _ in titles[s.id]],
-                           anchors(s.id))
+                           anchors(s.id), kept(s.id))
 
     return Resolver(_SourcesOfTitles(made))
 
@@ -440,19 +489,25 @@ def linked_files(resolver: Resolver, file_links: dict[str, list[FileLink]]) -> l
     return sorted(found)
 
 
-def _links(conn: Connection, config: Config, keys: list[str], into: dict[str, list[str]]) -> graph.Links:
-    """The link graph around ``keys``, two hops out, as :class:`builder.render.graph.Links` draws it:
-    the links come from ``into`` (every note's backlinks), the notes from the index."""
+def _links(conn: Connection, config: Config, path: Path, keys: list[str]) -> graph.Links | None:
+    """The link graph around ``keys``, two hops out, as :class:`builder.render.graph.Links` draws it (all a
+    picture asks): the links of those notes both ways from the state at ``path`` (its ``out`` and ``into``, read
+    a hop at a time), the notes from the index; None when the state cannot be read."""
     out: dict[str, set[str]] = {}
-    for target, sources in into.items():
-        for source in sources:
-            out.setdefault(source, set()).add(target)
-    near = set(keys)
-    for _ in range(2):  # the notes themselves, their neighbours, and those neighbours' neighbours
-        near |= {k for key in near for k in (*out.get(key, ()), *into.get(key, ()))}
+    into: dict[str, set[str]] = {}
+    near: set[str] = set()
+    frontier = set(keys)
+    for _ in range(3):  # the notes themselves, their neighbours, and those neighbours. neighbours
+        targets, sources = renderstate.read_keys(path, "out", frontier), renderstate.read_keys(path, "into", frontier)
+        if targets is None or sources is None:
+            return None
+        out.update((key, set(found)) for key, found in targets.items())
+        into.update((key, set(found)) for key, found in sources.items())
+        near |= frontier
+        frontier = {k for key in frontier for k in (*targets.get(key, ()), *sources.get(key, ()))} - near
     known = {n.key: n for n in pages.published_notes(config, [pages.note_from_row(r) for r in db.notes_for_render(
         conn, [_index_order(key) for key in near])])}
-    return graph.Links.made(known, out, {key: set(into[key]) for key in near if key in into})  # all the picture asks
+    return graph.Links.made(known, out, into)
 
 
 def _recent(stored: list[list[str]], items: list[dict[str, str]],

@@ -68,28 +68,52 @@ StoredLink = list[str]
 LINK_KIND, LINK_URL, LINK_TARGET = 0, 1, 2
 
 
+# The lookup tables of wikilinks (:attr:`SourceNotes.by_stem`, :attr:`SourceNotes.by_title`): a slug → the paths
+# it names. A one-note render keeps those it built (:meth:`SourceNotes.built_here`) for the next one of the same notes.
+WIKI_TABLES = ("by_stem", "by_title")
+WikiTable = dict[str, tuple[str, ...]]
+
+
 class SourceNotes:
     """What link resolution needs to know about one source's published notes. The lookup tables
     are built on first use: most builds resolve a handful of links by exact path."""
 
     def __init__(self, source_id: str, root: Path, scope: Scope, notes: list[tuple[str, str]],
-                 anchors: Callable[[str], Collection[str]]) -> None:
+                 anchors: Callable[[str], Collection[str]],
+                 kept: Callable[[str], WikiTable | None] | None = None) -> None:
+        """``kept``: a wikilink table by name (:data:`WIKI_TABLES`) as a render of these same notes built it, or
+        None (then it is built here)."""
         self.source_id, self.root, self.scope = source_id, root, scope
         self.notes = notes  # (path, title)
         self.titles = dict(notes)
         self.anchors = anchors  # path → the note's heading anchors (asked only for a #fragment)
+        self._kept = kept
+        self._built: set[str] = set()
+
+    def built_here(self) -> dict[str, WikiTable]:
+        """The wikilink tables built here so far (not given by ``kept``), by name."""
+        return {name: self.__dict__[name] for name in WIKI_TABLES if name in self._built}
 
     @cached_property
     def real_root(self) -> str:
         return os.path.realpath(self.root)
 
     @cached_property
-    def by_stem(self) -> dict[str, tuple[str, ...]]:
+    def by_stem(self) -> WikiTable:
         """Slug of the file name without ``.md`` → paths."""
+        kept = self._kept("by_stem") if self._kept is not None else None
+        if kept is not None:
+            return kept
+        self._built.add("by_stem")
         return _grouped((_key(posixpath.splitext(posixpath.basename(p))[0]), p) for p, _ in self.notes)
 
     @cached_property
-    def by_title(self) -> dict[str, tuple[str, ...]]:
+    def by_title(self) -> WikiTable:
+        """Slug of the title → paths."""
+        kept = self._kept("by_title") if self._kept is not None else None
+        if kept is not None:
+            return kept
+        self._built.add("by_title")
         return _grouped((_key(title), p) for p, title in self.notes)
 
     @cached_property

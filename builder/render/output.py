@@ -30,7 +30,7 @@ from builder.core.index.renderstate import JSON_MANIFEST, MARSHAL_MANIFEST
 # older renderers' files, for the render and for ``status``: a save writes only what changed).
 STATE = renderstate.STATE_FILE
 # the manifest's big maps: the state file keeps them by shards, and a delta render reads the keys it needs
-MAPS = ("notes", "pages", "titles", "file_links")
+MAPS = ("notes", "pages", "titles", "into", "out", "wiki", "file_links")
 JOURNAL = ".render-journal"
 CACHE_DIR = ".render-cache"
 STAMP = ".render-stamp"

@@ -63,9 +63,12 @@ if TYPE_CHECKING:
 # pays off (a small render reads it only for a code block it does not remember: CodeBlocks.use).
 BIG_RENDER = PARALLEL_MIN
 # What a render that does not trust the last one's state leaves unread of it (its save writes them whole): the
-# notes' entries, the site's files, backlinks, titles and links to files, ~3.2 KB a note (323 MB at 100,000 notes,
-# held for the whole render). The pages it lists and the folder times are read: what to remove, and when.
-UNTRUSTED = ("notes", "files", "into", "titles", "file_links")
+# notes' entries, the site's files, the links between notes, titles and links to files, ~3.2 KB a note (323 MB at
+# 100,000 notes, held for the whole render). The pages it lists and the folder times are read: what to remove, and when.
+UNTRUSTED = ("notes", "files", "into", "out", "wiki", "titles", "file_links")
+# What only the delta render reads of the state (the full render makes them anew; its save reads them, to write
+# only what changed): the links between notes both ways and the wikilink tables.
+DELTA_ONLY = ("into", "out", "wiki")
 
 
 @dataclass(frozen=True)
@@ -202,7 +205,7 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         edits = _delta_render(config, conn, env_fp, files, log, started)
         if edits is not None:
             return edits
-    saved = renderstate.read_manifest(site, UNTRUSTED if full else ())
+    saved = renderstate.read_manifest(site, UNTRUSTED if full else DELTA_ONLY)
     previous = renderstate.current_manifest(saved)
     trust = not full and previous.get("env") == env_fp
     if not trust:
@@ -392,11 +395,14 @@ def _end_pass(run: _Pass, notes: list[pages.NoteInfo], done: _Rendered, saved: d
                         (k for entry in done.entries.values() for k in entry.get("highlights", ())))
         bodycache.save(ctx.kept_bodies, lambda: _new_bodies(notes, done.bodies, run.spill),
                        {bodycache.key(n) for n in notes})
+    # read now, for the save to write only what changed (the render held no copy of them)
+    kept = renderstate.read_state(config.site.output / output.STATE, only=DELTA_ONLY) if run.trust else {}
+    saved.update(kept)
     memory = delta.remember(config, run.content, notes, done.entries, done.links, done.made.recent,
                             done.made.home.context, len(done.made.urls), produced,
                             output.retimed(config.site.output, run.timed, out.written, removed) if run.timed is not None
                             else output.folder_times(config.site.output, previous=saved.get("folders")),
-                            retry={*skip, *done.failed})
+                            retry={*skip, *done.failed}, kept={**kept, "titles": saved.get("titles", {})})
     out.save_manifest({"version": renderstate.MANIFEST_VERSION, "env": run.env_fp, "universe": run.universe,
                        "trees": done.trees, **memory, "pages": out.pages, "notes": done.entries}, saved)
     out.journal.clear()  # the manifest lists every page now

@@ -31,16 +31,19 @@ if TYPE_CHECKING:
 
 STATE_FILE = ".render-state"
 JOURNAL_FILE = f"{STATE_FILE}-journal"  # SQLite's rollback journal, there while a save runs
-FORMAT = 1  # PRAGMA user_version: the layout below; a file of another layout is not read
-SHARDS = 64  # rows per map: ~160 entries (~110 kB) each at 10,000 notes
+FORMAT = 2  # PRAGMA user_version: the layout below (1: 64 shards a map); a file of another layout is not read
+SHARDS = 256  # rows per map: ~40 entries (~28 kB of notes' entries) each at 10,000 notes
+# read_state also reads these layouts, for the pages an older renderer wrote (the next save makes the file anew)
+_READ_WHOLE = frozenset({1, FORMAT})
 # Renderers before this file kept the manifest in one marshal file, and before that in JSON: either is read
 # (:func:`read_manifest`) once when there is no state yet, then removed by the render's next save.
 MARSHAL_MANIFEST = ".render-manifest"
 MANIFEST_MAGIC = b"notes-portal manifest\n"  # then marshal data (a dict of str, int, list and dict only)
 JSON_MANIFEST = ".render-manifest.json"
 # the manifest's own layout: 2: entry keys spelled out; 3: dates, broken links with lines; 4: the delta render's
-# titles and file links kept by shards (builder.render.output.MAPS)
-MANIFEST_VERSION = 4
+# titles and file links kept by shards (builder.render.output.MAPS); 5: the links between notes kept by shards,
+# both ways (a one-note render reads those two hops around it)
+MANIFEST_VERSION = 5
 
 _SCHEMA = dedent("""
     CREATE TABLE IF NOT EXISTS meta (
@@ -69,22 +72,25 @@ class StoredMap(dict[str, Any]):
     shards: dict[int, list[str]]
 
 
-def read_state(path: Path, unread: Collection[str] = ()) -> dict[str, Any]:
+def read_state(path: Path, unread: Collection[str] = (), only: Collection[str] | None = None) -> dict[str, Any]:
     """The manifest the last complete save stored at ``path``, or ``{}`` when there is none or it
-    cannot be read (damaged, another layout): the render then starts afresh. The keys ``unread`` are left
-    out (a render that will not use them; :func:`write_state` then writes them whole)."""
+    cannot be read (damaged, a layout not in :data:`_READ_WHOLE`): the render then starts afresh. The keys
+    ``unread`` are left out (a render that will not use them; :func:`write_state` then writes them whole), and
+    all but the keys ``only`` when given."""
     if not path.is_file():
         return {}
     sqlite3 = sqlite_module()
     try:
         with _connection(path, create=False) as conn:
-            if conn.execute("PRAGMA user_version").fetchone()[0] != FORMAT:
+            if conn.execute("PRAGMA user_version").fetchone()[0] not in _READ_WHOLE:
                 return {}
-            skipped = {"unread": json.dumps(sorted(unread))}
-            found: dict[str, Any] = {key: marshal.loads(value) for key, value in conn.execute(
-                "SELECT key, value FROM meta WHERE key NOT IN (SELECT value FROM json_each(:unread))", skipped)}
+            skipped = {"unread": json.dumps(sorted(unread)), "only": None if only is None else json.dumps(sorted(only))}
+            found: dict[str, Any] = {key: marshal.loads(value) for key, value in conn.execute(dedent("""
+                SELECT key, value FROM meta WHERE key NOT IN (SELECT value FROM json_each(:unread))
+                AND (:only IS NULL OR key IN (SELECT value FROM json_each(:only)))"""), skipped)}
             for name, shard, data in conn.execute(dedent("""
                 SELECT map, shard, data FROM shards WHERE map NOT IN (SELECT value FROM json_each(:unread))
+                AND (:only IS NULL OR map IN (SELECT value FROM json_each(:only)))
                 ORDER BY map, shard"""), skipped):
                 part = marshal.loads(data)
                 if name in found and not isinstance(found[name], StoredMap):
@@ -234,7 +240,7 @@ def write_state(path: Path, manifest: dict[str, Any], stored: dict[str, Any], *,
     :func:`read_state` read there before (``{}``: nothing usable; then the file is made anew).
     Writes only the rows that differ; a key ``stored`` lacks (not read) is written whole."""
     sqlite3 = sqlite_module()
-    if not stored or not path.is_file():
+    if not stored or _layout(path) != FORMAT:
         _remove(path)
         stored = {}
     try:
@@ -323,6 +329,19 @@ def _connection(path: Path, *, create: bool) -> Iterator[Connection]:
     finally:
         with OPEN_CLOSE:
             conn.close()
+
+
+def _layout(path: Path) -> int | None:
+    """The layout (``PRAGMA user_version``) of the state file at ``path``; None when there is none or it cannot
+    be read."""
+    if not path.is_file():
+        return None
+    try:
+        with _connection(path, create=False) as conn:
+            found: int = conn.execute("PRAGMA user_version").fetchone()[0]
+            return found
+    except sqlite_module().DatabaseError:
+        return None
 
 
 def _remove(path: Path) -> None:

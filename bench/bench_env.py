@@ -9,6 +9,7 @@ every module of every fresh process from source.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import platform
@@ -17,7 +18,6 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,22 +97,50 @@ class Run:
     stderr: str
 
 
+# Runs a command for run_measured and writes its wall time, peak RSS and exit code to the file descriptor it is
+# given. The command is forked
+# from this small process, not from the bench's: Linux keeps in a process's ru_maxrss the peak of the image it was
+# exec'd from, so a build started by a bench process that holds a million-vector index (718 MB) reported 718 MB.
+_LAUNCHER = """
+import json, os, sys, time
+cmd = json.loads(sys.argv[1])
+started = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(cmd[0], cmd)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+os.write(int(sys.argv[2]), json.dumps([time.perf_counter() - started, usage.ru_maxrss,
+                                      os.waitstatus_to_exitcode(status)]).encode())
+"""
+
+
 def run_measured(cmd: Sequence[str], *, cwd: Path | None = None, check: bool = True,
                  bytecode: bool = True) -> Run:
     """Run ``cmd`` to its end; its wall time and peak RSS (``wait4``'s ``ru_maxrss``, which covers the
-    children it waited for: the render's worker processes)."""
+    children it waited for: the render's worker processes), taken by a small launcher process that forks it
+    (:data:`_LAUNCHER`: the figures are the command's own, whatever this process holds)."""
+    read, write = os.pipe()
     with tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(list(cmd), cwd=cwd, env=child_env(bytecode=bytecode), stdout=subprocess.DEVNULL,
-                                stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, json.dumps(list(cmd)), str(write)], cwd=cwd,
+                                    env=child_env(bytecode=bytecode), stdout=subprocess.DEVNULL, stderr=err,
+                                    pass_fds=(write,))
+        finally:
+            os.close(write)
+        with os.fdopen(read, "rb") as found:
+            measured = found.read()
+        proc.wait()
         err.seek(0)
         stderr = err.read().decode("utf-8", errors="replace")
-    if check and proc.returncode not in (0, 3):  # 3: a partial build (a note could not be read) still counts
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {stderr.strip()[-2000:]}")
-    return Run(seconds, usage.ru_maxrss / 1024, proc.returncode, stderr)
+    if not measured:
+        raise SystemExit(f"{' '.join(cmd)}: the launcher ended without its figures: {stderr.strip()[-2000:]}")
+    seconds, maxrss_kb, returncode = json.loads(measured)
+    if check and returncode not in (0, 3):  # 3: a partial build (a note could not be read) still counts
+        raise SystemExit(f"{' '.join(cmd)} failed ({returncode}): {stderr.strip()[-2000:]}")
+    return Run(seconds, maxrss_kb / 1024, returncode, stderr)
 
 
 def proc_status_mb(pid: int, field: str) -> float:

@@ -63,8 +63,8 @@ if TYPE_CHECKING:
 # pays off (a small render reads it only for a code block it does not remember: CodeBlocks.use).
 BIG_RENDER = PARALLEL_MIN
 # What a render that does not trust the last one's state leaves unread of it (its save writes them whole): the
-# notes' entries, the site's files, the links between notes, titles and links to files, ~3.2 KB a note (323 MB at
-# 100,000 notes, held for the whole render). The pages it lists and the folder times are read: what to remove, and when.
+# notes' entries, the site's files, the links between notes, titles, wikilink tables and links to files (their size
+# at 100,000 notes: docs/BENCHMARKS.md). The pages it lists and the folder times are read: what to remove, and when.
 UNTRUSTED = ("notes", "files", "into", "out", "wiki", "titles", "file_links")
 # What only the delta render reads of the state (the full render makes them anew; its save reads them, to write
 # only what changed): the links between notes both ways and the wikilink tables.

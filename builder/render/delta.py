@@ -38,7 +38,7 @@ from builder.core import forkpool, templates, urls
 from builder.core.config import Config
 from builder.core.index import renderstate
 from builder.render import graph, highlight, manifest, notepages, output, pages, stamp, toc
-from builder.render.links import LINK_KIND, LINK_TARGET, LINK_URL, Resolver, SourceNotes, WikiTable
+from builder.render.links import LINK_KIND, LINK_TARGET, LINK_URL, WIKI_TABLES, Resolver, SourceNotes, WikiTable
 from builder.notes.sources import Scope
 from builder.core.synclog import SyncLog
 
@@ -136,12 +136,20 @@ def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries:
             "recent": [[*pages.recent_key(n)] for n in recent], "home": home, "page_count": page_count}
 
 
+def _wiki_key(source_id: str, name: str) -> str:
+    """The key of a source's wikilink table (:data:`builder.render.links.WIKI_TABLES`) in the state's ``wiki``."""
+    return f"{source_id}:{name}"
+
+
 def _wiki_kept(tables: dict[str, WikiTable], before: dict[str, list[list[str]]],
                titles: dict[str, list[list[str]]]) -> dict[str, WikiTable]:
     """The wikilink ``tables`` of the sources whose notes have the paths and titles they had (``before``)."""
+    if not tables:
+        return {}
     same = {source_id for source_id, listed in titles.items()
             if [item[:2] for item in before.get(source_id, ())] == [item[:2] for item in listed]}
-    return {key: table for key, table in tables.items() if key.rpartition(":")[0] in same}
+    wanted = {_wiki_key(source_id, name) for source_id in same for name in WIKI_TABLES}
+    return {key: table for key, table in tables.items() if key in wanted}
 
 
 def _index_order(key: str) -> tuple[str, str]:
@@ -253,10 +261,10 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
         return None
     kinds = {s.id: s.kind for s in config.sources}
     moved = [n for n in notes if entries[n.key]["toc_digest"] != old[n.key]["toc_digest"]]
-    tocs = _toc_plans(conn, config, env_fp, moved, titles)
+    tocs = _toc_plans(conn, config, env_fp, kinds, moved, titles)
     if tocs is None:
         return None
-    links = _links(conn, config, config.site.output / output.STATE, [n.key for n in notes])
+    links = _links(conn, config, site / output.STATE, [n.key for n in notes])
     statics = templates.static_files()
     out = opened([*(n.url for n in notes), urls.HOME_URL, *(p.url for plan in tocs.values() for p in plan.pieces),
                   *(urls.static_url(rel) for rel, _ in statics), *meta["attachments"]])
@@ -301,7 +309,7 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
         "content": content, "recent": [[*at] for at, _ in recent], "home": home.context,
         "folders": output.retimed(site, checked, out.written, removed), **_files_after(meta["files"], out.written),
     }, {"notes": {key: entry for key, entry in entries.items() if entry != old[key]},
-        "wiki": {f"{source_id}:{name}": table for source_id, source in ctx.resolver.sources.items()
+        "wiki": {_wiki_key(source_id, name): table for source_id, source in ctx.resolver.sources.items()
                  for name, table in source.built_here().items()},
         "titles": {source_id: titles[source_id] for source_id in {n.source_id for n in moved}},
         "pages": {url: fp for url, fp in out.pages.items() if out.old.get(url) != fp}}):
@@ -333,11 +341,11 @@ def _in_sorted(files: list[str], rel: str) -> bool:
     return at < len(files) and files[at] == rel
 
 
-def _toc_plans(conn: Connection, config: Config, env_fp: str, moved: list[pages.NoteInfo],
+def _toc_plans(conn: Connection, config: Config, env_fp: str, kinds: dict[str, str], moved: list[pages.NoteInfo],
                titles: _Titles) -> dict[str, toc.TocPlan] | None:
     """The table of contents of each source some of whose notes (``moved``) show other headings now (see
-    :func:`_toc_plan`), by source; None when one of them cannot be made from the site's cache."""
-    kinds = {s.id: s.kind for s in config.sources}
+    :func:`_toc_plan`; ``kinds``: each source's kind), by source; None when one of them cannot be made from the
+    site's cache."""
     plans: dict[str, toc.TocPlan] = {}
     for source_id in sorted({n.source_id for n in moved}):
         plan = _toc_plan(conn, config, env_fp, source_id, kinds[source_id], moved, titles[source_id])
@@ -453,7 +461,7 @@ def _resolver_of_titles(config: Config, conn: Connection, titles: _Titles) -> Re
 
     def kept(source_id: str) -> Callable[[str], WikiTable | None]:
         def table(name: str) -> WikiTable | None:
-            key = f"{source_id}:{name}"
+            key = _wiki_key(source_id, name)
             return (renderstate.read_keys(titles.path, "wiki", [key]) or {}).get(key)
         return table
 

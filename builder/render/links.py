@@ -26,7 +26,7 @@ import os
 import posixpath
 import re
 import unicodedata
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -101,20 +101,21 @@ class SourceNotes:
     @cached_property
     def by_stem(self) -> WikiTable:
         """Slug of the file name without ``.md`` → paths."""
-        kept = self._kept("by_stem") if self._kept is not None else None
-        if kept is not None:
-            return kept
-        self._built.add("by_stem")
-        return _grouped((_key(posixpath.splitext(posixpath.basename(p))[0]), p) for p, _ in self.notes)
+        return self._wiki_table("by_stem", lambda: (
+            (_key(posixpath.splitext(posixpath.basename(p))[0]), p) for p, _ in self.notes))
 
     @cached_property
     def by_title(self) -> WikiTable:
         """Slug of the title → paths."""
-        kept = self._kept("by_title") if self._kept is not None else None
+        return self._wiki_table("by_title", lambda: ((_key(title), p) for p, title in self.notes))
+
+    def _wiki_table(self, name: str, pairs: Callable[[], Iterable[tuple[str, str]]]) -> WikiTable:
+        """The wikilink table ``name`` as ``kept`` gives it, else grouped from its (slug, path) ``pairs``."""
+        kept = self._kept(name) if self._kept is not None else None
         if kept is not None:
             return kept
-        self._built.add("by_title")
-        return _grouped((_key(title), p) for p, title in self.notes)
+        self._built.add(name)
+        return _grouped(pairs())
 
     @cached_property
     def lower_paths(self) -> dict[str, str]:

@@ -2,8 +2,8 @@
 rev and the broken links of the last render (each listed with its line on the site's ``broken-links.html``),
 and whether English questions are searched in Czech (the dictionary, see :mod:`server.translate`).
 
-It only reads: the index (read-only, without sqlite-vec) and the last render's manifest
-(:func:`builder.core.index.renderstate.load_manifest`).
+It only reads: the index (read-only, without sqlite-vec) and two values of the last render's state
+(:func:`builder.core.index.renderstate.read_meta`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from builder.core import index as db
 from builder.core.config import Config
-from builder.core.index.renderstate import load_manifest
+from builder.core.index.renderstate import MANIFEST_VERSION, STATE_FILE, read_meta
 from builder.core.redact import redact_url
 
 
@@ -22,18 +22,12 @@ def broken_link_counts(site: Path) -> dict[str, int] | None:
     """Source id → the number of broken links in its notes as of the last complete render (sources
     without any are left out); None when the site has not been rendered (by this version) yet.
 
-    Each note's entry in the manifest lists its broken links (``broken``, see
-    :class:`builder.render.manifest.ManifestEntry`), under the key ``source:path``."""
-    manifest = load_manifest(site)
-    if not manifest:
+    The render keeps the counts in its state's values (``broken_links``, see
+    :func:`builder.render.delta.remember`): only they are read, not every note's entry."""
+    meta = read_meta(site / STATE_FILE, ("version", "broken_links"))
+    if not meta or meta.get("version") != MANIFEST_VERSION or not isinstance(meta.get("broken_links"), dict):
         return None
-    counts: dict[str, int] = {}
-    for key, entry in manifest.get("notes", {}).items():
-        broken = entry.get("broken") if isinstance(entry, dict) else None
-        if broken:
-            source_id = key.partition(":")[0]
-            counts[source_id] = counts.get(source_id, 0) + len(broken)
-    return counts
+    return dict(meta["broken_links"])
 
 
 def collect_status(config: Config) -> dict[str, Any]:

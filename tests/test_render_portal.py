@@ -5,14 +5,18 @@ graph page per source) — and that incremental renders of all of them equal a f
 
 from __future__ import annotations
 
+import marshal
 import random
 import re
 import shutil
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from builder.core.config import load_config
+from builder.core.index import renderstate
 from builder.render import graph, pages
 from builder.render.links import Link
 from builder.render.markdown import make_renderer, render_body
@@ -143,6 +147,27 @@ def test_broken_link_counts_for_status(tmp_path):
     lines = format_status(status).splitlines()
     assert lines[2].startswith("notes (folder: ") and lines[2].endswith(", 3 broken links")
     assert lines[3].startswith("prazdny (folder: ") and "broken links" not in lines[3]
+    write(root, "b.md", "# B\n\n[[a]] Dál.\n")  # the render of the edited note alone keeps the counts
+    assert build_and_render(config).report.notes_rendered == 1
+    assert broken_link_counts(config.site.output) == {"notes": 3}
+    write(root, "nic.md", "# Nic\n")  # a note where two links pointed to nothing
+    build_and_render(config)
+    assert broken_link_counts(config.site.output) == {"notes": 1}
+
+
+def test_broken_link_counts_read_only_two_values_of_the_render_state(tmp_path):
+    """At 100,000 notes the state's notes map is hundreds of MB: status reads the counts the render kept."""
+    root = tmp_path / "notes"
+    write(root, "a.md", "# A\n\n[x](nic.md)\n")
+    config = make_config(tmp_path, {"notes": root})
+    build_and_render(config)
+    state = config.site.output / renderstate.STATE_FILE
+    with closing(sqlite3.connect(state)) as conn, conn:
+        assert conn.execute("DELETE FROM shards WHERE map = 'notes'").rowcount > 0
+    assert broken_link_counts(config.site.output) == {"notes": 1}
+    with closing(sqlite3.connect(state)) as conn, conn:  # a render by an older version: its counts are not trusted
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'version'", (marshal.dumps(4),))
+    assert broken_link_counts(config.site.output) is None
 
 
 # ---------------------------------------------------------------- the links view

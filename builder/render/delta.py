@@ -75,6 +75,7 @@ class DeltaMemory(_DeltaCache):
     into: dict[str, list[str]]  # note key → the notes linking to it
     out: dict[str, list[str]]  # note key → the notes it links to (into, the other way)
     file_links: dict[str, list[FileLink]]  # note key → its links to files (or to nothing)
+    broken_links: dict[str, int]  # source → the broken links of its notes, if any (read by status; a delta keeps them)
     attachments: dict[str, list[str]]  # site URL of a copied file → [source id, path]
     files: list[str]  # every file of the site, sorted
     folders: output.FolderTimes  # every folder of the site, its time and when that was taken (output.folder_times)
@@ -104,15 +105,19 @@ def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries:
              kept: dict[str, Any] | None = None) -> DeltaMemory:
     """What a full render stores beside its manifest for the next delta render: the index content it
     rendered, the published notes' paths, titles and table of contents digests, the notes linking to
-    each note and those it links to, every note's links to files, the attachments copied, the home page's
-    data (``home``) and its recently changed notes, how many pages the site has, every page's file (``files``)
-    and the site's folders' times (``folders``), and the notes it could not read or whose page failed (``retry``:
-    every full render tries them again). ``kept``: what the state held of :data:`builder.render.site.DELTA_ONLY`;
-    its wikilink tables stay for the sources whose notes' paths and titles are the same (``titles``, the last
-    render's list, when it was read)."""
+    each note and those it links to, every note's links to files, each source's count of broken links, the
+    attachments copied, the home page's data (``home``) and its recently changed notes, how many pages the site
+    has, every page's file (``files``) and the site's folders' times (``folders``), and the notes it could not read
+    or whose page failed (``retry``: every full render tries them again). ``kept``: what the state held of
+    :data:`builder.render.site.DELTA_ONLY`; its wikilink tables stay for the sources whose notes' paths and titles
+    are the same (``titles``, the last render's list, when it was read)."""
     file_links: dict[str, list[FileLink]] = {}
     attachments: dict[str, list[str]] = {}
+    broken: dict[str, int] = {}
     for key, entry in entries.items():
+        if entry.get("broken"):
+            source_id = key.partition(":")[0]
+            broken[source_id] = broken.get(source_id, 0) + len(entry["broken"])
         if not entry.get("files", 1):
             continue
         found: list[FileLink] = [[kind, raw, r]
@@ -132,7 +137,8 @@ def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries:
             "into": {key: sorted(sources, key=_index_order) for key, sources in links.into.items()},
             "out": {key: sorted(targets, key=_index_order) for key, targets in links.out.items()},
             "wiki": _wiki_kept((kept or {}).get("wiki", {}), (kept or {}).get("titles", {}), titles),
-            "file_links": file_links, "attachments": attachments, "files": sorted(files), "folders": folders,
+            "file_links": file_links, "broken_links": broken, "attachments": attachments, "files": sorted(files),
+            "folders": folders,
             "recent": [[*pages.recent_key(n)] for n in recent], "home": home, "page_count": page_count}
 
 

@@ -150,10 +150,17 @@ def load_manifest(site: Path) -> dict[str, Any]:
     return current_manifest(read_manifest(site))
 
 
-def read_meta(path: Path) -> dict[str, Any] | None:
-    """The stored manifest's values but its maps; None when there is none or it cannot be read."""
-    return _read(path, "SELECT key, value FROM meta", {},
-                 lambda rows: {key: marshal.loads(value) for key, value in rows})
+def read_meta(path: Path, keys: Collection[str] | None = None) -> dict[str, Any] | None:
+    """The stored manifest's values but its maps (of ``keys`` only, those it holds, when given); None when there
+    is none or it cannot be read."""
+    if keys is None:
+        return _read(path, "SELECT key, value FROM meta", {}, _decoded)
+    return _read(path, "SELECT key, value FROM meta WHERE key IN (SELECT value FROM json_each(:keys))",
+                 {"keys": json.dumps(sorted(keys))}, _decoded)
+
+
+def _decoded(rows: Iterable[tuple[str, bytes]]) -> dict[str, Any]:
+    return {key: marshal.loads(value) for key, value in rows}
 
 
 def read_keys(path: Path, name: str, keys: Iterable[str]) -> dict[str, Any] | None:

@@ -282,7 +282,7 @@ class _Rendered:
     made: SitePages
     failed: set[str]  # notes whose page failed on the last pass (left out)
     note_pages: int  # note pages written
-    trees: str  # the digest the navigation trees were made from
+    trees: dict[str, str]  # source → the digest its navigation tree was made from (_tree_digests)
 
 
 def _delta_render(config: Config, conn: Connection, env_fp: str, files: list[Path], log: SyncLog,
@@ -368,14 +368,12 @@ def _render_notes(run: _Pass, notes: list[pages.NoteInfo], entries: manifest.Ent
         note_pages = pool.start(notepages.page_job_at, page_jobs)
         out.keep(n.url for n in notes if n.key not in entries)
         dirty = manifest.dirty(notes, stale, old, entries, moved) if run.trust else None
-        # the navigation trees list the notes with a page: every note's path and title, less those
-        # that could not be read (their pages stay, but a fresh render would leave them out)
-        trees = manifest.sha(*(f"{source_id}\x1f{digest}" for source_id, digest in sorted(run.universe.items())),
-                             *(n.key for n in notes if n.key not in entries))
+        trees = _tree_digests(run.universe, [n.key for n in notes if n.key not in entries])
+        before = run.previous.get("trees") if run.trust else None  # a str from an older render: none holds
+        held = frozenset(sid for sid, digest in trees.items() if isinstance(before, dict) and before.get(sid) == digest)
         with _cycles_collected():
             made = _site_pages(run.ctx, out, run.env_fp, [n for n in notes if n.key in entries],
-                               {s.id: s.kind for s in run.config.sources}, dirty,
-                               SiteData(entries, links, run.trust and run.previous.get("trees") == trees))
+                               {s.id: s.kind for s in run.config.sources}, dirty, SiteData(entries, links, held))
         failed = _note_pages(out, note_pages(), len(page_jobs), last, run.log)
     return _Rendered(entries, bodies, links, broken, made, failed, len(page_jobs), trees)
 
@@ -410,6 +408,16 @@ def _end_pass(run: _Pass, notes: list[pages.NoteInfo], done: _Rendered, saved: d
     seconds = time.perf_counter() - started
     _log_render(run.log, out.written, done.note_pages, len(done.made.urls), removed, done.broken, seconds)
     return RenderReport(tuple(out.written), tuple(removed), out.unchanged, done.note_pages, done.broken, seconds)
+
+
+def _tree_digests(universe: manifest.Universe, unread: list[str]) -> dict[str, str]:
+    """Source → the digest of what its navigation tree lists: its notes with a page, each path and title (its
+    ``universe``), less those that could not be read (``unread``, note keys: their pages stay, but a fresh render
+    would leave them out)."""
+    left_out: dict[str, list[str]] = {}
+    for key in unread:
+        left_out.setdefault(key.partition(":")[0], []).append(key)
+    return {source_id: manifest.sha(digest, *left_out.get(source_id, ())) for source_id, digest in universe.items()}
 
 
 def _unnamed(notes: list[pages.NoteInfo]) -> dict[str, str]:
@@ -557,7 +565,8 @@ class SiteData:
 
     entries: manifest.Entries  # the manifest entries of this render (broken links)
     links: graph.Links
-    same_trees: bool  # every listed note's path and title as in the last render: the navigation trees hold
+    same_trees: frozenset[str]  # the sources whose listed notes' paths and titles are as in the last render: their
+    # navigation trees hold
 
 
 @dataclass(frozen=True)
@@ -641,7 +650,8 @@ def _source_pages(ctx: notepages.Context, out: output.Output, env_fp: str, sourc
         page = pages.graph_page(source_id, svg, {**view.stats, "legend": legend})
         if out.wants(graph_url, manifest.sha(env_fp, page.data())):
             out.write(graph_url, ctx.templates.render(page, ctx.built_at))
-    if not out.kept_all(out.listed_with(urls.tree_url(source_id), urls.tree_dir(source_id)), not data.same_trees):
+    if not out.kept_all(out.listed_with(urls.tree_url(source_id), urls.tree_dir(source_id)),
+                        source_id not in data.same_trees):
         for part in tree.tree_parts(source_id, notes):
             if out.wants(part.url, manifest.sha(env_fp, part.script)):
                 out.write(part.url, part.script)

@@ -369,8 +369,8 @@ def _render_notes(run: _Pass, notes: list[pages.NoteInfo], entries: manifest.Ent
         out.keep(n.url for n in notes if n.key not in entries)
         dirty = manifest.dirty(notes, stale, old, entries, moved) if run.trust else None
         trees = _tree_digests(run.universe, [n.key for n in notes if n.key not in entries])
-        before = run.previous.get("trees") if run.trust else None  # a str from an older render: none holds
-        held = frozenset(sid for sid, digest in trees.items() if isinstance(before, dict) and before.get(sid) == digest)
+        kept = run.previous.get("trees") if run.trust else None  # a str from an older render: no tree holds
+        held = frozenset(sid for sid, digest in trees.items() if isinstance(kept, dict) and kept.get(sid) == digest)
         with _cycles_collected():
             made = _site_pages(run.ctx, out, run.env_fp, [n for n in notes if n.key in entries],
                                {s.id: s.kind for s in run.config.sources}, dirty, SiteData(entries, links, held))

@@ -339,12 +339,14 @@ def test_a_full_render_reads_none_of_the_state_it_does_not_trust_and_saves_it_wh
 
 
 def test_a_note_added_to_one_source_resolves_again_the_links_of_that_source_only(tmp_path, monkeypatch):
-    """A link resolves inside its own source: a note added to one source re-resolves that source's links
-    (a broken one now lands on the new note) and asks nothing about the other source's; a note removed
-    likewise; a stored universe from before sources had their own (one digest) re-resolves every link."""
+    """A link resolves inside its own source: a note added to one source re-resolves those links of that source
+    that share a name with it (a broken one now lands on the new note: builder.render.links.note_names) and asks
+    nothing about the other links, nor about the other source's; a note removed likewise; a stored state without
+    the list of a source's notes (from an older render) re-resolves every link."""
     for name in ("mine", "theirs"):
         write(tmp_path / name, "a.md", "# Alfa\n\n[[zeta]] a [beta](b.md)\n")
         write(tmp_path / name, "b.md", "# Beta\n")
+        write(tmp_path / name, "c.md", "# Cé\n\n[[gama]] a [beta](b.md)\n")  # three hops from zeta
     config = make_config(tmp_path, {"mine": tmp_path / "mine", "theirs": tmp_path / "theirs"})
     build_and_render(config)
     asked: list[tuple[str, str, str]] = []
@@ -367,13 +369,15 @@ def test_a_note_added_to_one_source_resolves_again_the_links_of_that_source_only
     asked.clear()
     (tmp_path / "theirs/b.md").unlink()
     run = build_and_render(config)
-    assert set(asked) == {("theirs", "a.md", "b.md"), ("theirs", "a.md", "zeta")}
+    assert set(asked) == {("theirs", "a.md", "b.md"), ("theirs", "a.md", "zeta"),  # both notes linked to b.md
+                          ("theirs", "c.md", "b.md"), ("theirs", "c.md", "gama")}
     assert "theirs/b.html" in run.report.removed
     asked.clear()
     state = site / ".render-state"
     meta = renderstate.read_meta(state)
     assert meta is not None and set(meta["universe"]) == {"mine", "theirs"}
-    assert renderstate.patch_state(state, {"universe": "one digest of every note, as before"}, {})
+    assert renderstate.patch_state(state, {"universe": "one digest of every note, as before"},
+                                   {"titles": {"mine": None, "theirs": None}})
     write(tmp_path / "mine", "eta.md", "# Eta\n")
     build_and_render(config)
     assert {source_id for source_id, _, _ in asked} == {"mine", "theirs"}

@@ -232,14 +232,17 @@ def test_incremental_renders_equal_a_fresh_render_through_random_edits(tmp_path)
     pages of an incremental render are those of a fresh render of the same notes."""
     rng = random.Random(12)
     names = [f"n{i}" for i in range(10)]
-    state = {name: {"title": name.upper(), "links": rng.sample(names, 2), "folder": rng.choice(["", "x/", "y/"])}
+    targets = names + [f"m{step}" for step in range(14)]  # notes the edits add later: their links are broken till then
+    state = {name: {"title": name.upper(), "links": rng.sample(targets, 2), "folder": rng.choice(["", "y/"])}
              for name in names}
+    state["n0"]["folder"] = "x/"  # the only note of x/, the folder's page, till a note is added beside it
 
     def save(root: Path) -> None:
         if root.exists():
             shutil.rmtree(root)
         for name, note in state.items():
-            body = " ".join(f"[[{t}]]" for t in note["links"])
+            # and a link to the folder x/: its page while it holds one note
+            body = " ".join(f"[[{t}]]" for t in note["links"]) + " [x](/x/)"
             write(root, f"{note['folder']}{name}.md", f"# {note['title']}\n\n{body} {note.get('text', '')}\n")
 
     root = tmp_path / "notes"
@@ -250,13 +253,15 @@ def test_incremental_renders_equal_a_fresh_render_through_random_edits(tmp_path)
         edit = EDITS[step % len(EDITS)]
         name = rng.choice(sorted(state))
         if edit == "link":
-            state[name]["links"].append(rng.choice(names))
+            state[name]["links"].append(rng.choice(targets))
         elif edit == "unlink" and state[name]["links"]:
             state[name]["links"].pop(0)
         elif edit == "retitle":
             state[name]["title"] = f"{state[name]['title']} {step}"
         elif edit == "add":
-            state[f"m{step}"] = {"title": f"M{step}", "links": [rng.choice(sorted(state))], "folder": "y/"}
+            wanted = sorted({t for note in state.values() for t in note["links"]} - set(state))  # a broken link's
+            state[wanted[0] if wanted else f"m{step}"] = {"title": f"M{step}", "links": [rng.choice(sorted(state))],
+                                                          "folder": rng.choice(["x/", "y/"])}
         elif edit == "delete" and len(state) > 4:
             del state[name]
         else:

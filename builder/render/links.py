@@ -326,3 +326,61 @@ def _wiki_target(src: SourceNotes, from_path: str, name: str) -> str | None:
             same_dir = [p for p in candidates if posixpath.dirname(p) == here]
             return (same_dir or sorted(candidates, key=lambda p: (p.count("/"), p)))[0]
     return None
+
+
+# ---------------------------------------------------------------- which links a note can answer
+
+# A link's names (link_names) and a note's (note_names) are made by one set of rules from the lookups above: a note
+# can answer a link only if they share a name (a path as _note_at looks it up, lower case and without ``.md``,
+# its folder's and that folder's without ordering prefixes, as dir_pages keys it; the slug the wikilink tables key).
+# Over-approximate by design: a shared name means "resolve it again", never "it moved".
+
+
+def note_names(path: str, title: str) -> frozenset[str]:
+    """The names under which a link can find the note at ``path`` titled ``title`` (see :func:`link_names`): a
+    link that shares none resolves the same whether the note is there, or titled so, or not."""
+    folder = posixpath.dirname(path)
+    return frozenset({_path_name(path), _path_name(folder), _path_name(_without_order(folder)),
+                      _wiki_name(posixpath.splitext(posixpath.basename(path))[0]), _wiki_name(title)})
+
+
+def link_names(from_path: str, kind: str, raw: str) -> frozenset[str]:
+    """The names of the notes that could answer a link of the note at ``from_path`` (``kind`` and ``raw`` as
+    :meth:`Resolver.resolve` takes them); none for what no note answers (an image, an anchor, the outside)."""
+    if kind == "image":
+        return frozenset()  # an image is a file, never a note's page
+    if kind == "wiki":
+        name = raw.strip().partition("#")[0].strip()
+        if not name:
+            return frozenset()
+        found = {_wiki_name(posixpath.basename(name).removesuffix(".md"))}
+        if "/" in name:
+            for base in (posixpath.dirname(from_path), ""):
+                found |= _path_names(posixpath.normpath(posixpath.join(base, name.lstrip("/"))))
+        return frozenset(found)
+    raw = raw.strip()
+    if not raw or raw.startswith("#") or _SCHEME.match(raw) or raw.startswith("//"):
+        return frozenset()
+    path_part = raw.partition("#")[0]
+    joined = _joined(from_path, path_part)
+    if joined is None:
+        return frozenset()
+    found = _path_names(joined)
+    if path_part.startswith("/"):
+        found |= _path_names(f"{GRAV_PAGES}/{joined}")
+    return frozenset(found)
+
+
+def _path_names(path: str) -> set[str]:
+    """What :func:`_note_at` looks ``path`` up as: a note's path, a folder's (as written or without its ordering
+    prefixes)."""
+    folder = path.rstrip("/")
+    return {_path_name(path), _path_name(folder), _path_name(_without_order(folder))}
+
+
+def _path_name(path: str) -> str:
+    return "p:" + path.lower().removesuffix(".md")
+
+
+def _wiki_name(name: str) -> str:
+    return "w:" + _key(name)

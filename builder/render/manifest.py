@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from builder.core import urls
 from builder.core.config import Config, SourceConfig
-from builder.render.links import LINK_KIND, LINK_TARGET, LINK_URL, StoredLink
+from builder.render.links import LINK_KIND, LINK_TARGET, LINK_URL, StoredLink, link_names, note_names
 from builder.core.synclog import SyncLog
 
 if TYPE_CHECKING:
@@ -121,26 +121,47 @@ def entry(note: NoteInfo, body: Body, highlights: tuple[str, ...]) -> ManifestEn
     return found
 
 
-def recheck(notes: list[NoteInfo], old: Entries, same: frozenset[str],
-            resolver: Resolver) -> tuple[Entries, list[NoteInfo]]:
+def names_moved(titles: object, notes: list[NoteInfo], same: frozenset[str]) -> dict[str, frozenset[str]]:
+    """For each source where notes were added, removed or retitled (not in ``same``) and whose last list of
+    notes is known (``titles``, as :func:`builder.render.delta.remember` stored it: source → [path, title, …]):
+    the names of those notes (:func:`builder.render.links.note_names`). Only a link sharing one can land
+    elsewhere now."""
+    if not isinstance(titles, dict):
+        return {}
+    now: dict[str, set[tuple[str, str]]] = {source_id: set() for source_id in titles if source_id not in same}
+    for note in notes:
+        if note.source_id in now:
+            now[note.source_id].add((note.path, note.title))
+    found = {}
+    for source_id, pairs in now.items():
+        changed = pairs.symmetric_difference((path, title) for path, title, *_ in titles[source_id])
+        found[source_id] = frozenset(name for path, title in changed for name in note_names(path, title))
+    return found
+
+
+def recheck(notes: list[NoteInfo], old: Entries, same: frozenset[str], resolver: Resolver,
+            names: dict[str, frozenset[str]] | None = None) -> tuple[Entries, list[NoteInfo]]:
     """Entries of notes whose text is unchanged and whose links still land where they did, and the
-    notes whose body must be rendered. Links are re-resolved where the answer may have moved: all
-    of a source's after a note of it was added, removed or renamed (``same``: the sources where none
-    was, see :func:`same_universe`); else links to files (a broken one only when a file appeared at its
-    path: :meth:`Resolver.still_broken`) and to notes whose headings changed (a ``#fragment`` is mapped
-    onto the target's anchors)."""
+    notes whose body must be rendered. Links are re-resolved where the answer may have moved: after a note
+    of a source was added, removed or renamed (``same``: the sources where none was, see :func:`same_universe`),
+    those of its links that share a name with such a note (``names``: :func:`names_moved`), or all of them (a
+    source not in ``names``); else links to files (a broken one only when a file appeared at its path:
+    :meth:`Resolver.still_broken`) and to notes whose headings changed (a ``#fragment`` is mapped onto the
+    target's anchors)."""
     moved = {n.key for n in notes if n.key in old and old[n.key]["sha"] != n.sha256
              and old[n.key].get("anchors_digest") != sha(*n.anchor_list)}
+    names = names or {}
 
     def holds(note: NoteInfo, kind: str, raw: str, r: StoredLink) -> bool:
         """Does the link still resolve to ``r``?"""
-        if note.source_id in same:
+        source_id = note.source_id
+        if source_id in same or (source_id in names and names[source_id].isdisjoint(link_names(note.path, kind, raw))):
             if kind == "wiki" or r[LINK_KIND] not in ("attachment", "broken"):
-                if r[LINK_KIND] != "note" or f"{note.source_id}:{r[LINK_TARGET]}" not in moved:
-                    return True  # only the notes decide it, and they are the same
-            elif r[LINK_KIND] == "broken" and resolver.still_broken(note.source_id, note.path, raw, r):
+                if r[LINK_KIND] != "note" or f"{source_id}:{r[LINK_TARGET]}" not in moved:
+                    return True  # only the notes decide it, and none that could answer it changed
+            elif r[LINK_KIND] == "broken" and resolver.still_broken(source_id, note.path, raw, r):
                 return True
-        return r == resolver.resolve(note.source_id, note.path, kind, raw).as_list()
+        return r == resolver.resolve(source_id, note.path, kind, raw).as_list()
 
     entries: Entries = {}
     stale = []

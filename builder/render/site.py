@@ -222,7 +222,8 @@ def _render_site(config: Config, conn: Connection, *, full: bool, log: SyncLog, 
         universe = manifest.universe(config, notes)
         old = previous.get("notes", {}) if trust else {}
         same = manifest.same_universe(previous.get("universe"), universe) if trust else frozenset()
-        entries, stale = manifest.recheck(notes, old, same, resolver)
+        names = manifest.names_moved(previous.get("titles"), notes, same) if trust else {}
+        entries, stale = manifest.recheck(notes, old, same, resolver, names)
         big = len(stale) >= BIG_RENDER
         spill = bodycache.Spill(site) if big and len(stale) >= bodycache.SPILL_MIN else None
         run = _Pass(config, log, env_fp, content, files, trust, previous, universe, big, out,

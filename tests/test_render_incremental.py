@@ -438,3 +438,39 @@ def test_a_note_that_cannot_be_read_leaves_its_source_tree_and_comes_back(tmp_pa
     made.clear()
     build_and_render(config)
     assert made == ["mine"] and "Zeta" in mine.read_text("utf-8")
+
+
+def test_a_note_added_removed_or_retagged_fingerprints_the_pages_of_its_tags_only(portal, monkeypatch):
+    """A tag page is made again (its fingerprint computed over every note of the tag) only for the tags of a note
+    added, or re-rendered with another title or tags, and for a tag whose notes are others now (a note left it, or
+    was removed): not for every tag of the site. Each page then shows what a fresh render would."""
+    config, root = portal
+    made: list[str] = []
+    tag_fp = site._tag_fp
+    monkeypatch.setattr(site, "_tag_fp", lambda env_fp, slug, name, members: made.append(slug)
+                        or tag_fp(env_fp, slug, name, members))
+
+    def titles(slug: str) -> list[str]:
+        doc = parse_page(config.site.output / f"tags/{slug}/index.html")
+        return [a.text for a in doc.iterfind(".//main//li/a")]
+
+    write(root, "f.md", "---\ntags: [hory]\n---\n# Fí\n")
+    build_and_render(config)
+    assert made == ["hory"] and "Fí" in titles("hory")
+    made.clear()
+    (root / "a.md").unlink()  # it was on čaj
+    build_and_render(config)
+    assert made == ["caj"] and "Alfa" not in titles("caj")
+    made.clear()
+    edit(root / "sub/b.md", "---\ntags: [les, hory]\n---\n# Beta\n\nText.\n")  # leaves čaj, its last note
+    build_and_render(config)
+    assert sorted(made) == ["hory", "les"] and not (config.site.output / "tags/caj").exists()
+    made.clear()
+    edit(root / "sub/d.md", "---\ntags: [hory]\n---\n# Delta nová\n\nText.\n")
+    build_and_render(config)
+    assert made == ["hory"] and "Delta nová" in titles("hory")
+    made.clear()
+    edit(root / "e.md", "# Epsilon\n\nNic, ale jinak.\n")  # no tags, its title kept
+    build_and_render(config)
+    assert made == []
+    check_site(config.site.output)

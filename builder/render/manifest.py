@@ -56,7 +56,10 @@ class Dirty:
     """Pages besides note pages that the notes rendered now (or removed) may have changed."""
 
     tocs: frozenset[str]  # sources whose table of contents may have changed
-    tags: bool  # any tag page, the list of tags
+    # the tags whose pages may show a note otherwise: those of the notes added or re-rendered with another URL,
+    # title or tags (a tag that a note left, or that a removed note was on, lost a member: builder.render.site
+    # compares each tag's members with the last render's)
+    tags: frozenset[str]
     graphs: frozenset[str]  # sources whose link graph may have changed
     broken: bool  # the list of broken links
 
@@ -212,22 +215,24 @@ def dirty(notes: list[NoteInfo], stale: list[NoteInfo], old: Entries, entries: E
     changes them. ``graphs``: the notes whose place in the link graph moved (see
     :func:`builder.render.graph.moved`)."""
     tocs: set[str] = set()
-    tags = broken = False
-    for key in {n.key for n in stale} | (set(old) - {n.key for n in notes}):
+    tags: set[str] = set()
+    broken = False
+    rendered = {n.key: n for n in stale}
+    for key in rendered.keys() | (set(old) - {n.key for n in notes}):
         before, now = old.get(key), entries.get(key)
         source_id = key.partition(":")[0]
+        if now is not None and (before is None or before.get("tags_digest") != now.get("tags_digest")):
+            tags.update(urls.tag_slug(tag) for tag in rendered[key].tags)
         if before is None or now is None:  # added or removed: every list it is on changes
             tocs.add(source_id)
-            tags = True
             either = before or now
             broken = broken or bool(either and either.get("broken"))
             continue
         if before.get("toc_digest") != now.get("toc_digest"):
             tocs.add(source_id)
-        tags = tags or before.get("tags_digest") != now.get("tags_digest")
         broken = broken or before.get("broken") != now.get("broken") or (
             bool(before.get("broken")) and before.get("tags_digest") != now.get("tags_digest"))  # its title, URL
-    return Dirty(frozenset(tocs), tags, frozenset(key.partition(":")[0] for key in graphs), broken)
+    return Dirty(frozenset(tocs), frozenset(tags), frozenset(key.partition(":")[0] for key in graphs), broken)
 
 
 def log_broken(stale: list[NoteInfo], bodies: dict[str, Outcome], entries: Entries, log: SyncLog) -> int:

@@ -374,7 +374,8 @@ def _render_notes(run: _Pass, notes: list[pages.NoteInfo], entries: manifest.Ent
         held = frozenset(sid for sid, digest in trees.items() if isinstance(kept, dict) and kept.get(sid) == digest)
         with _cycles_collected():
             made = _site_pages(run.ctx, out, run.env_fp, [n for n in notes if n.key in entries],
-                               {s.id: s.kind for s in run.config.sources}, dirty, SiteData(entries, links, held))
+                               {s.id: s.kind for s in run.config.sources}, dirty,
+                               SiteData(entries, links, held, run.previous.get("tag_members", {}) if run.trust else {}))
         failed = _note_pages(out, note_pages(), len(page_jobs), last, run.log)
     return _Rendered(entries, bodies, links, broken, made, failed, len(page_jobs), trees)
 
@@ -403,7 +404,8 @@ def _end_pass(run: _Pass, notes: list[pages.NoteInfo], done: _Rendered, saved: d
                             else output.folder_times(config.site.output, previous=saved.get("folders")),
                             retry={*skip, *done.failed}, kept={**kept, "titles": saved.get("titles", {})})
     out.save_manifest({"version": renderstate.MANIFEST_VERSION, "env": run.env_fp, "universe": run.universe,
-                       "trees": done.trees, **memory, "pages": out.pages, "notes": done.entries}, saved)
+                       "trees": done.trees, "tag_members": done.made.tag_members, **memory, "pages": out.pages,
+                       "notes": done.entries}, saved)
     out.journal.clear()  # the manifest lists every page now
     write_stamp(config, run.files, run.content, linked_state(delta.linked_files(ctx.resolver, memory["file_links"])))
     seconds = time.perf_counter() - started
@@ -568,6 +570,7 @@ class SiteData:
     links: graph.Links
     same_trees: frozenset[str]  # the sources whose listed notes' paths and titles are as in the last render: their
     # navigation trees hold
+    tag_members: dict[str, str]  # tag slug → the digest of its notes at the last render (_tag_members), if trusted
 
 
 @dataclass(frozen=True)
@@ -577,6 +580,7 @@ class SitePages:
     urls: list[str]  # every page of the site
     home: Any  # the home page (a builder.core.templates.Page)
     recent: list[pages.NoteInfo]  # the notes it lists as recently changed
+    tag_members: dict[str, str]  # tag slug → the digest of its notes (_tag_members)
 
 
 def _site_pages(ctx: notepages.Context, out: output.Output, env_fp: str, notes: list[pages.NoteInfo],
@@ -593,11 +597,13 @@ def _site_pages(ctx: notepages.Context, out: output.Output, env_fp: str, notes: 
         source_urls += _source_pages(ctx, out, env_fp, sid, kinds[sid], members, dirty, data)
     toc.prune_sources(ctx.site, set(kinds))
     groups = pages.tag_groups(notes)
+    tag_members = _tag_members(groups)
     tag_urls: list[str] = []
     for slug, (name, members) in groups.items():
         paged = pages.paged_urls(f"tags/{slug}/index.html", len(members))
         tag_urls += paged
-        if out.kept_all(list(paged), dirty is None or dirty.tags):
+        if out.kept_all(list(paged), dirty is None or slug in dirty.tags
+                        or data.tag_members.get(slug) != tag_members[slug]):
             continue
         fingerprint = _tag_fp(env_fp, slug, name, members)
         wanted = {url for number, url in enumerate(paged) if out.wants(url, manifest.sha(fingerprint, str(number)))}
@@ -621,7 +627,12 @@ def _site_pages(ctx: notepages.Context, out: output.Output, env_fp: str, notes: 
     for url, text in pages.sitemaps(page_urls):
         if out.wants(url, manifest.sha(env_fp, text)):
             out.write(url, text)
-    return SitePages(page_urls, home, recent)
+    return SitePages(page_urls, home, recent, tag_members)
+
+
+def _tag_members(groups: dict[str, tuple[str, list[pages.NoteInfo]]]) -> dict[str, str]:
+    """Tag slug → the digest of its notes: a tag that a note left, or that a removed note was on, has another."""
+    return {slug: manifest.sha(*(n.key for n in members)) for slug, (_, members) in groups.items()}
 
 
 def _tag_fp(env_fp: str, slug: str, name: str, members: list[pages.NoteInfo]) -> str:

@@ -13,8 +13,9 @@ so that a machine whose load drifts favours neither.
 ``build``: one-note (or, with ``--first``, first) builds. Each side gets its own copy of the portal's
 index and site (made once from the config's, or built on the first run), so its render state is its
 own; the notes are shared. Every round edits one note (``bench_corpus.edit_body`` or
-``edit_heading``; ``--edit none`` times no-op builds), then runs ``notes-portal build`` once per side,
-in the order A B, then B A. Each run reports its wall time, the time until its render began (start-up,
+``edit_heading``; ``--edit added`` writes a note beside it in even rounds and deletes it in odd ones, reported
+apart; ``--edit none`` times no-op builds), then runs ``notes-portal build`` once per side,
+in the order A B, B A, B A, A B, …. Each run reports its wall time, the time until its render began (start-up,
 scan, index), the time ``render_site`` took and its peak RSS; the medians and their ratio are printed. Both checkouts'
 bytecode is written first. On a busy machine the render's own time separates the sides when the
 whole process's does not. With ``--first`` a round deletes each side's index and site instead.
@@ -170,6 +171,16 @@ def run_build(checkout: Path, config: Path) -> dict[str, float | None]:
     return {"wall": wall, "index": found["index"], "render": found["render"], "rss": found["rss"]}
 
 
+def add_or_remove(note: Path, seed: int) -> None:
+    """An even ``seed`` writes a note beside ``note`` that links to it (as the scale step's "a note added" does), an
+    odd one deletes it again."""
+    added = note.with_name("added-note.md")
+    if seed % 2 == 0:
+        added.write_text(f"# Nová poznámka {seed}\n\nOdkaz na [[{note.stem}]].\n", encoding="utf-8")
+    else:
+        added.unlink(missing_ok=True)
+
+
 def clear(config: Path) -> None:
     """Delete a side's index folder and site (``side_config`` put both inside its folder)."""
     raw = yaml.safe_load(config.read_text(encoding="utf-8"))
@@ -179,7 +190,8 @@ def clear(config: Path) -> None:
 
 def build(args: argparse.Namespace) -> None:
     """The ``build`` subcommand."""
-    edit = {"body": edit_body, "heading": edit_heading, "none": lambda note, seed: None}[args.edit]
+    edit = {"body": edit_body, "heading": edit_heading, "added": add_or_remove,
+            "none": lambda note, seed: None}[args.edit]
     sides = {"A": args.a.resolve(), "B": args.b.resolve()}
     for checkout in sides.values():
         compile_checkout(checkout)
@@ -192,13 +204,24 @@ def build(args: argparse.Namespace) -> None:
         for round_no in range(args.rounds):
             if not args.first:
                 edit(args.note, 1000 + round_no)
-            for name in ("A", "B") if round_no % 2 == 0 else ("B", "A"):
+            for name in ("A", "B") if round_no % 4 in (0, 3) else ("B", "A"):  # each side first in half of
+                # the even rounds and of the odd ones (--edit added: the adds and the removes)
                 if args.first:
                     clear(configs[name])
                 results[name].append(run_build(sides[name], configs[name]))
     what = ("first builds" if args.first else "no-op builds" if args.edit == "none"
             else f"{args.edit} edit of {args.note}")
-    print(f"{what}, {args.rounds} rounds (medians; the runs in order)")
+    if args.edit == "added":  # even rounds added the note, odd ones removed it
+        for kind, parity in (("a note added", 0), ("a note removed", 1)):
+            report(f"{kind} beside {args.note}", {name: runs[parity::2] for name, runs in results.items()})
+    else:
+        report(what, results)
+
+
+def report(what: str, results: dict[str, list[dict[str, float | None]]]) -> None:
+    """The medians of each side's builds and their ratio, measure by measure."""
+    sides = list(results)
+    print(f"{what}, {len(results['A'])} rounds (medians; the runs in order)")
     for measure, unit, scale in (("wall", "ms", 1000), ("index", "ms", 1000), ("render", "ms", 1000),
                                  ("rss", "MB", 1)):
         values = {name: [r[measure] for r in results[name]] for name in sides}
@@ -307,8 +330,9 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help=what, description=what)
     b.add_argument("--config", type=Path, required=True, help="a portal whose notes are edited")
     b.add_argument("--note", type=Path, help="the note to edit (a file of a folder source)")
-    b.add_argument("--edit", choices=("body", "heading", "none"), default="body",
-                   help="what each round changes in the note (none: no-op builds)")
+    b.add_argument("--edit", choices=("body", "heading", "added", "none"), default="body",
+                   help="what each round changes in the note (added: a note beside it, written in even rounds "
+                        "and deleted in odd ones; none: no-op builds)")
     b.add_argument("--first", action="store_true", help="time first builds (no note is edited)")
     b.add_argument("--rounds", type=int, default=9)
     b.add_argument("a", type=Path, help="checkout A (the one before)")

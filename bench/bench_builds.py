@@ -188,26 +188,39 @@ def one_note_builds(corpus: Corpus, runs: int, kind: str) -> dict[str, Any]:
     return {**_measured(results), "note": str(target.relative_to(corpus.folder / "notes"))}
 
 
-def added_note_builds(corpus: Corpus, runs: int) -> dict[str, Any]:
-    """``runs`` builds after a note is added beside the edited note, each followed by a build after it is
-    removed again: what a new note costs the every-minute build (every page that lists the notes or
-    resolves links may change). The last of each checked: the page there, then gone."""
+def added_note_builds(corpora: list[Corpus], runs: int) -> list[dict[str, Any]]:
+    """For each corpus, ``runs`` builds after a note is added beside the edited note, each followed by a build
+    after it is removed again: what a new note costs the every-minute build (every page that lists the notes or
+    resolves links may change). The corpora take turns within each round (in the opposite order the next round),
+    so that the machine's drift, which moved builds 19–33 % within 25 minutes, falls on every size alike and
+    the slope between sizes stays theirs. The last of each checked: the page there, then gone."""
+    for corpus in corpora:
+        build(corpus)
+    results: list[dict[str, list[Any]]] = [{"added": [], "removed": []} for _ in corpora]
+    for run in range(runs):
+        order = list(enumerate(corpora)) if run % 2 == 0 else list(reversed(list(enumerate(corpora))))
+        for kind in ("added", "removed"):
+            for number, corpus in order:
+                results[number][kind].append(_add_or_remove(corpus, run, kind))
+    return [{kind: _measured(found) for kind, found in result.items()} for result in results]
+
+
+def _add_or_remove(corpus: Corpus, run: int, kind: str) -> Run:
+    """A build after a note is written beside the edited note (``kind`` added) or deleted again (removed); the page
+    checked."""
     target = corpus.edited()
     source, rel = note_path(EDITED_NOTE % corpus.notes)
     added = target.with_name("added-note.md")
     page = corpus.folder / "site" / source / Path(rel).with_name("added-note.html")
-    build(corpus)
-    results: dict[str, list[Any]] = {"added": [], "removed": []}
-    for run in range(runs):
+    if kind == "added":
         added.write_text(f"# Nová poznámka {run}\n\nOdkaz na [[{target.stem}]].\n", encoding="utf-8")
-        results["added"].append(build(corpus))
-        if not page.is_file():
-            raise SystemExit(f"the build after a note was added wrote no {page}")
+    else:
         added.unlink()
-        results["removed"].append(build(corpus))
-        if page.exists():
-            raise SystemExit(f"the build after a note was removed left {page}")
-    return {kind: _measured(found) for kind, found in results.items()}
+    measured = build(corpus)
+    if page.is_file() != (kind == "added"):
+        found = "wrote no" if kind == "added" else "left"
+        raise SystemExit(f"the build after a note was {kind} {found} {page}")
+    return measured
 
 
 def warm_up(folder: Path, pools: Pools) -> None:

@@ -6,11 +6,12 @@ several sizes of one generated collection, and the pictures of the slopes.
 Each size is a corpus of ``bench_corpus``'s generated notes (real Czech, Slovak and English text of the shared
 corpora, links, tags, code, tables; half of the notes in flat folders, half in a folder each, as Grav keeps
 pages) with provider ``none``: a first build, no-op builds, builds after a body edit and after a heading
-edit, after a note is added and after it is removed, and a ``--full`` build, each the real CLI in a fresh
-process with its peak RSS; the index's and the site's sizes; the largest page and file of the site and what
-a note page makes the browser download (the page and the scripts, styles and data it loads, the diagram
-library aside); ``toc --json`` and ``grep`` over the whole collection. ``pictures`` draws one PNG per family
-(builds, memory, weight) with notes on a log axis, from the same figures (matplotlib, the ``dev`` extra).
+edit, after a note is added and after it is removed (the sizes in turns, at the end), and a ``--full`` build,
+each the real CLI in a fresh process with its peak RSS; the index's and the site's sizes; the largest page and
+file of the site and what a note page makes the browser download (the page and the scripts, styles and data it
+loads, the diagram library aside); ``toc --json`` and ``grep`` over the whole collection. ``pictures`` draws one
+PNG per family (builds, memory, weight) with notes on a log axis, from the same figures (matplotlib, the ``dev``
+extra).
 """
 
 from __future__ import annotations
@@ -114,8 +115,27 @@ def read_commands(corpus: bench_builds.Corpus, runs: int) -> dict[str, Any]:
     return found
 
 
-def scale_row(work: Path, notes: int, pools: Pools, runs: int, say: Any) -> dict[str, Any]:
-    """Every figure of one size."""
+def scale_rows(work: Path, sizes: list[int], pools: Pools, runs: int, say: Any) -> dict[str, dict[str, Any]]:
+    """Every figure of every size (notes → its row): each size's :func:`scale_row`, then the builds after a note is
+    added and removed, the sizes in turns (``bench_builds.added_note_builds``): their slope is the issue's verdict."""
+    rows: dict[str, dict[str, Any]] = {}
+    corpora = []
+    try:
+        for notes in sizes:
+            row, corpus = scale_row(work, notes, pools, runs, say)
+            rows[str(notes)] = row
+            corpora.append(corpus)
+        say(f"scale: {runs} builds after a note is added, and after it is removed, at each size in turns")
+        for corpus, found in zip(corpora, bench_builds.added_note_builds(corpora, runs), strict=True):
+            rows[str(corpus.notes)].update(found)
+    finally:
+        for corpus in corpora:
+            shutil.rmtree(corpus.folder, ignore_errors=True)
+    return rows
+
+
+def scale_row(work: Path, notes: int, pools: Pools, runs: int, say: Any) -> tuple[dict[str, Any], bench_builds.Corpus]:
+    """Every figure of one size but a note added and removed (:func:`scale_rows`), and its corpus (kept for those)."""
     say(f"scale: {notes:,} notes: writing them")
     corpus = make_mixed(work / f"scale-{notes}", notes, pools)
     # the small sizes' builds last seconds, as long as the machine's swings: a slope is judged on their medians
@@ -127,8 +147,6 @@ def scale_row(work: Path, notes: int, pools: Pools, runs: int, say: Any) -> dict
     for kind in ("body", "heading"):
         say(f"scale: {notes:,} notes: {runs} builds after a {kind} edit")
         row[kind] = bench_builds.one_note_builds(corpus, runs, kind)
-    say(f"scale: {notes:,} notes: {runs} builds after a note is added, and after it is removed")
-    row.update(bench_builds.added_note_builds(corpus, runs))
     say(f"scale: {notes:,} notes: {whole_runs} --full build(s)")
     fulls = [run_measured([*cli(), "build", "--full", "--config", str(corpus.config)]) for _ in range(whole_runs)]
     row["full"] = {"seconds": statistics.median(r.seconds for r in fulls),
@@ -141,13 +159,12 @@ def scale_row(work: Path, notes: int, pools: Pools, runs: int, say: Any) -> dict
     row["site_mb"] = size_mb(site)
     say(f"scale: {notes:,} notes: toc and grep")
     row["read"] = read_commands(corpus, runs)
-    shutil.rmtree(corpus.folder)
-    return row
+    return row, corpus
 
 
 def pictures(rows: dict[str, dict[str, Any]], out: Path) -> list[Path]:
     """One PNG per family — builds (seconds), memory (peak RSS), weight (KB a reader downloads) — notes on a
-    log axis, each line a figure of :func:`scale_row`."""
+    log axis, each line a figure of :func:`scale_rows`."""
     import matplotlib
 
     matplotlib.use("Agg")

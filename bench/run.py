@@ -231,7 +231,7 @@ def main() -> int:
             results["scale_pictures"] = [str(bench_scale.query_picture(results["queries"], ROOT / "docs"))]
         if "scale" in steps:
             pools = load_pools()
-            results["scale"] = {str(n): bench_scale.scale_row(work, n, pools, plan.runs, say) for n in plan.notes}
+            results["scale"] = bench_scale.scale_rows(work, plan.notes, pools, plan.runs, say)
             results["scale_pictures"] = [*results.get("scale_pictures", ()),
                                          *(str(p) for p in bench_scale.pictures(results["scale"], ROOT / "docs"))]
     finally:

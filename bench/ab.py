@@ -46,7 +46,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_corpus import edit_body, edit_heading  # a sibling module, not a package
+from bench_corpus import ADDED_NOTE, add_beside, edit_body, edit_heading  # a sibling module, not a package
 
 BUILD_CHILD = """
 import json, sys, time
@@ -174,11 +174,10 @@ def run_build(checkout: Path, config: Path) -> dict[str, float | None]:
 def add_or_remove(note: Path, seed: int) -> None:
     """An even ``seed`` writes a note beside ``note`` that links to it (as the scale step's "a note added" does), an
     odd one deletes it again."""
-    added = note.with_name("added-note.md")
     if seed % 2 == 0:
-        added.write_text(f"# Nová poznámka {seed}\n\nOdkaz na [[{note.stem}]].\n", encoding="utf-8")
+        add_beside(note, seed)
     else:
-        added.unlink(missing_ok=True)
+        note.with_name(ADDED_NOTE).unlink(missing_ok=True)
 
 
 def clear(config: Path) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_corpus import Pools, edit_body, edit_heading, make_notes, note_path, word_notes
+from bench_corpus import ADDED_NOTE, Pools, add_beside, edit_body, edit_heading, make_notes, note_path, word_notes
 from bench_env import Run, cli, index_mb, run_measured, size_mb, summary
 
 Edit = Callable[[Path, int], None]
@@ -210,12 +210,11 @@ def _add_or_remove(corpus: Corpus, run: int, kind: str) -> Run:
     checked."""
     target = corpus.edited()
     source, rel = note_path(EDITED_NOTE % corpus.notes)
-    added = target.with_name("added-note.md")
-    page = corpus.folder / "site" / source / Path(rel).with_name("added-note.html")
+    page = corpus.folder / "site" / source / Path(rel).with_name(ADDED_NOTE).with_suffix(".html")
     if kind == "added":
-        added.write_text(f"# Nová poznámka {run}\n\nOdkaz na [[{target.stem}]].\n", encoding="utf-8")
+        add_beside(target, run)
     else:
-        added.unlink()
+        target.with_name(ADDED_NOTE).unlink()
     measured = build(corpus)
     if page.is_file() != (kind == "added"):
         found = "wrote no" if kind == "added" else "left"

@@ -173,6 +173,16 @@ def _outside_fences(lines: list[str]) -> list[int]:
     return kept
 
 
+ADDED_NOTE = "added-note.md"  # the note "a note added" writes beside the edited one
+
+
+def add_beside(note: Path, seed: int) -> Path:
+    """Write a note beside ``note`` that links to it (what "a note added" times); its path."""
+    added = note.with_name(ADDED_NOTE)
+    added.write_text(f"# Nová poznámka {seed}\n\nOdkaz na [[{note.stem}]].\n", encoding="utf-8")
+    return added
+
+
 def edit_body(path: Path, run: int) -> None:
     """Change the text of the first paragraph under the H1 (no heading changes): the note's body only. (Not a
     code fence's first line: its text is the fence's language, which the page does not show.)"""

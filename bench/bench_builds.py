@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -188,21 +189,49 @@ def one_note_builds(corpus: Corpus, runs: int, kind: str) -> dict[str, Any]:
     return {**_measured(results), "note": str(target.relative_to(corpus.folder / "notes"))}
 
 
-def added_note_builds(corpora: list[Corpus], runs: int) -> list[dict[str, Any]]:
-    """For each corpus, ``runs`` builds after a note is added beside the edited note, each followed by a build
-    after it is removed again: what a new note costs the every-minute build (every page that lists the notes or
-    resolves links may change). The corpora take turns within each round (in the opposite order the next round),
-    so that the machine's drift, which moved builds 19–33 % within 25 minutes, falls on every size alike and
-    the slope between sizes stays theirs. The last of each checked: the page there, then gone."""
+EVERY_MINUTE = ("noop", "body", "heading", "added", "removed")  # the builds every_minute_builds measures
+
+
+def every_minute_builds(corpora: list[Corpus], runs: int,
+                        floor: Callable[[Corpus], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """For each corpus, ``runs`` builds of each kind the every-minute build meets (:data:`EVERY_MINUTE`): nothing
+    changed; one note's body edited, then its heading; a note added beside it, then removed again (every page
+    that lists the notes or resolves links may change); and, with ``floor``, its figures once a round (their
+    medians). The corpora take turns within each kind of each round (in the opposite order the next round), so
+    that the machine's drift, which moved builds 19–33 % within 25 minutes, falls on every size alike and the
+    slope between sizes stays theirs. Each build but a no-op is checked: the note re-indexed and its page
+    rewritten, the added note's page there, then gone."""
     for corpus in corpora:
         build(corpus)
-    results: list[dict[str, list[Any]]] = [{"added": [], "removed": []} for _ in corpora]
+    results: list[dict[str, list[Any]]] = [{kind: [] for kind in EVERY_MINUTE} for _ in corpora]
+    floors: list[list[dict[str, Any]]] = [[] for _ in corpora]
     for run in range(runs):
         order = list(enumerate(corpora)) if run % 2 == 0 else list(reversed(list(enumerate(corpora))))
-        for kind in ("added", "removed"):
+        for kind in EVERY_MINUTE:
             for number, corpus in order:
-                results[number][kind].append(_add_or_remove(corpus, run, kind))
-    return [{kind: _measured(found) for kind, found in result.items()} for result in results]
+                results[number][kind].append(_every_minute_build(corpus, run, kind))
+        for number, corpus in order:
+            if floor is not None:
+                floors[number].append(floor(corpus))
+    found: list[dict[str, Any]] = [{kind: _measured(runs) for kind, runs in result.items()} for result in results]
+    for row, measured in zip(found, floors, strict=True):
+        if measured:
+            row["floor"] = {**measured[-1], **{key: statistics.median(m[key] for m in measured)
+                                                for key, value in measured[0].items() if isinstance(value, float)}}
+    return found
+
+
+def _every_minute_build(corpus: Corpus, run: int, kind: str) -> Run:
+    """One build of ``kind`` (:data:`EVERY_MINUTE`) after its change, checked."""
+    if kind in EDITS:
+        EDITS[kind](corpus.edited(), run)
+        since_ns = time.time_ns()
+        measured = build(corpus)
+        _check_edit(corpus, kind, run, since_ns)
+        return measured
+    if kind == "noop":
+        return build(corpus)
+    return _add_or_remove(corpus, run, kind)
 
 
 def _add_or_remove(corpus: Corpus, run: int, kind: str) -> Run:

@@ -190,14 +190,18 @@ def verdicts(checks: list[dict[str, Any]]) -> str:
                      for c in checks)
 
 
-def scale_markdown(rows: dict[str, dict[str, Any]]) -> str:
-    """The scale run's table (bench/bench_scale.py): one column a size, medians in seconds, peaks in MB."""
+def scale_markdown(rows: dict[str, dict[str, Any]], yardstick: dict[str, Any] | None = None) -> str:
+    """The scale run's table (bench/bench_scale.py): one column a size, medians in seconds, peaks in MB; the
+    machine's yardstick at the step's start and end under it (bench/bench_floors.py)."""
     sizes = sorted(rows, key=int)
     lines = [("first build, s", lambda r: r["first"]["seconds"]["median"]),
              ("--full, s", lambda r: r["full"]["seconds"]),
              ("no-op, s", lambda r: r["noop"]["seconds"]["median"]),
+             ("floor: a fresh Python stats every note, s", lambda r: r["floor"]["notes_s"]),
              ("body edit, s", lambda r: r["body"]["seconds"]["median"]),
              ("heading edit, s", lambda r: r["heading"]["seconds"]["median"]),
+             ("floor: and every folder of the site, s", lambda r: r["floor"]["with_site_s"]),
+             ("body edit less that floor, s", lambda r: r["body"]["seconds"]["median"] - r["floor"]["with_site_s"]),
              ("a note added, s", lambda r: r["added"]["seconds"]["median"]),
              ("a note removed, s", lambda r: r["removed"]["seconds"]["median"]),
              ("peak RSS of any build, MB", lambda r: max(r[k]["peak_rss_mb"] for k in (
@@ -219,14 +223,60 @@ def scale_markdown(rows: dict[str, dict[str, Any]]) -> str:
         cells = [value(rows[n]) for n in sizes]
         out.append(f"| {label} | " + " | ".join(f"{v:,.3g}" for v in cells)
                    + (f" | {slope_ratio([int(n) for n in sizes], cells)} |" if slopes else " |"))
+    if yardstick:
+        start, end = (yardstick[k]["seconds"]["median"] for k in ("start", "end"))
+        out.append(f"\nyardstick (bench/bench_floors.py: fixed markdown-it-py work in a fresh Python, median): "
+                   f"{start:.3g} s at the start, {end:.3g} s at the end")
     return "\n".join(out)
 
 
 def slope_ratio(sizes: list[int], values: list[float]) -> str:
+    """:func:`slope` as the table writes it."""
+    found = slope(sizes, values)
+    return "n/a (flat)" if found is None else f"{found:.2f}"
+
+
+def slope(sizes: list[int], values: list[float]) -> float | None:
     """How much steeper the cost grows over the last step of sizes than over the first (cost per added note,
-    fitted between neighbouring sizes): 1.0 is linear, the issue allows 1.2."""
+    fitted between neighbouring sizes): 1.0 is linear, the issue allows 1.2; None when the first step is flat."""
     first = (values[1] - values[0]) / (sizes[1] - sizes[0])
     last = (values[-1] - values[-2]) / (sizes[-1] - sizes[-2])
-    if first <= 0:
-        return "n/a (flat)"
-    return f"{last / first:.2f}"
+    return None if first <= 0 else last / first
+
+
+SCALED = {"first build": ("first", "seconds"), "--full": ("full", "seconds"), "no-op": ("noop", "seconds"),
+          "body edit": ("body", "seconds"), "heading edit": ("heading", "seconds"),
+          "a note added": ("added", "seconds"), "a note removed": ("removed", "seconds"),
+          "peak RSS of a first build": ("first", "peak_rss_mb"),
+          "peak RSS of --full": ("full", "peak_rss_mb")}  # the per-build costs issue 47 wants linear
+
+
+def scale_targets(rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Issue 47's targets the scale step measures, as :func:`targets` gives them: the builds at 100,000 notes,
+    what a page weighs at every size, and every per-build cost's slope (with three sizes or more)."""
+    sizes = sorted(int(n) for n in rows)
+    big = rows.get("100000")
+    out: list[dict[str, Any]] = []
+
+    def check(name: str, figure: float | None, unit: str, limit: float) -> None:
+        out.append({"target": name, "measured": None if figure is None else round(figure, 4), "unit": unit,
+                    "limit": limit, "met": None if figure is None else figure <= limit})
+
+    def median(row: dict[str, Any], key: str) -> float:
+        value = row[key]["seconds"]
+        return float(value["median"] if isinstance(value, dict) else value)
+
+    check("100,000 notes: no-op build (median) ≤ 2.5 s", big and median(big, "noop"), "s", 2.5)
+    for kind in ("body", "heading"):
+        check(f"100,000 notes: one note edited ({kind}, median) ≤ 1.5 s", big and median(big, kind), "s", 1.5)
+    check("100,000 notes: first build ≤ 5 min", big and median(big, "first"), "s", 300.0)
+    check("100,000 notes: peak RSS of any build ≤ 1 GB", big and max(
+        big[k]["peak_rss_mb"] for k in ("first", "full", "noop", "body", "heading", "added", "removed")), "MB", 1000.0)
+    check("what a note page makes the browser download, at every size ≤ 150 KB", max(
+        max(r["weights"]["note_page"]["kb"], r["weights"]["grav_note_page"]["kb"]) for r in rows.values()), "KB", 150.0)
+    check("100,000 notes: no file of the site over 2 MB", big and big["weights"]["largest_file_kb"], "KB", 2048.0)
+    for label, (key, figure) in SCALED.items():
+        if len(sizes) >= 3:
+            values = [median(rows[str(n)], key) if figure == "seconds" else rows[str(n)][key][figure] for n in sizes]
+            check(f"{label}: linear in notes within 20 % (slope, last ÷ first step)", slope(sizes, values), "×", 1.2)
+    return out

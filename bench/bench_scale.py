@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import bench_builds
+import bench_floors
 from bench_builds import EDITED_NOTE
 from bench_corpus import Pools, make_notes, note_path
 from bench_env import cli, run_measured, size_mb
@@ -42,6 +43,14 @@ def make_mixed(folder: Path, notes: int, pools: Pools) -> bench_builds.Corpus:
     lines += [f"  {sid}-g:\n    folder: {path}\n" for sid, path in grav.items()]
     (folder / "portal.yaml").write_text("".join(lines), encoding="utf-8")
     return bench_builds.Corpus(folder, notes, "none")
+
+
+def corpus_folders(corpus: bench_builds.Corpus) -> list[Path]:
+    """The note folders of ``corpus`` (its config's sources)."""
+    from builder.core.config import load_config
+
+    config = load_config(corpus.config)
+    return [config.source_root(source) for source in config.sources]
 
 
 _LOADED = re.compile(r"""<(?:script|link)\b[^>]*?(?:src|href)="([^"]+\.(?:js|css|json))(?:\?[^"]*)?\"""")
@@ -116,8 +125,9 @@ def read_commands(corpus: bench_builds.Corpus, runs: int) -> dict[str, Any]:
 
 
 def scale_rows(work: Path, sizes: list[int], pools: Pools, runs: int, say: Any) -> dict[str, dict[str, Any]]:
-    """Every figure of every size (notes → its row): each size's :func:`scale_row`, then the builds after a note is
-    added and removed, the sizes in turns (``bench_builds.added_note_builds``): their slope is the issue's verdict."""
+    """Every figure of every size (notes → its row): each size's :func:`scale_row`, then the every-minute builds
+    and the stat floor, the sizes in turns (``bench_builds.every_minute_builds``): their slopes are the issue's
+    verdicts."""
     rows: dict[str, dict[str, Any]] = {}
     corpora = []
     try:
@@ -125,8 +135,13 @@ def scale_rows(work: Path, sizes: list[int], pools: Pools, runs: int, say: Any) 
             row, corpus = scale_row(work, notes, pools, runs, say)
             rows[str(notes)] = row
             corpora.append(corpus)
-        say(f"scale: {runs} builds after a note is added, and after it is removed, at each size in turns")
-        for corpus, found in zip(corpora, bench_builds.added_note_builds(corpora, runs), strict=True):
+        say(f"scale: {runs} rounds of the every-minute builds ({', '.join(bench_builds.EVERY_MINUTE)}) and the stat "
+            "floor, the sizes in turns")
+
+        def floor(corpus: bench_builds.Corpus) -> dict[str, Any]:
+            return bench_floors.stat_floor(corpus_folders(corpus), corpus.folder / "site", 1)
+
+        for corpus, found in zip(corpora, bench_builds.every_minute_builds(corpora, runs, floor), strict=True):
             rows[str(corpus.notes)].update(found)
     finally:
         for corpus in corpora:
@@ -135,18 +150,13 @@ def scale_rows(work: Path, sizes: list[int], pools: Pools, runs: int, say: Any) 
 
 
 def scale_row(work: Path, notes: int, pools: Pools, runs: int, say: Any) -> tuple[dict[str, Any], bench_builds.Corpus]:
-    """Every figure of one size but a note added and removed (:func:`scale_rows`), and its corpus (kept for those)."""
+    """Every figure of one size but the every-minute builds (:func:`scale_rows`), and its corpus (kept for those)."""
     say(f"scale: {notes:,} notes: writing them")
     corpus = make_mixed(work / f"scale-{notes}", notes, pools)
     # the small sizes' builds last seconds, as long as the machine's swings: a slope is judged on their medians
     whole_runs = runs if notes <= REPEATED_UP_TO else 1
     say(f"scale: {notes:,} notes: {whole_runs} first build(s)")
     row: dict[str, Any] = {"first": bench_builds.first_builds(corpus, whole_runs)}
-    say(f"scale: {notes:,} notes: {runs} no-op builds")
-    row["noop"] = bench_builds.noop_builds(corpus, runs)
-    for kind in ("body", "heading"):
-        say(f"scale: {notes:,} notes: {runs} builds after a {kind} edit")
-        row[kind] = bench_builds.one_note_builds(corpus, runs, kind)
     say(f"scale: {notes:,} notes: {whole_runs} --full build(s)")
     fulls = [run_measured([*cli(), "build", "--full", "--config", str(corpus.config)]) for _ in range(whole_runs)]
     row["full"] = {"seconds": statistics.median(r.seconds for r in fulls),

@@ -51,6 +51,7 @@ sys.path.insert(0, str(BENCH))
 
 # sibling scripts, not a package, and this checkout's code: imported after the path is set
 import bench_builds  # noqa: E402
+import bench_floors  # noqa: E402
 import bench_report  # noqa: E402
 import bench_scale  # noqa: E402
 import bench_search  # noqa: E402
@@ -231,7 +232,11 @@ def main() -> int:
             results["scale_pictures"] = [str(bench_scale.query_picture(results["queries"], ROOT / "docs"))]
         if "scale" in steps:
             pools = load_pools()
+            say(f"scale: the yardstick, {plan.runs} times")
+            before = bench_floors.yardstick(plan.runs)
             results["scale"] = bench_scale.scale_rows(work, plan.notes, pools, plan.runs, say)
+            say(f"scale: the yardstick, {plan.runs} times")
+            results["scale_yardstick"] = {"start": before, "end": bench_floors.yardstick(plan.runs)}
             results["scale_pictures"] = [*results.get("scale_pictures", ()),
                                          *(str(p) for p in bench_scale.pictures(results["scale"], ROOT / "docs"))]
     finally:
@@ -254,8 +259,9 @@ def main() -> int:
     if table:
         print(bench_report.markdown(table))
     if "scale" in results:
-        print("\n" + bench_report.scale_markdown(results["scale"]))
-    print("\nTargets (issue 11; the git sources' own):")
+        print("\n" + bench_report.scale_markdown(results["scale"], results.get("scale_yardstick")))
+        checks += bench_report.scale_targets(results["scale"])
+    print("\nTargets (issue 11; the git sources' own; issue 47's that the scale step measures):")
     print(bench_report.verdicts(checks))
     if args.json:
         args.json.write_text(json.dumps({**info, "results": results, "table": table, "targets": checks},

@@ -223,12 +223,12 @@ def report(what: str, results: dict[str, list[dict[str, float | None]]]) -> None
     print(f"{what}, {len(results['A'])} rounds (medians; the runs in order)")
     for measure, unit, scale in (("wall", "ms", 1000), ("index", "ms", 1000), ("render", "ms", 1000),
                                  ("rss", "MB", 1)):
-        values = {name: [r[measure] for r in results[name]] for name in sides}
-        if any(v is None for runs in values.values() for v in runs) or not any(max(runs) for runs in values.values()):
+        values = {name: [v for r in results[name] if (v := r[measure]) is not None] for name in sides}
+        if any(len(values[name]) < len(results[name]) for name in sides) or not any(map(max, values.values())):
             continue  # a build that rendered nothing has no "until the render" and no render
-        medians = {name: statistics.median(v for v in runs if v is not None) * scale for name, runs in values.items()}
+        medians = {name: statistics.median(runs) * scale for name, runs in values.items()}
         for name in sides:
-            runs = " ".join(f"{v * scale:.0f}" for v in values[name] if v is not None)
+            runs = " ".join(f"{v * scale:.0f}" for v in values[name])
             print(f"  {measure:6} {name} {medians[name]:7.0f} {unit}   ({runs})")
         print(f"  {measure:6} B/A {medians['B'] / medians['A']:.2f}")
 

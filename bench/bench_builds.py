@@ -115,12 +115,13 @@ def _parse_and_render(paths: list[str]) -> int:
     return sum(len(md.render(Path(path).read_text(encoding="utf-8"))) for path in paths)
 
 
-def markdown_floor(corpus: Corpus, runs: int) -> dict[str, Any]:
+def markdown_floor(corpus: Corpus, runs: int, folders: list[Path] | None = None) -> dict[str, Any]:
     """The floor of a first build: the seconds markdown-it-py alone takes to read, parse and render
-    every note of ``corpus`` on every core (a process per core, batches of 100 notes)."""
+    every note of ``corpus`` (under ``folders``, by default its ``notes/``) on every core (a process per core,
+    batches of 100 notes)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    paths = sorted(str(p) for p in (corpus.folder / "notes").rglob("*.md"))
+    paths = sorted(str(p) for folder in folders or [corpus.folder / "notes"] for p in folder.rglob("*.md"))
     batches = [paths[i:i + 100] for i in range(0, len(paths), 100)]
     seconds = []
     for _ in range(runs):

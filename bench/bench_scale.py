@@ -157,6 +157,8 @@ def scale_row(work: Path, notes: int, pools: Pools, runs: int, say: Any) -> tupl
     whole_runs = runs if notes <= REPEATED_UP_TO else 1
     say(f"scale: {notes:,} notes: {whole_runs} first build(s)")
     row: dict[str, Any] = {"first": bench_builds.first_builds(corpus, whole_runs)}
+    say(f"scale: {notes:,} notes: markdown-it-py alone, {whole_runs} time(s) (the first build's floor)")
+    row["markdown_floor"] = bench_builds.markdown_floor(corpus, whole_runs, corpus_folders(corpus))
     say(f"scale: {notes:,} notes: {whole_runs} --full build(s)")
     fulls = [run_measured([*cli(), "build", "--full", "--config", str(corpus.config)]) for _ in range(whole_runs)]
     row["full"] = {"seconds": statistics.median(r.seconds for r in fulls),

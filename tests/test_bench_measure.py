@@ -26,3 +26,56 @@ def test_a_command_s_peak_rss_is_its_own_not_the_bench_process_s():
 def test_a_command_that_fails_gives_its_exit_code_and_what_it_said():
     run = run_measured([sys.executable, "-c", "import sys; sys.stderr.write('boom'); sys.exit(5)"], check=False)
     assert (run.returncode, run.stderr) == (5, "boom")
+
+
+def test_the_stat_floor_stats_every_note_file_and_every_site_folder_but_the_render_cache(tmp_path):
+    import bench_floors
+
+    notes = [tmp_path / "notes" / "a", tmp_path / "notes" / "b"]
+    for number, folder in enumerate(notes):
+        for index in range(3 + number):
+            (folder / f"d{index}").mkdir(parents=True)
+            (folder / f"d{index}" / "n.md").write_text("x", encoding="utf-8")
+        (folder / "top.md").write_text("x", encoding="utf-8")
+    site = tmp_path / "site"
+    for rel in ("a/x", "a/y/z", "static", ".render-cache/bodies"):
+        (site / rel).mkdir(parents=True)
+    floor = bench_floors.stat_floor(notes, site, 2)
+    assert (floor["files"], floor["site_folders"]) == (3 + 4 + 2, 5)  # a, a/x, a/y, a/y/z, static
+    assert floor["notes_s"] > 0 and floor["with_site_s"] > 0
+    assert not (tmp_path / "site-folders.txt").exists()
+
+
+def _scale_row(notes: int, seconds: float, *, edit_s: float = 1.0, rss_mb: float = 300.0) -> dict:
+    build = {"seconds": {"median": seconds}, "peak_rss_mb": rss_mb}
+    edit = {"seconds": {"median": edit_s}, "peak_rss_mb": 100.0}
+    weights = {"note_page": {"kb": 100.0}, "grav_note_page": {"kb": 120.0}, "largest_file_kb": 900.0}
+    return {"first": build, "full": {**build, "seconds": seconds}, "noop": edit, "body": edit, "heading": edit,
+            "added": edit, "removed": edit, "weights": weights}
+
+
+def test_the_scale_verdicts_judge_the_slope_between_sizes_and_the_100000_note_targets():
+    import bench_report
+
+    linear = {str(n): _scale_row(n, 1 + n / 1000) for n in (1000, 10000, 100000)}
+    verdicts = {c["target"]: (c["met"], c["measured"]) for c in bench_report.scale_targets(linear)}
+    assert verdicts["first build: linear in notes within 20 % (slope, last ÷ first step)"] == (True, 1.0)
+    assert verdicts["100,000 notes: first build ≤ 5 min"] == (True, 101.0)
+    assert verdicts["100,000 notes: one note edited (body, median) ≤ 1.5 s"] == (True, 1.0)
+    assert verdicts["what a note page makes the browser download, at every size ≤ 150 KB"] == (True, 120.0)
+    bent = {**linear, "100000": _scale_row(100000, 1 + 1.3 * 100000 / 1000, edit_s=1.6, rss_mb=1200.0)}
+    verdicts = {c["target"]: (c["met"], c["measured"]) for c in bench_report.scale_targets(bent)}
+    assert verdicts["first build: linear in notes within 20 % (slope, last ÷ first step)"] == (False, 1.3333)
+    assert verdicts["100,000 notes: first build ≤ 5 min"] == (True, 131.0)
+    assert verdicts["100,000 notes: one note edited (heading, median) ≤ 1.5 s"] == (False, 1.6)
+    assert verdicts["100,000 notes: peak RSS of any build ≤ 1 GB"] == (False, 1200.0)
+    assert verdicts["no-op: grows no faster than the notes within 20 % (last size ÷ the one before, over their "
+                    "notes' ratio)"] == (True, 0.16)
+    slower = {**linear, "100000": _scale_row(100000, 101, edit_s=15.0)}
+    verdicts = {c["target"]: (c["met"], c["measured"]) for c in bench_report.scale_targets(slower)}
+    assert verdicts["body edit: grows no faster than the notes within 20 % (last size ÷ the one before, over their "
+                    "notes' ratio)"] == (False, 1.5)
+    smaller = {n: row for n, row in linear.items() if n != "100000"}
+    verdicts = {c["target"]: c["met"] for c in bench_report.scale_targets(smaller)}
+    assert verdicts["100,000 notes: no-op build (median) ≤ 2.5 s"] is None
+    assert not any("linear" in target for target in verdicts)

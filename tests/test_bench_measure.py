@@ -46,12 +46,13 @@ def test_the_stat_floor_stats_every_note_file_and_every_site_folder_but_the_rend
     assert not (tmp_path / "site-folders.txt").exists()
 
 
-def _scale_row(notes: int, seconds: float, *, edit_s: float = 1.0, rss_mb: float = 300.0) -> dict:
+def _scale_row(notes: int, seconds: float, *, edit_s: float = 1.0, rss_mb: float = 300.0,
+               added_rss_mb: float = 100.0) -> dict:
     build = {"seconds": {"median": seconds}, "peak_rss_mb": rss_mb}
     edit = {"seconds": {"median": edit_s}, "peak_rss_mb": 100.0}
     weights = {"note_page": {"kb": 100.0}, "grav_note_page": {"kb": 120.0}, "largest_file_kb": 900.0}
     return {"first": build, "full": {**build, "seconds": seconds}, "noop": edit, "body": edit, "heading": edit,
-            "added": edit, "removed": edit, "weights": weights}
+            "added": {**edit, "peak_rss_mb": added_rss_mb}, "removed": edit, "weights": weights}
 
 
 def test_the_scale_verdicts_judge_the_slope_between_sizes_and_the_100000_note_targets():
@@ -71,8 +72,9 @@ def test_the_scale_verdicts_judge_the_slope_between_sizes_and_the_100000_note_ta
     assert verdicts["100,000 notes: peak RSS of any build ≤ 1 GB"] == (False, 1200.0)
     assert verdicts["no-op: grows no faster than the notes within 20 % (last size ÷ the one before, over their "
                     "notes' ratio)"] == (True, 0.16)
-    slower = {**linear, "100000": _scale_row(100000, 101, edit_s=15.0)}
+    slower = {**linear, "100000": _scale_row(100000, 101, edit_s=15.0, added_rss_mb=1100.0)}
     verdicts = {c["target"]: (c["met"], c["measured"]) for c in bench_report.scale_targets(slower)}
+    assert verdicts["100,000 notes: peak RSS of any build ≤ 1 GB"] == (False, 1100.0)  # a note added's
     assert verdicts["body edit: grows no faster than the notes within 20 % (last size ÷ the one before, over their "
                     "notes' ratio)"] == (False, 1.5)
     smaller = {n: row for n, row in linear.items() if n != "100000"}

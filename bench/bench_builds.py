@@ -211,14 +211,13 @@ def every_minute_builds(corpora: list[Corpus], runs: int,
         for kind in EVERY_MINUTE:
             for number, corpus in order:
                 results[number][kind].append(_every_minute_build(corpus, run, kind))
-        for number, corpus in order:
-            if floor is not None:
+        if floor is not None:
+            for number, corpus in order:
                 floors[number].append(floor(corpus))
-    found: list[dict[str, Any]] = [{kind: _measured(runs) for kind, runs in result.items()} for result in results]
-    for row, measured in zip(found, floors, strict=True):
-        if measured:
-            row["floor"] = {**measured[-1], **{key: statistics.median(m[key] for m in measured)
-                                                for key, value in measured[0].items() if isinstance(value, float)}}
+    found: list[dict[str, Any]] = [{kind: _measured(builds) for kind, builds in result.items()} for result in results]
+    for row, rounds in zip(found, floors, strict=True):
+        if rounds:
+            row["floor"] = {key: statistics.median(figures[key] for figures in rounds) for key in rounds[0]}
     return found
 
 

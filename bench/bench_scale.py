@@ -194,7 +194,9 @@ def pictures(rows: dict[str, dict[str, Any]], out: Path) -> list[Path]:
             "a note added": lambda r: r["added"]["seconds"]["median"],
             "a note removed": lambda r: r["removed"]["seconds"]["median"],
             "toc --json": lambda r: r["read"]["toc"],
-            "grep": lambda r: r["read"]["grep"]}),
+            "grep": lambda r: r["read"]["grep"],
+            "floor: markdown-it-py alone": lambda r: r["markdown_floor"]["seconds"]["median"],
+            "floor: stat every note and site folder": lambda r: r["floor"]["with_site_s"]}),
         "scale-memory.png": ("peak RSS, MB", {
             "first build": lambda r: r["first"]["peak_rss_mb"],
             "--full": lambda r: r["full"]["peak_rss_mb"],
@@ -212,7 +214,9 @@ def pictures(rows: dict[str, dict[str, Any]], out: Path) -> list[Path]:
     for name, (unit, lines) in families.items():
         fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
         for label, value in lines.items():
-            ax.plot(sizes, [value(get[n]) for n in sizes], marker="o", label=label)
+            floor = label.startswith("floor")  # black and dashed: the default cycle has ten colours
+            ax.plot(sizes, [value(get[n]) for n in sizes], label=label, linestyle="--" if floor else "-",
+                    marker=("s" if "stat" in label else "^") if floor else "o", **({"color": "black"} if floor else {}))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("notes")

@@ -102,7 +102,7 @@ class DeltaReport:
 def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries: manifest.Entries,
              links: graph.Links, recent: list[pages.NoteInfo], home: dict[str, Any], page_count: int,
              files: set[str], folders: output.FolderTimes, retry: set[str] | frozenset[str] = frozenset(),
-             kept: dict[str, Any] | None = None, resolver: Resolver | None = None) -> DeltaMemory:
+             kept: dict[str, Any] | None = None) -> DeltaMemory:
     """What a full render stores beside its manifest for the next delta render: the index content it
     rendered, the published notes' paths, titles and table of contents digests, the notes linking to
     each note and those it links to, every note's links to files, each source's count of broken links, the
@@ -110,8 +110,7 @@ def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries:
     has, every page's file (``files``) and the site's folders' times (``folders``), and the notes it could not read
     or whose page failed (``retry``: every full render tries them again). ``kept``: what the state held of
     :data:`builder.render.site.DELTA_ONLY`; its wikilink tables stay for the sources whose notes' paths and titles
-    are the same (``titles``, the last render's list, when it was read), and those the render's ``resolver`` built
-    join them (the next one-note render of a source whose names moved need not build them again)."""
+    are the same (``titles``, the last render's list, when it was read)."""
     file_links: dict[str, list[FileLink]] = {}
     attachments: dict[str, list[str]] = {}
     broken: dict[str, int] = {}
@@ -137,8 +136,7 @@ def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries:
             "unreadable": sorted({n.key for n in notes if n.key not in entries} | retry),
             "into": {key: sorted(sources, key=_index_order) for key, sources in links.into.items()},
             "out": {key: sorted(targets, key=_index_order) for key, targets in links.out.items()},
-            "wiki": {**_wiki_kept((kept or {}).get("wiki", {}), (kept or {}).get("titles", {}), titles),
-                     **(wiki_built(resolver, titles) if resolver is not None else {})},
+            "wiki": _wiki_kept((kept or {}).get("wiki", {}), (kept or {}).get("titles", {}), titles),
             "file_links": file_links, "broken_links": broken, "attachments": attachments, "files": sorted(files),
             "folders": folders,
             "recent": [[*pages.recent_key(n)] for n in recent], "home": home, "page_count": page_count}
@@ -147,14 +145,6 @@ def remember(config: Config, content: str, notes: list[pages.NoteInfo], entries:
 def _wiki_key(source_id: str, name: str) -> str:
     """The key of a source's wikilink table (:data:`builder.render.links.WIKI_TABLES`) in the state's ``wiki``."""
     return f"{source_id}:{name}"
-
-
-def wiki_built(resolver: Resolver, titles: dict[str, list[list[str]]] | None = None) -> dict[str, WikiTable]:
-    """The wikilink tables ``resolver`` built (none it was given), keyed as the state's ``wiki`` keeps them; with
-    ``titles`` (a render's list of each source's notes), only those of the sources whose notes it lists."""
-    return {_wiki_key(source_id, name): table for source_id, source in resolver.sources.items()
-            if titles is None or [(path, title) for path, title, *_ in titles.get(source_id, ())] == source.notes
-            for name, table in source.built_here().items()}
 
 
 def _wiki_kept(tables: dict[str, WikiTable], before: dict[str, list[list[str]]],
@@ -325,7 +315,8 @@ def _render_delta(config: Config, conn: Connection, notes: list[pages.NoteInfo],
         "content": content, "recent": [[*at] for at, _ in recent], "home": home.context,
         "folders": output.retimed(site, checked, out.written, removed), **_files_after(meta["files"], out.written),
     }, {"notes": {key: entry for key, entry in entries.items() if entry != old[key]},
-        "wiki": wiki_built(ctx.resolver),
+        "wiki": {_wiki_key(source_id, name): table for source_id, source in ctx.resolver.sources.items()
+                 for name, table in source.built_here().items()},
         "titles": {source_id: titles[source_id] for source_id in {n.source_id for n in moved}},
         "pages": {url: fp for url, fp in out.pages.items() if out.old.get(url) != fp}}):
         out.journal.clear()  # else the journal keeps naming the pages written (see output.Journal)

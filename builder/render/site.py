@@ -402,8 +402,7 @@ def _end_pass(run: _Pass, notes: list[pages.NoteInfo], done: _Rendered, saved: d
                             done.made.home.context, len(done.made.urls), produced,
                             output.retimed(config.site.output, run.timed, out.written, removed) if run.timed is not None
                             else output.folder_times(config.site.output, previous=saved.get("folders")),
-                            retry={*skip, *done.failed}, kept={**kept, "titles": saved.get("titles", {})},
-                            resolver=ctx.resolver)
+                            retry={*skip, *done.failed}, kept={**kept, "titles": saved.get("titles", {})})
     out.save_manifest({"version": renderstate.MANIFEST_VERSION, "env": run.env_fp, "universe": run.universe,
                        "trees": done.trees, "tag_members": done.made.tag_members, **memory, "pages": out.pages,
                        "notes": done.entries}, saved)

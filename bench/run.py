@@ -248,7 +248,7 @@ def main() -> int:
     info["progress"] = say.log
     info["seconds"] = round(time.perf_counter() - say.start, 1)
     table = bench_report.rows(results)
-    checks = bench_report.targets(results)
+    checks = bench_report.targets(results) + bench_report.million_targets(results)
     m = info["machine"]
     print(f"notes-portal benchmark ({info['plan']['name']}), commit {m['commit']}, {info['started']}, "
           f"{info['seconds']:.0f} s")

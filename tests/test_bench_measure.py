@@ -81,3 +81,19 @@ def test_the_scale_verdicts_judge_the_slope_between_sizes_and_the_100000_note_ta
     verdicts = {c["target"]: c["met"] for c in bench_report.scale_targets(smaller)}
     assert verdicts["100,000 notes: no-op build (median) ≤ 2.5 s"] is None
     assert not any("linear" in target for target in verdicts)
+
+
+def test_the_million_section_verdicts_read_the_query_and_server_steps_at_that_size_only():
+    import bench_report
+
+    def results(chunks: int, bm25: float, over: float, rss: float) -> dict:
+        rows = {"bm25 all": {"p95": bm25}}
+        return {"queries": {str(chunks): {"rows": rows, "server_hybrid_embed_minus_embed_p95_ms": over}},
+                "serve": {"chunks": chunks, "peak_rss_mb": rss}}
+
+    def verdicts(found: dict) -> list:
+        return [(c["met"], c["measured"]) for c in bench_report.million_targets(found)]
+
+    assert verdicts(results(1_000_000, 251.0, 235.2, 639.0)) == [(False, 251.0), (False, 235.2), (True, 639.0)]
+    assert verdicts(results(1_000_000, 150.0, 90.0, 1300.0)) == [(True, 150.0), (True, 90.0), (False, 1300.0)]
+    assert verdicts(results(100_000, 20.0, 20.0, 200.0)) == [(None, None)] * 3

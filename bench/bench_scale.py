@@ -216,7 +216,7 @@ def pictures(rows: dict[str, dict[str, Any]], out: Path) -> list[Path]:
         for label, value in lines.items():
             floor = label.startswith("floor")  # black and dashed: the default cycle has ten colours
             ax.plot(sizes, [value(get[n]) for n in sizes], label=label, linestyle="--" if floor else "-",
-                    marker=("s" if "stat" in label else "^") if floor else "o", **({"color": "black"} if floor else {}))
+                    marker=("s" if "stat" in label else "^") if floor else "o", color="black" if floor else None)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("notes")

@@ -59,7 +59,7 @@ def main() -> int:
     path.write_text(json.dumps(body, ensure_ascii=False), encoding="utf-8")
     config = load_config(path)
     build(config, log=None)
-    conn = db.connect(indexfile.resolve(config.index), readonly=True)
+    conn = db.connect(indexfile.resolve(config.index) or config.index, readonly=True)
     judged = first = landed = lost = 0
     for q in queries:
         for hit in search(conn, config, q.text, mode="bm25", source=q.corpus, limit=10).hits:

@@ -100,7 +100,7 @@ def render_once(config: Path, full: bool) -> dict[str, float]:
     from builder.core.synclog import SyncLog
 
     cfg = load_config(config)
-    conn = db.connect(indexfile.resolve(cfg.index), vec=False)
+    conn = db.connect(indexfile.resolve(cfg.index) or cfg.index, vec=False)
     report = render_site(cfg, conn, full=full, log=SyncLog(cfg.log_path, echo_info=False))
     size = sum((cfg.site.output / rel).stat().st_size for rel in report.written)
     return {"seconds": report.seconds, "notes": report.notes_rendered, "written": len(report.written), "bytes": size}

@@ -234,7 +234,7 @@ def main() -> int:
             pools = load_pools()
             say(f"scale: the yardstick, {plan.runs} times")
             before = bench_floors.yardstick(plan.runs)
-            results["scale"] = bench_scale.scale_rows(work, plan.notes, pools, plan.runs, say)
+            results["scale"] = bench_scale.scale_rows(work, list(plan.notes), pools, plan.runs, say)
             say(f"scale: the yardstick, {plan.runs} times")
             results["scale_yardstick"] = {"start": before, "end": bench_floors.yardstick(plan.runs)}
             results["scale_pictures"] = [*results.get("scale_pictures", ()),

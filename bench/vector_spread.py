@@ -41,7 +41,7 @@ def chunk_texts(work: Path) -> list[tuple[str, str]]:
     rows = []
     for name in ("examples", "naucse"):
         built = build_corpus(work / name, name)
-        conn = db.connect(indexfile.resolve(built.config.index), readonly=True)
+        conn = db.connect(indexfile.resolve(built.config.index) or built.config.index, readonly=True)
         rows += conn.execute("SELECT embed_sha, breadcrumb || char(10) || char(10) || text FROM chunks").fetchall()
         conn.close()
     return sorted(set(map(tuple, rows)))

@@ -143,7 +143,7 @@ def used_vectors(config: Config) -> dict[str, bytes]:
     from builder import indexfile
     from builder.core import index as db
 
-    conn = db.connect(indexfile.resolve(config.index), readonly=True, vec=False)
+    conn = db.connect(indexfile.resolve(config.index) or config.index, readonly=True, vec=False)
     try:
         shas = [row[0] for row in conn.execute("SELECT DISTINCT embed_sha FROM chunks")]
     finally:

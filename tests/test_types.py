@@ -1,4 +1,4 @@
-"""The code type-checks: mypy over builder/ and server/ with the settings in pyproject.toml (which
+"""The code type-checks: mypy over builder/, server/ and bench/ with the settings in pyproject.toml (which
 modules ship no type information is written there, not here)."""
 
 from __future__ import annotations

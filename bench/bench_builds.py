@@ -216,8 +216,10 @@ def every_minute_builds(corpora: list[Corpus], runs: int,
                 floors[number].append(floor(corpus))
     found: list[dict[str, Any]] = [{kind: _measured(builds) for kind, builds in result.items()} for result in results]
     for row, rounds in zip(found, floors, strict=True):
-        if rounds:
-            row["floor"] = {key: statistics.median(figures[key] for figures in rounds) for key in rounds[0]}
+        if rounds:  # each round's runs kept; a figure of a round is the median of the rounds'
+            row["floor"] = {key: [one for figures in rounds for one in figures[key]] if isinstance(value, list)
+                            else statistics.median(figures[key] for figures in rounds)
+                            for key, value in rounds[0].items()}
     return found
 
 

@@ -1,17 +1,17 @@
 """How the cost grows with the collection (issue 47): builds, what a reader downloads, and the read commands, at
-several sizes of one generated collection, and the pictures of the slopes.
+several sizes of one generated collection, their floors, and the pictures of the slopes.
 
-    python bench/run.py --steps scale --notes 1000,10000,100000 --runs 5
+    python bench/run.py --steps scale --notes 1000,10000,100000 --runs 3
 
 Each size is a corpus of ``bench_corpus``'s generated notes (real Czech, Slovak and English text of the shared
 corpora, links, tags, code, tables; half of the notes in flat folders, half in a folder each, as Grav keeps
-pages) with provider ``none``: a first build, no-op builds, builds after a body edit and after a heading
-edit, after a note is added and after it is removed (the sizes in turns, at the end), and a ``--full`` build,
-each the real CLI in a fresh process with its peak RSS; the index's and the site's sizes; the largest page and
-file of the site and what a note page makes the browser download (the page and the scripts, styles and data it
-loads, the diagram library aside); ``toc --json`` and ``grep`` over the whole collection. ``pictures`` draws one
-PNG per family (builds, memory, weight) with notes on a log axis, from the same figures (matplotlib, the ``dev``
-extra).
+pages) with provider ``none``: a first build beside markdown-it-py alone over the same notes, a ``--full`` build,
+and at the end, the sizes in turns round by round, the every-minute builds (no-op, a body edit, a heading edit, a
+note added, then removed) beside the stat floor (``bench_floors``); each build the real CLI in a fresh process
+with its peak RSS; the index's and the site's sizes; the largest page and file of the site and what a note page
+makes the browser download (the page and the scripts, styles and data it loads, the diagram library aside);
+``toc --json`` and ``grep`` over the whole collection. ``pictures`` draws one PNG per family (builds, memory,
+weight) with notes on a log axis, from the same figures (matplotlib, the ``dev`` extra).
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def scale_rows(work: Path, sizes: list[int], pools: Pools, runs: int, say: Any) 
             "floor, the sizes in turns")
 
         def floor(corpus: bench_builds.Corpus) -> dict[str, Any]:
-            return bench_floors.stat_floor(corpus_folders(corpus), corpus.folder / "site", 1)
+            return bench_floors.stat_floor(corpus_folders(corpus), corpus.folder / "site", 2)
 
         for corpus, found in zip(corpora, bench_builds.every_minute_builds(corpora, runs, floor), strict=True):
             rows[str(corpus.notes)].update(found)

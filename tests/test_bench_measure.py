@@ -40,10 +40,14 @@ def test_the_stat_floor_stats_every_note_file_and_every_site_folder_but_the_rend
     site = tmp_path / "site"
     for rel in ("a/x", "a/y/z", "static", ".render-cache/bodies"):
         (site / rel).mkdir(parents=True)
-    floor = bench_floors.stat_floor(notes, site, 2)
-    assert (floor["files"], floor["site_folders"]) == (3 + 4 + 2, 5)  # a, a/x, a/y, a/y/z, static
-    assert floor["notes_s"] > 0 and floor["with_site_s"] > 0
-    assert not (tmp_path / "site-folders.txt").exists()
+    floor = bench_floors.stat_floor(notes, site, 3)
+    # every file and folder under the note folders (a: 3 folders, 3 notes in them, top.md; b: 4, 4, 1), and the
+    # site's folders a, a/x, a/y, a/y/z, static, as the children counted what they stat-ed
+    assert (floor["note_paths"], floor["site_folders"]) == (7 + 9, 5)
+    assert len(floor["notes_runs"]) == len(floor["with_site_runs"]) == 3
+    assert floor["notes_s"] == sorted(floor["notes_runs"])[1]
+    assert floor["with_site_s"] == sorted(floor["with_site_runs"])[1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes", "site"]  # its lists removed
 
 
 def _scale_row(notes: int, seconds: float, *, edit_s: float = 1.0, rss_mb: float = 300.0,
@@ -53,6 +57,25 @@ def _scale_row(notes: int, seconds: float, *, edit_s: float = 1.0, rss_mb: float
     weights = {"note_page": {"kb": 100.0}, "grav_note_page": {"kb": 120.0}, "largest_file_kb": 900.0}
     return {"first": build, "full": {**build, "seconds": seconds}, "noop": edit, "body": edit, "heading": edit,
             "added": {**edit, "peak_rss_mb": added_rss_mb}, "removed": edit, "weights": weights}
+
+
+def test_every_per_build_cost_s_slope_is_judged_from_its_own_figures():
+    import bench_report
+
+    def row(n: int, bent: str) -> dict:
+        def grows(key: str) -> float:  # linear in n, or 1.5× steeper over the last step for the bent one
+            return 1 + n / 1000 * (1.5 if key == bent and n == 100000 else 1)
+        measured = {key: {"seconds": {"median": grows(key)}, "peak_rss_mb": grows(f"{key} rss")}
+                    for key in ("first", "noop", "body", "heading", "added", "removed")}
+        weights = {"note_page": {"kb": 1.0}, "grav_note_page": {"kb": 1.0}, "largest_file_kb": 1.0}
+        return {**measured, "full": {"seconds": grows("full"), "peak_rss_mb": grows("full rss")}, "weights": weights}
+
+    slopes = {"first build": "first", "--full": "full", "a note added": "added", "a note removed": "removed",
+              "peak RSS of a first build": "first rss", "peak RSS of --full": "full rss"}
+    for label, bent in slopes.items():
+        verdicts = {c["target"].partition(":")[0]: c["met"] for c in bench_report.scale_targets(
+            {str(n): row(n, bent) for n in (1000, 10000, 100000)}) if "linear" in c["target"]}
+        assert verdicts == {other: other != label for other in slopes}, label
 
 
 def test_the_scale_verdicts_judge_the_slope_between_sizes_and_the_100000_note_targets():

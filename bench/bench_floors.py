@@ -37,10 +37,10 @@ def stat_floor(folders: list[Path], site: Path, runs: int) -> dict[str, Any]:
         lists[-1].write_text("".join(f"{os.path.join(d, name)}\n" for d, dirs, files in os.walk(folder)
                                      for name in (*dirs, *files)), encoding="utf-8")
     site_folders = []
-    for folder, names, _ in os.walk(site):
-        if folder == str(site) and ".render-cache" in names:
+    for parent, names, _ in os.walk(site):
+        if parent == str(site) and ".render-cache" in names:
             names.remove(".render-cache")  # the render never times it (builder.render.output.folder_times)
-        site_folders += [os.path.join(folder, name) for name in names]
+        site_folders += [os.path.join(parent, name) for name in names]
     listed = site.parent / "floor-site.txt"
     listed.write_text("".join(f"{folder}\n" for folder in site_folders), encoding="utf-8")
     found: dict[str, list[tuple[float, str]]] = {"-": [], str(listed): []}

@@ -201,7 +201,7 @@ def scale_markdown(rows: dict[str, dict[str, Any]], yardstick: dict[str, Any] | 
               / r["markdown_floor"]["seconds"]["median"]),
              ("--full, s", lambda r: r["full"]["seconds"]),
              ("no-op, s", lambda r: r["noop"]["seconds"]["median"]),
-             ("floor: a fresh Python stats every note, s", lambda r: r["floor"]["notes_s"]),
+             ("floor: a fresh Python stats every note file and folder, s", lambda r: r["floor"]["notes_s"]),
              ("body edit, s", lambda r: r["body"]["seconds"]["median"]),
              ("heading edit, s", lambda r: r["heading"]["seconds"]["median"]),
              ("floor: and every folder of the site, s", lambda r: r["floor"]["with_site_s"]),
@@ -236,7 +236,7 @@ def scale_markdown(rows: dict[str, dict[str, Any]], yardstick: dict[str, Any] | 
 
 # rows whose slope says nothing: a process's start is most of their first step (the verdict judges their growth
 # over the last step: FLAT_AT_FIRST), or a floor, or a difference of the two
-UNSLOPED = {"no-op, s", "body edit, s", "heading edit, s", "floor: a fresh Python stats every note, s",
+UNSLOPED = {"no-op, s", "body edit, s", "heading edit, s", "floor: a fresh Python stats every note file and folder, s",
             "floor: and every folder of the site, s", "body edit less that floor, s"}
 
 

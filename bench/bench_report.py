@@ -143,9 +143,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
 
     def check(name: str, figure: float | None, unit: str, limit: float, at_most: bool) -> None:
-        met = None if figure is None else (figure <= limit if at_most else figure >= limit)
-        out.append({"target": name, "measured": None if figure is None else round(figure, 4), "unit": unit,
-                    "limit": limit, "met": met})
+        out.append(_verdict(name, figure, unit, limit, at_most))
 
     check("no-op build, 10,000 notes, process start included (median) ≤ 0.25 s",
           big and big["noop"]["seconds"]["median"], "s", 0.25, True)
@@ -282,9 +280,15 @@ def million_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _at_most(name: str, figure: float | None, unit: str, limit: float) -> dict[str, Any]:
-    """A target met when ``figure`` is at most ``limit`` (None: not measured), as :func:`targets` gives them."""
+    """A target met when ``figure`` is at most ``limit``."""
+    return _verdict(name, figure, unit, limit, True)
+
+
+def _verdict(name: str, figure: float | None, unit: str, limit: float, at_most: bool) -> dict[str, Any]:
+    """A target with its figure (None: not measured) and whether it is met: at most, or at least, ``limit``."""
+    met = None if figure is None else (figure <= limit if at_most else figure >= limit)
     return {"target": name, "measured": None if figure is None else round(figure, 4), "unit": unit, "limit": limit,
-            "met": None if figure is None else figure <= limit}
+            "met": met}
 
 
 def scale_targets(rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
